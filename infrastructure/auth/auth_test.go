@@ -1,0 +1,221 @@
+package auth_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/config"
+)
+
+const secret = "0123456789abcdef0123456789abcdef" // 32 bytes
+
+func newAuth(t *testing.T, s string) *auth.Authenticator {
+	t.Helper()
+	a, err := auth.New(auth.Config{Secret: s})
+	if err != nil {
+		t.Fatalf("New() error = %v", err)
+	}
+	return a
+}
+
+func claims(sub, iss string, exp time.Time) jwt.RegisteredClaims {
+	now := time.Now()
+	return jwt.RegisteredClaims{Subject: sub, Issuer: iss, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp)}
+}
+
+func sign(t *testing.T, method jwt.SigningMethod, c jwt.Claims, key any) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(method, c).SignedString(key)
+	if err != nil {
+		t.Fatalf("sign %s: %v", method.Alg(), err)
+	}
+	return s
+}
+
+func TestMiddleware(t *testing.T) {
+	t.Parallel()
+	a := newAuth(t, secret)
+	valid, expiresAt, err := a.Issue("user-1", time.Hour)
+	if err != nil {
+		t.Fatalf("Issue() error = %v", err)
+	}
+	if d := time.Until(expiresAt); d < 59*time.Minute || d > time.Hour {
+		t.Errorf("expiresAt in %s, want about an hour", d)
+	}
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Now().Add(time.Hour)
+	otherIssuer, _, err := newAuthIssuer(t, "someone-else").Issue("user-1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name       string
+		header     string
+		wantStatus int
+		wantMsg    string
+	}{
+		{"valid token", "Bearer " + valid, http.StatusOK, ""},
+		{"scheme is case-insensitive", "bearer " + valid, http.StatusOK, ""},
+		{"missing header", "", http.StatusUnauthorized, "missing bearer token"},
+		{"wrong scheme", "Basic dXNlcjpwYXNz", http.StatusUnauthorized, `authorization header must be "Bearer <token>"`},
+		{"empty token", "Bearer ", http.StatusUnauthorized, `authorization header must be "Bearer <token>"`},
+		{"malformed", "Bearer not.a.jwt", http.StatusUnauthorized, "invalid token"},
+		{"expired", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("user-1", "north-cloud", time.Now().Add(-time.Hour)), []byte(secret)), http.StatusUnauthorized, "token expired"},
+		{"no exp", "Bearer " + sign(t, jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: "user-1", Issuer: "north-cloud"}, []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"wrong secret", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("user-1", "north-cloud", hour), []byte(strings.Repeat("x", 32))), http.StatusUnauthorized, "invalid token"},
+		{"wrong issuer", "Bearer " + otherIssuer, http.StatusUnauthorized, "invalid token"},
+		{"no subject", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"alg none", "Bearer " + sign(t, jwt.SigningMethodNone, claims("user-1", "north-cloud", hour), jwt.UnsafeAllowNoneSignatureType), http.StatusUnauthorized, "invalid token"},
+		{"other HMAC alg with our secret", "Bearer " + sign(t, jwt.SigningMethodHS512, claims("user-1", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"RS256 token", "Bearer " + sign(t, jwt.SigningMethodRS256, claims("user-1", "north-cloud", hour), rsaKey), http.StatusUnauthorized, "invalid token"},
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/api/v1/me", a.Middleware(), func(c *gin.Context) { c.String(http.StatusOK, auth.Subject(c)) })
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(http.MethodGet, "/api/v1/me", nil)
+			if tt.header != "" {
+				req.Header.Set("Authorization", tt.header)
+			}
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, req)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status = %d, want %d: %s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			if tt.wantStatus == http.StatusOK {
+				if rec.Body.String() != "user-1" {
+					t.Errorf("Subject = %q, want user-1", rec.Body)
+				}
+				return
+			}
+			if got := rec.Header().Get("WWW-Authenticate"); got != "Bearer" {
+				t.Errorf("WWW-Authenticate = %q", got)
+			}
+			var body struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body is not JSON: %s", rec.Body)
+			}
+			if body.Error.Code != "unauthorized" || body.Error.Message != tt.wantMsg {
+				t.Errorf("error = %+v, want unauthorized / %q", body.Error, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func newAuthIssuer(t *testing.T, issuer string) *auth.Authenticator {
+	t.Helper()
+	a, err := auth.New(auth.Config{Secret: secret, Issuer: issuer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestIssueAndVerify(t *testing.T) {
+	t.Parallel()
+	a := newAuth(t, secret)
+	token, _, err := a.Issue("svc-publisher", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Verify(token)
+	if err != nil {
+		t.Fatalf("Verify() error = %v", err)
+	}
+	if c.Subject != "svc-publisher" || c.Issuer != auth.IssuerDefault || c.ExpiresAt == nil || c.ID == "" {
+		t.Errorf("claims = %+v", c)
+	}
+	// A token issued by one service verifies in another with the same secret.
+	if _, err := newAuth(t, secret).Verify(token); err != nil {
+		t.Errorf("Verify with a second Authenticator = %v", err)
+	}
+
+	tests := []struct {
+		name    string
+		subject string
+		ttl     time.Duration
+		want    string
+	}{
+		{"empty subject", "", time.Minute, "subject is required"},
+		{"zero ttl", "s", 0, "ttl must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, _, err := a.Issue(tt.subject, tt.ttl); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Issue() error = %v, want containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRefusesWeakSecrets(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		secret string
+		want   string
+	}{
+		{"empty", "", "Secret is required"},
+		{"short", strings.Repeat("s", 31), "at least 32 bytes (got 31)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, err := auth.New(auth.Config{Secret: tt.secret})
+			if err == nil || a != nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New() = %v, %v; want error containing %q", a, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"valid", map[string]string{"JWT_SECRET": secret}, ""},
+		{"missing", nil, "invalid configuration: JWT_SECRET: required"},
+		{"short", map[string]string{"JWT_SECRET": "short"}, "invalid configuration: JWT_SECRET: must be at least 32 bytes (got 5)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := config.NewFromMap(tt.env)
+			cfg := auth.ConfigFromEnv(l)
+			if cfg.Issuer != auth.IssuerDefault || cfg.Secret != tt.env["JWT_SECRET"] {
+				t.Errorf("ConfigFromEnv = %+v", cfg)
+			}
+			if strings.Contains(cfg.String(), secret) {
+				t.Errorf("Config.String() leaks the secret: %s", cfg)
+			}
+			err := l.Err()
+			if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
+				t.Errorf("Err() = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package backoff
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestDelayGrowsAndCaps(t *testing.T) {
+	t.Parallel()
+	p := Policy{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
+	tests := []struct {
+		attempt int
+		want    time.Duration
+	}{
+		{0, 100 * time.Millisecond},
+		{1, 200 * time.Millisecond},
+		{3, 800 * time.Millisecond},
+		{4, time.Second},
+		{500, time.Second},
+		{-1, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := p.Delay(tt.attempt); got != tt.want {
+			t.Errorf("Delay(%d) = %s, want %s", tt.attempt, got, tt.want)
+		}
+	}
+}
+
+func TestDelayJitterStaysInRange(t *testing.T) {
+	t.Parallel()
+	p := Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.5}
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		d := p.Delay(2) // 4s before jitter
+		if d < 2*time.Second || d > 4*time.Second {
+			t.Fatalf("Delay(2) = %s, want within [2s, 4s]", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("jitter produced only %d distinct delays in 200 draws", len(seen))
+	}
+}
+
+func TestRetrySucceedsAfterFailures(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	var notified []int
+	err := Retry(context.Background(), Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond}, time.Second,
+		func(context.Context) error {
+			calls++
+			if calls < 3 {
+				return errors.New("not yet")
+			}
+			return nil
+		},
+		func(attempt int, _ error, _ time.Duration) { notified = append(notified, attempt) })
+	if err != nil {
+		t.Fatalf("Retry: %v", err)
+	}
+	if calls != 3 || len(notified) != 2 || notified[1] != 2 {
+		t.Fatalf("calls=%d notified=%v, want 3 calls and notifications [1 2]", calls, notified)
+	}
+}
+
+func TestRetryStopsOnBudgetAndPermanent(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("connection refused")
+	err := Retry(context.Background(), Policy{Initial: 20 * time.Millisecond}, 50*time.Millisecond,
+		func(context.Context) error { return boom }, nil)
+	if !errors.Is(err, boom) {
+		t.Fatalf("budget exhausted: err = %v, want wrapping %v", err, boom)
+	}
+
+	calls := 0
+	err = Retry(context.Background(), Policy{}, time.Minute, func(context.Context) error {
+		calls++
+		return Permanent(boom)
+	}, nil)
+	if !errors.Is(err, boom) || calls != 1 {
+		t.Fatalf("permanent: err=%v calls=%d, want %v after 1 call", err, calls, boom)
+	}
+}
+
+func TestRetryHonoursContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := Retry(ctx, Policy{Initial: time.Hour, Max: time.Hour}, 0,
+		func(context.Context) error { return errors.New("down") }, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatalf("Retry ignored the context for %s", time.Since(start))
+	}
+}

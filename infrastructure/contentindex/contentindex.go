@@ -1,0 +1,88 @@
+// Package contentindex is the one source of truth for the content indices:
+// their names ({source}_raw_content, {source}_classified_content), their
+// strict mappings, and the index templates that apply those mappings to every
+// new index of either kind.
+package contentindex
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Index name suffixes. A source's raw documents live in Source+RawSuffix and
+// its classified documents in Source+ClassifiedSuffix.
+const (
+	RawSuffix        = "_raw_content"
+	ClassifiedSuffix = "_classified_content"
+)
+
+// Raw document classification statuses (the classification_status field).
+const (
+	StatusPending    = "pending"
+	StatusProcessing = "processing"
+	StatusClassified = "classified"
+	StatusFailed     = "failed"
+)
+
+// Type says which kind of content index a name denotes.
+type Type string
+
+// Index types, as the index-manager API reports them.
+const (
+	TypeRaw        Type = "raw_content"
+	TypeClassified Type = "classified_content"
+	TypeOther      Type = "other"
+)
+
+var sourcePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,199}$`)
+
+// ValidSource reports whether s can name a source: lowercase letters, digits,
+// '_' and '-', starting with a letter or digit, so that the index names built
+// from it are valid Elasticsearch names with no wildcard or path characters.
+func ValidSource(s string) bool { return sourcePattern.MatchString(s) }
+
+// RawIndex returns the raw content index of a source.
+func RawIndex(source string) string { return source + RawSuffix }
+
+// ClassifiedIndex returns the classified content index of a source.
+func ClassifiedIndex(source string) string { return source + ClassifiedSuffix }
+
+// ClassifiedIndexFor maps a raw index name to its classified twin.
+func ClassifiedIndexFor(rawIndex string) string {
+	return strings.TrimSuffix(rawIndex, RawSuffix) + ClassifiedSuffix
+}
+
+// TypeOf classifies an index name by its suffix.
+func TypeOf(index string) Type {
+	switch {
+	case strings.HasSuffix(index, RawSuffix) && len(index) > len(RawSuffix):
+		return TypeRaw
+	case strings.HasSuffix(index, ClassifiedSuffix) && len(index) > len(ClassifiedSuffix):
+		return TypeClassified
+	default:
+		return TypeOther
+	}
+}
+
+// RawDocument is a crawled page as the crawler (or the loader) writes it into
+// {source}_raw_content. ID equals the Elasticsearch _id. PublishedDate is a
+// string because crawlers send unparsable dates; the mapping ignores
+// malformed values and the classifier parses what it can.
+type RawDocument struct {
+	ID                   string     `json:"id"`
+	URL                  string     `json:"url"`
+	SourceName           string     `json:"source_name"`
+	Title                string     `json:"title"`
+	RawText              string     `json:"raw_text"`
+	RawHTML              string     `json:"raw_html,omitempty"`
+	OGType               string     `json:"og_type,omitempty"`
+	MetaDescription      string     `json:"meta_description,omitempty"`
+	PublishedDate        string     `json:"published_date,omitempty"`
+	CrawledAt            time.Time  `json:"crawled_at"`
+	WordCount            int        `json:"word_count"`
+	ClassificationStatus string     `json:"classification_status"`
+	ClaimedBy            string     `json:"claimed_by,omitempty"`
+	ClaimedAt            *time.Time `json:"claimed_at,omitempty"`
+	ClassificationError  string     `json:"classification_error,omitempty"`
+}

@@ -1,0 +1,134 @@
+package contentindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+func TestTypeOfAndNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		index string
+		want  Type
+	}{
+		{"cbc_raw_content", TypeRaw},
+		{"cbc_classified_content", TypeClassified},
+		{"_raw_content", TypeOther},
+		{"cbc_raw_content_old", TypeOther},
+		{".security", TypeOther},
+	}
+	for _, tt := range tests {
+		if got := TypeOf(tt.index); got != tt.want {
+			t.Errorf("TypeOf(%q) = %q, want %q", tt.index, got, tt.want)
+		}
+	}
+	if got := ClassifiedIndexFor(RawIndex("cbc")); got != "cbc_classified_content" {
+		t.Errorf("ClassifiedIndexFor = %q", got)
+	}
+}
+
+func TestValidSource(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"cbc": true, "local_news-2": true, "": false, "*": false, "CBC": false,
+		"a,b": false, "../x": false, "_x": false, strings.Repeat("a", 201): false,
+	} {
+		if got := ValidSource(s); got != want {
+			t.Errorf("ValidSource(%q) = %t, want %t", s, got, want)
+		}
+	}
+}
+
+// Every field a writer sends must be in the strict mapping, or Elasticsearch
+// rejects the document: check the RawDocument JSON keys against it.
+func TestRawDocumentFieldsAreMapped(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	doc := RawDocument{ID: "1", URL: "u", SourceName: "s", Title: "t", RawText: "x", RawHTML: "h", OGType: "article",
+		MetaDescription: "d", PublishedDate: "2026", CrawledAt: now, WordCount: 1, ClassificationStatus: StatusPending,
+		ClaimedBy: "c", ClaimedAt: &now, ClassificationError: "e"}
+	b, _ := json.Marshal(doc)
+	var fields map[string]any
+	_ = json.Unmarshal(b, &fields)
+	props := RawMapping()["properties"].(map[string]any)
+	for k := range fields {
+		if _, ok := props[k]; !ok {
+			t.Errorf("RawDocument field %q is not in RawMapping", k)
+		}
+	}
+	if RawMapping()["dynamic"] != "strict" || ClassifiedMapping()["dynamic"] != "strict" {
+		t.Error("content mappings must be strict")
+	}
+}
+
+func TestEnsureTemplatesAppliesStrictMappings(t *testing.T) {
+	t.Parallel()
+	es, prefix := testenv.Elasticsearch(t)
+	ctx := context.Background()
+
+	for range 2 { // idempotent
+		if err := EnsureTemplates(ctx, es); err != nil {
+			t.Fatalf("EnsureTemplates: %v", err)
+		}
+	}
+
+	raw := RawIndex(prefix + "_src")
+	// Indexing into a new index creates it from the template.
+	doc := map[string]any{"id": "a", "url": "https://x.test/a", "source_name": prefix, "title": "t",
+		"raw_text": "hello", "crawled_at": time.Now().UTC(), "classification_status": "pending",
+		"published_date": "not a date"}
+	if status := index(t, es, raw, "a", doc); status != 201 {
+		t.Fatalf("index valid doc: status %d, want 201", status)
+	}
+	doc["surprise"] = "unknown field"
+	if status := index(t, es, raw, "b", doc); status != 400 {
+		t.Fatalf("index doc with unknown field: status %d, want 400 (strict mapping)", status)
+	}
+
+	res, err := es.Indices.GetMapping(es.Indices.GetMapping.WithIndex(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var got map[string]struct {
+		Mappings map[string]any `json:"mappings"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got[raw].Mappings["dynamic"] != "strict" {
+		t.Fatalf("mapping of %s = %v, want dynamic strict from the template", raw, got[raw].Mappings)
+	}
+
+	// CreateIndex treats an existing index as success.
+	classified := ClassifiedIndex(prefix + "_src")
+	for range 2 {
+		if err := CreateIndex(ctx, es, classified); err != nil {
+			t.Fatalf("CreateIndex: %v", err)
+		}
+	}
+}
+
+func index(t *testing.T, es *elasticsearch.Client, idx, id string, doc map[string]any) int {
+	t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := es.Index(idx, bytes.NewReader(b), es.Index.WithDocumentID(id), es.Index.WithRefresh("true"))
+	if err != nil {
+		t.Fatalf("index %s/%s: %v", idx, id, err)
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode
+}

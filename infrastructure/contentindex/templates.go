@@ -1,0 +1,91 @@
+package contentindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/north-cloud/infrastructure/esclient"
+)
+
+// Template names installed by EnsureTemplates.
+const (
+	RawTemplate        = "north-cloud-raw-content"
+	ClassifiedTemplate = "north-cloud-classified-content"
+)
+
+// templatePriority beats Elasticsearch's built-in templates and leaves room
+// for an operator's own overrides above it.
+const templatePriority = 200
+
+// Template is one index template: the index patterns it covers and the body
+// PUT to _index_template/Name.
+type Template struct {
+	Name string
+	Body map[string]any
+}
+
+// Templates returns the index templates of both content index kinds.
+func Templates() []Template {
+	return []Template{
+		{Name: RawTemplate, Body: templateBody("*"+RawSuffix, RawMapping())},
+		{Name: ClassifiedTemplate, Body: templateBody("*"+ClassifiedSuffix, ClassifiedMapping())},
+	}
+}
+
+func templateBody(pattern string, mapping map[string]any) map[string]any {
+	return map[string]any{
+		"index_patterns": []string{pattern},
+		"priority":       templatePriority,
+		"template": map[string]any{
+			"settings": settings(),
+			"mappings": mapping,
+		},
+		"_meta": map[string]any{"managed_by": "north-cloud infrastructure/contentindex"},
+	}
+}
+
+// EnsureTemplates installs (or overwrites with the same content) both index
+// templates. It is idempotent and cheap, so every service calls it at
+// start-up; an index created afterwards, by any writer, gets the strict
+// mapping.
+func EnsureTemplates(ctx context.Context, es *elasticsearch.Client) error {
+	for _, t := range Templates() {
+		body, err := json.Marshal(t.Body)
+		if err != nil {
+			return fmt.Errorf("ensure template %s: %w", t.Name, err)
+		}
+		res, err := es.Indices.PutIndexTemplate(t.Name, bytes.NewReader(body), es.Indices.PutIndexTemplate.WithContext(ctx))
+		if err := esclient.CheckResponse("ensure template "+t.Name, res, err); err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	return nil
+}
+
+// CreateIndex creates an index with the strict mapping of its type, and
+// treats "already exists" as success. Writers that must not depend on
+// templates being installed (tests, the loader) use it.
+func CreateIndex(ctx context.Context, es *elasticsearch.Client, name string) error {
+	body, err := json.Marshal(map[string]any{"settings": settings(), "mappings": MappingFor(TypeOf(name))})
+	if err != nil {
+		return fmt.Errorf("create index %s: %w", name, err)
+	}
+	res, err := es.Indices.Create(name, es.Indices.Create.WithBody(bytes.NewReader(body)), es.Indices.Create.WithContext(ctx))
+	if err := esclient.CheckResponse("create index "+name, res, err); err != nil {
+		var re *esclient.ResponseError
+		if errors.As(err, &re) && re.Status == 400 && bytes.Contains([]byte(re.Body), []byte("resource_already_exists_exception")) {
+			return nil
+		}
+		return err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.Body.Close()
+}

@@ -1,0 +1,152 @@
+// Package esclient builds the go-elasticsearch client every service uses and
+// waits, with backoff, for the cluster to answer before a service starts.
+package esclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/north-cloud/infrastructure/backoff"
+	"github.com/north-cloud/infrastructure/config"
+)
+
+const (
+	// URLDefault is the local single-node cluster started by scripts/services.sh.
+	URLDefault = "http://127.0.0.1:9200"
+	// ConnectTimeoutDefault bounds how long New keeps retrying.
+	ConnectTimeoutDefault = 60 * time.Second
+)
+
+// Config describes the cluster to talk to.
+type Config struct {
+	// URL of one node. Defaults to URLDefault.
+	URL string
+	// ConnectTimeout bounds start-up retries. Defaults to ConnectTimeoutDefault.
+	ConnectTimeout time.Duration
+	// MaxIdleConnsPerHost sizes the HTTP keep-alive pool. Defaults to 64, so
+	// concurrent workers do not open a connection per request.
+	MaxIdleConnsPerHost int
+}
+
+// ConfigFromEnv reads ELASTICSEARCH_URL and CONNECT_TIMEOUT.
+func ConfigFromEnv(l *config.Loader) Config {
+	return Config{
+		URL:            l.URL("ELASTICSEARCH_URL", URLDefault, "http", "https"),
+		ConnectTimeout: l.Duration("CONNECT_TIMEOUT", ConnectTimeoutDefault),
+	}
+}
+
+// New returns a client after the cluster has answered a ping, retrying with
+// backoff for up to ConnectTimeout.
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*elasticsearch.Client, error) {
+	client, err := NewLazy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = ConnectTimeoutDefault
+	}
+	err = backoff.Retry(ctx, backoff.Policy{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}, cfg.ConnectTimeout,
+		Ping(client),
+		func(attempt int, err error, wait time.Duration) {
+			logger.WarnContext(ctx, "elasticsearch not reachable yet", "url", cfg.URL, "attempt", attempt, "retry_in", wait.String(), "error", err)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("connect elasticsearch %s: %w", cfg.URL, err)
+	}
+	return client, nil
+}
+
+// NewLazy returns a client without contacting the cluster.
+func NewLazy(cfg Config) (*elasticsearch.Client, error) {
+	if cfg.URL == "" {
+		cfg.URL = URLDefault
+	}
+	if cfg.MaxIdleConnsPerHost <= 0 {
+		cfg.MaxIdleConnsPerHost = 64
+	}
+	transport := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          cfg.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+	}
+	client, err := elasticsearch.NewClient(elasticsearch.Config{
+		Addresses:     []string{cfg.URL},
+		Transport:     transport,
+		MaxRetries:    2,
+		RetryOnStatus: []int{502, 503, 504},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new elasticsearch client: %w", err)
+	}
+	return client, nil
+}
+
+// Ping returns a check that succeeds when the cluster reports its health
+// (any status: a yellow or red cluster still answers, and the index-level
+// errors say more than a failed readiness check would); it is the /ready
+// check for Elasticsearch. The minimal distribution has no GET / handler.
+func Ping(client *elasticsearch.Client) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		res, err := client.Cluster.Health(client.Cluster.Health.WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("elasticsearch ping: %w", err)
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, res.Body)
+		if res.IsError() {
+			return fmt.Errorf("elasticsearch ping: %s", res.Status())
+		}
+		return nil
+	}
+}
+
+// ResponseError describes a non-2xx answer, keeping the status so callers
+// can tell a missing index (404) from an outage (5xx).
+type ResponseError struct {
+	Op     string
+	Status int
+	Body   string
+}
+
+func (e *ResponseError) Error() string {
+	return fmt.Sprintf("%s: elasticsearch answered %d: %s", e.Op, e.Status, e.Body)
+}
+
+// CheckResponse turns a failed call or a non-2xx response into an error that
+// names op, and drains and closes the body on error. On success it leaves the
+// body for the caller to read and close.
+func CheckResponse(op string, res *esapi.Response, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if res.IsError() {
+		defer res.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		return &ResponseError{Op: op, Status: res.StatusCode, Body: string(b)}
+	}
+	return nil
+}
+
+// IsNotFound reports whether err is an Elasticsearch 404.
+func IsNotFound(err error) bool {
+	var re *ResponseError
+	return errors.As(err, &re) && re.Status == http.StatusNotFound
+}
+
+// IsConflict reports whether err is an Elasticsearch 409 (a version conflict).
+func IsConflict(err error) bool {
+	var re *ResponseError
+	return errors.As(err, &re) && re.Status == http.StatusConflict
+}

@@ -1,0 +1,60 @@
+package httpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+type checkResult struct {
+	name string
+	err  error
+}
+
+// readyHandler runs every check at once, each bounded by timeout, so /ready
+// answers within about timeout however many dependencies are down.
+func readyHandler(timeout time.Duration, checks []ReadyCheck) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
+		defer cancel()
+		// Buffered so that a check which ignores ctx can still deliver its
+		// result and exit after this handler has stopped waiting for it.
+		results := make(chan checkResult, len(checks))
+		for _, rc := range checks {
+			go func() { results <- checkResult{name: rc.Name, err: rc.Check(ctx)} }()
+		}
+
+		status := make(map[string]string, len(checks))
+		failing := []string{}
+	collect:
+		for len(status) < len(checks) {
+			select {
+			case r := <-results:
+				status[r.name] = "ok"
+				if r.err != nil {
+					status[r.name] = r.err.Error()
+					failing = append(failing, r.name)
+				}
+			case <-ctx.Done():
+				break collect
+			}
+		}
+		for _, rc := range checks {
+			if _, answered := status[rc.Name]; !answered {
+				status[rc.Name] = fmt.Sprintf("no answer within %s", timeout)
+				failing = append(failing, rc.Name)
+			}
+		}
+
+		if len(failing) > 0 {
+			slices.Sort(failing)
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "failing": failing, "checks": status})
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": status})
+	}
+}

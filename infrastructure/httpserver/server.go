@@ -1,0 +1,269 @@
+// Package httpserver runs a service's HTTP API on gin with the middleware and
+// operational routes (/health, /ready, /metrics) every service needs, and a
+// Start/Stop contract that drains in-flight requests on shutdown.
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/infrastructure/config"
+)
+
+// Defaults applied to zero Config fields.
+const (
+	MaxBodyBytesDefault      int64 = 1 << 20
+	ShutdownTimeoutDefault         = 20 * time.Second
+	ReadHeaderTimeoutDefault       = 10 * time.Second
+	ReadyTimeoutDefault            = 2 * time.Second
+	// idleTimeout closes keep-alive connections nobody uses, so a stopping
+	// server does not wait on them and clients cannot hoard sockets.
+	idleTimeout = 120 * time.Second
+)
+
+// Config describes one service's HTTP server.
+type Config struct {
+	// Addr is the listen address, such as ":8071"; ":0" picks a free port.
+	// Required.
+	Addr string
+	// ServiceName is reported by /health. Required.
+	ServiceName string
+	// MaxBodyBytes caps request bodies; larger ones get 413. Defaults to
+	// 1 MiB (HTTP_MAX_BODY_BYTES).
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds Stop even when its context has no deadline.
+	// Defaults to 20s (HTTP_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
+	// ReadHeaderTimeout limits how long a client may take to send headers,
+	// against slow-loris connections. Defaults to 10s.
+	ReadHeaderTimeout time.Duration
+	// ReadyTimeout bounds each /ready check. Defaults to 2s.
+	ReadyTimeout time.Duration
+}
+
+// ConfigFromEnv reads the listen address from addrVar (defaulting to
+// defaultAddr), HTTP_MAX_BODY_BYTES and HTTP_SHUTDOWN_TIMEOUT, recording
+// invalid values on l.
+func ConfigFromEnv(l *config.Loader, service, addrVar, defaultAddr string) Config {
+	addr := l.String(addrVar, defaultAddr)
+	_, _, err := net.SplitHostPort(addr)
+	l.Check(addrVar, err == nil, fmt.Sprintf("must be host:port or :port (got %q)", addr))
+	return Config{
+		Addr:              addr,
+		ServiceName:       service,
+		MaxBodyBytes:      l.PositiveInt64("HTTP_MAX_BODY_BYTES", MaxBodyBytesDefault),
+		ShutdownTimeout:   l.Duration("HTTP_SHUTDOWN_TIMEOUT", ShutdownTimeoutDefault),
+		ReadHeaderTimeout: ReadHeaderTimeoutDefault,
+		ReadyTimeout:      ReadyTimeoutDefault,
+	}
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = MaxBodyBytesDefault
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = ShutdownTimeoutDefault
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = ReadyTimeoutDefault
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("Addr must be host:port or :port (got %q)", c.Addr))
+	}
+	if c.ServiceName == "" {
+		errs = append(errs, errors.New("ServiceName is required"))
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, errors.New("MaxBodyBytes must be positive"))
+	}
+	if c.ShutdownTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadyTimeout < 0 {
+		errs = append(errs, errors.New("ShutdownTimeout, ReadHeaderTimeout and ReadyTimeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// ReadyCheck is one dependency /ready probes, such as a database ping. Check
+// must honour ctx, which expires after Config.ReadyTimeout.
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Server is a gin engine behind an http.Server with a Start/Stop lifecycle.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+	engine *gin.Engine
+	http   *http.Server
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	addr     string
+	serveErr chan error // receives Serve's result once; nil before Start
+	stopErr  error
+}
+
+// New builds the server and its operational routes. metrics is served at
+// /metrics (usually telemetry.Provider.Handler()); checks are run by /ready.
+func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyCheck) (*Server, error) {
+	cfg.setDefaults()
+	errs := []error{cfg.validate()}
+	if logger == nil {
+		errs = append(errs, errors.New("logger is required"))
+	}
+	if metrics == nil {
+		errs = append(errs, errors.New("metrics handler is required"))
+	}
+	seen := make(map[string]bool, len(checks))
+	for _, rc := range checks {
+		if rc.Name == "" || rc.Check == nil || seen[rc.Name] {
+			errs = append(errs, fmt.Errorf("ready check %q must have a unique name and a Check func", rc.Name))
+		}
+		seen[rc.Name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("new http server: %w", err)
+	}
+	logger = logger.With(slog.String("component", "http_server"))
+
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	engine.ContextWithFallback = true // lets handlers pass *gin.Context as a context.Context
+	// Trust no proxy: the client IP we log comes from the connection, not
+	// from a header any client can forge.
+	if err := engine.SetTrustedProxies(nil); err != nil {
+		return nil, fmt.Errorf("new http server: %w", err)
+	}
+	engine.Use(
+		recovery(logger),
+		requestID(),
+		accessLog(logger),
+		bodyLimit(cfg.MaxBodyBytes),
+	)
+	engine.NoRoute(func(c *gin.Context) { WriteError(c, http.StatusNotFound, "not_found", "no such route") })
+	engine.GET("/health", func(c *gin.Context) {
+		c.JSON(http.StatusOK, gin.H{"status": "ok", "service": cfg.ServiceName})
+	})
+	engine.GET("/ready", readyHandler(cfg.ReadyTimeout, checks))
+	engine.GET("/metrics", gin.WrapH(metrics))
+
+	return &Server{
+		cfg:    cfg,
+		logger: logger,
+		engine: engine,
+		http: &http.Server{
+			Handler:           engine,
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		},
+	}, nil
+}
+
+// Router returns the gin engine so a service can add its routes. Add them
+// before Start.
+func (s *Server) Router() *gin.Engine {
+	return s.engine
+}
+
+// Start listens on Config.Addr and serves in a goroutine owned by the Server
+// until Stop. Listening happens before Start returns, so a bad or busy
+// address fails here rather than in the background. ctx only bounds
+// listening: requests are not cancelled when it ends, so that Stop can drain
+// them. Start is idempotent; starting a stopped server is an error.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("start http server: server was stopped")
+	}
+	if s.started {
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("start http server: %w", err)
+	}
+	s.started = true
+	s.addr = ln.Addr().String()
+	s.serveErr = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		} else {
+			s.logger.Error("http server stopped serving", slog.String("addr", s.addr), slog.Any("error", err))
+		}
+		s.serveErr <- err
+	}()
+	s.logger.Info("http server listening", slog.String("addr", s.addr))
+	return nil
+}
+
+// Stop stops accepting connections and waits for in-flight requests to
+// finish, bounded by ctx and Config.ShutdownTimeout; when that runs out the
+// remaining connections are closed. Stop is idempotent and safe before Start.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return s.stopErr
+	}
+	s.stopped = true
+	if !s.started {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := s.http.Shutdown(ctx); err != nil {
+		errs = append(errs, err, s.http.Close())
+	}
+	errs = append(errs, <-s.serveErr)
+	if err := errors.Join(errs...); err != nil {
+		s.stopErr = fmt.Errorf("stop http server: %w", err)
+	}
+	return s.stopErr
+}
+
+// Addr returns the address the server listens on after Start (with the real
+// port when Config.Addr asked for ":0"), or "" before.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WriteError answers with the JSON error shape every service uses,
+// {"error":{"code":...,"message":...}}, and aborts the handler chain so no
+// later handler writes a second response.
+func WriteError(c *gin.Context, status int, code, message string) {
+	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: message}})
+}

@@ -1,0 +1,107 @@
+// Package service holds the start-up sequence every binary shares: read the
+// common configuration, report every configuration problem at once and exit,
+// build the logger, telemetry and authenticator, and run the service's
+// components until SIGINT or SIGTERM.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/config"
+	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/logger"
+	"github.com/north-cloud/infrastructure/telemetry"
+)
+
+// ExitConfig is the exit code of a start-up refused for bad configuration.
+const ExitConfig = 2
+
+// Common is the configuration shared by every service.
+type Common struct {
+	Name      string
+	Log       logger.Config
+	Telemetry telemetry.Config
+	HTTP      httpserver.Config
+	Auth      auth.Config
+}
+
+// LoadCommon reads the shared settings; addrVar and defaultAddr name the
+// service's listen address variable and its default.
+func LoadCommon(l *config.Loader, name, addrVar, defaultAddr string) Common {
+	return Common{
+		Name:      name,
+		Log:       logger.ConfigFromEnv(l, name),
+		Telemetry: telemetry.ConfigFromEnv(l, name),
+		HTTP:      httpserver.ConfigFromEnv(l, name, addrVar, defaultAddr),
+		Auth:      auth.ConfigFromEnv(l),
+	}
+}
+
+// Runtime is what the shared configuration builds.
+type Runtime struct {
+	Logger    *slog.Logger
+	Telemetry *telemetry.Provider
+	Auth      *auth.Authenticator
+}
+
+// NewRuntime builds the logger, the telemetry provider and the
+// authenticator. The caller shuts telemetry down.
+func NewRuntime(ctx context.Context, c Common, logOut io.Writer) (*Runtime, error) {
+	log, err := logger.New(logOut, c.Log)
+	if err != nil {
+		return nil, fmt.Errorf("logger: %w", err)
+	}
+	authn, err := auth.New(c.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	tp, err := telemetry.New(ctx, c.Telemetry)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return &Runtime{Logger: log, Telemetry: tp, Auth: authn}, nil
+}
+
+// Command is one subcommand of a service binary.
+type Command func(ctx context.Context, args []string) error
+
+// Main runs the subcommand named by os.Args[1] (def when absent) with a
+// context cancelled on SIGINT or SIGTERM, and exits: 0 on success, 2 on a
+// configuration error (printed to stderr, naming every variable), 1 on any
+// other error.
+func Main(def string, commands map[string]Command) {
+	args := os.Args[1:]
+	name := def
+	if len(args) > 0 {
+		name, args = args[0], args[1:]
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown command %q; commands:", name)
+		for n := range commands {
+			fmt.Fprintf(os.Stderr, " %s", n)
+		}
+		fmt.Fprintln(os.Stderr)
+		os.Exit(ExitConfig)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cmd(ctx, args)
+	stop()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, err)
+	var cfgErr *config.Error
+	if errors.As(err, &cfgErr) {
+		os.Exit(ExitConfig)
+	}
+	os.Exit(1)
+}

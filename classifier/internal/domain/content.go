@@ -1,0 +1,89 @@
+// Package domain holds the classifier's data types: the raw document it
+// claims, and the classified document it writes.
+package domain
+
+import (
+	"time"
+
+	"github.com/north-cloud/infrastructure/contentindex"
+)
+
+// Version is written to every classified document and history row, so an
+// operator can tell which pipeline produced a classification.
+const Version = "0.1.0"
+
+// RawContent is a raw document claimed by this replica: the crawler's fields
+// plus where it lives and the Elasticsearch version of the claim, which makes
+// the final status flip conditional on nobody having taken it over since.
+type RawContent struct {
+	contentindex.RawDocument
+	// Index is the raw index the document was read from.
+	Index string
+	// SeqNo and PrimaryTerm identify the claimed version of the document.
+	SeqNo       int64
+	PrimaryTerm int64
+	// DecodeError is set when the stored document could not be read into
+	// RawDocument (a field of the wrong JSON type); such a document is
+	// unprocessable.
+	DecodeError string
+}
+
+// ClaimID names one claim of a document; a document classified again after
+// a crash or a lease expiry gets a new one.
+func (r *RawContent) ClaimID() string {
+	if r.ClaimedAt == nil {
+		return r.ClaimedBy
+	}
+	return r.ClaimedBy + "@" + r.ClaimedAt.UTC().Format(time.RFC3339Nano)
+}
+
+// QualityFactors explains a quality score; each factor is 0..1.
+type QualityFactors struct {
+	WordCount   float64 `json:"word_count"`
+	Metadata    float64 `json:"metadata"`
+	Richness    float64 `json:"richness"`
+	Readability float64 `json:"readability"`
+}
+
+// TopicScore is one matched topic and its score.
+type TopicScore struct {
+	Topic string  `json:"topic"`
+	Score float64 `json:"score"`
+}
+
+// ClassifiedContent is the document written to {source}_classified_content,
+// with _id equal to the raw id so that rewriting it is idempotent.
+type ClassifiedContent struct {
+	ID              string     `json:"id"`
+	URL             string     `json:"url"`
+	SourceName      string     `json:"source_name"`
+	Title           string     `json:"title"`
+	RawText         string     `json:"raw_text"`
+	RawHTML         string     `json:"raw_html,omitempty"`
+	OGType          string     `json:"og_type,omitempty"`
+	MetaDescription string     `json:"meta_description,omitempty"`
+	PublishedDate   *time.Time `json:"published_date,omitempty"`
+	CrawledAt       time.Time  `json:"crawled_at"`
+	WordCount       int        `json:"word_count"`
+	// ClassificationStatus is always "classified" here.
+	ClassificationStatus string `json:"classification_status"`
+
+	ContentType           string         `json:"content_type"`
+	ContentTypeConfidence float64        `json:"content_type_confidence"`
+	ContentTypeMethod     string         `json:"content_type_method"`
+	QualityScore          int            `json:"quality_score"`
+	QualityFactors        QualityFactors `json:"quality_factors"`
+	Topics                []string       `json:"topics"`
+	TopicScores           []TopicScore   `json:"topic_scores"`
+	IsCrimeRelated        bool           `json:"is_crime_related"`
+	CrimeSubcategory      *string        `json:"crime_subcategory,omitempty"`
+	SourceReputation      float64        `json:"source_reputation"`
+	Confidence            float64        `json:"confidence"`
+	ClassifierVersion     string         `json:"classifier_version"`
+	ClassifiedAt          time.Time      `json:"classified_at"`
+
+	// Index is the classified index the document is written to; not stored.
+	Index string `json:"-"`
+	// ClaimID is the claim that produced it; not stored in Elasticsearch.
+	ClaimID string `json:"-"`
+}

@@ -1,0 +1,152 @@
+// Package pipeline turns a raw document into a classified one: content type,
+// quality, topics. It is pure computation: no I/O, safe for concurrent use.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/contentindex"
+)
+
+// ErrUnprocessable marks a document that no retry can fix (no URL, a URL
+// that is not http(s), no text). It is failed with the reason, not retried.
+var ErrUnprocessable = errors.New("unprocessable document")
+
+// MaxAnalysedBytes bounds how much of a body is analysed, so a document of
+// megabytes costs no more than a long article.
+const MaxAnalysedBytes = 64 << 10
+
+// Classifier runs the pipeline stages in order.
+type Classifier struct {
+	topics *TopicMatcher
+	now    func() time.Time
+}
+
+// New returns a Classifier using the starter topic rules.
+func New() *Classifier {
+	return &Classifier{topics: NewTopicMatcher(StarterTopics()), now: time.Now}
+}
+
+// Classify validates raw and classifies it. Errors wrap ErrUnprocessable when
+// the document itself is at fault.
+func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {
+	if err := validate(raw); err != nil {
+		return nil, err
+	}
+	text := bounded(raw.RawText)
+	title := strings.ToValidUTF8(raw.Title, "")
+
+	words := raw.WordCount
+	if words <= 0 {
+		words = len(strings.Fields(text))
+	}
+	published := parseDate(raw.PublishedDate)
+
+	ct := detectContentType(raw.OGType, raw.URL, words, title != "", published != nil)
+	quality, factors := scoreQuality(words, title, raw.MetaDescription, published != nil, text)
+	matches := c.topics.Match(title + " " + text)
+
+	out := &domain.ClassifiedContent{
+		ID:                    raw.ID,
+		URL:                   raw.URL,
+		SourceName:            raw.SourceName,
+		Title:                 title,
+		RawText:               strings.ToValidUTF8(raw.RawText, ""),
+		RawHTML:               strings.ToValidUTF8(raw.RawHTML, ""),
+		OGType:                raw.OGType,
+		MetaDescription:       strings.ToValidUTF8(raw.MetaDescription, ""),
+		PublishedDate:         published,
+		CrawledAt:             raw.CrawledAt,
+		WordCount:             words,
+		ClassificationStatus:  contentindex.StatusClassified,
+		ContentType:           ct.Type,
+		ContentTypeConfidence: ct.Confidence,
+		ContentTypeMethod:     ct.Method,
+		QualityScore:          quality,
+		QualityFactors:        factors,
+		Topics:                []string{},
+		TopicScores:           []domain.TopicScore{},
+		SourceReputation:      0.5,
+		Confidence:            ct.Confidence,
+		ClassifierVersion:     domain.Version,
+		ClassifiedAt:          c.now().UTC(),
+		Index:                 contentindex.ClassifiedIndexFor(raw.Index),
+		ClaimID:               raw.ClaimID(),
+	}
+	for _, m := range matches {
+		out.Topics = append(out.Topics, m.Topic)
+		out.TopicScores = append(out.TopicScores, domain.TopicScore{Topic: m.Topic, Score: m.Score})
+		if IsCrimeSubcategory(m.Topic) {
+			out.IsCrimeRelated = true
+			if out.CrimeSubcategory == nil {
+				topic := m.Topic
+				out.CrimeSubcategory = &topic
+			}
+		}
+	}
+	return out, nil
+}
+
+func validate(raw *domain.RawContent) error {
+	if raw.DecodeError != "" {
+		return fmt.Errorf("%w: malformed document: %s", ErrUnprocessable, truncate(raw.DecodeError, 300))
+	}
+	if strings.TrimSpace(raw.ID) == "" {
+		return fmt.Errorf("%w: missing id", ErrUnprocessable)
+	}
+	if strings.TrimSpace(raw.URL) == "" {
+		return fmt.Errorf("%w: missing url", ErrUnprocessable)
+	}
+	u, err := url.Parse(raw.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: url %q is not an absolute http(s) URL", ErrUnprocessable, truncate(raw.URL, 200))
+	}
+	if strings.TrimSpace(raw.RawText) == "" && strings.TrimSpace(raw.Title) == "" {
+		return fmt.Errorf("%w: empty text and title", ErrUnprocessable)
+	}
+	return nil
+}
+
+// bounded returns at most MaxAnalysedBytes of s, cut at a rune boundary,
+// with invalid UTF-8 dropped.
+func bounded(s string) string {
+	if len(s) > MaxAnalysedBytes {
+		cut := MaxAnalysedBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return strings.ToValidUTF8(s, "")
+}
+
+var dateLayouts = []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02", time.RFC1123Z, time.RFC1123}
+
+// parseDate accepts the layouts crawlers commonly send and returns nil for
+// anything else: an unparsable date is missing metadata, not an error.
+func parseDate(s string) *time.Time {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	for _, layout := range dateLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			t = t.UTC()
+			return &t
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

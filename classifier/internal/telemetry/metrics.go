@@ -1,0 +1,120 @@
+// Package telemetry declares the classifier's metrics under the exact names
+// of the spec (section 3.1) and records them.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metrics holds every classifier instrument. The Prometheus exporter keeps
+// the names as given: counters already end in _total, durations carry unit
+// "s" and end in _seconds.
+type Metrics struct {
+	DocumentsProcessed metric.Int64Counter
+	DocumentsFailed    metric.Int64Counter
+	DocumentsRetried   metric.Int64Counter
+	ProcessingDuration metric.Float64Histogram
+	BatchSize          metric.Int64Histogram
+
+	RuleMatchDuration metric.Float64Histogram
+	RulesEvaluated    metric.Int64Counter
+	RulesMatched      metric.Int64Counter
+
+	ActiveWorkers metric.Int64UpDownCounter
+	WorkDropped   metric.Int64Counter
+	ThrottleCount metric.Int64Counter
+
+	PollerLag         metric.Float64Histogram
+	ClassificationLag metric.Float64Histogram
+
+	DLQEnqueued  metric.Int64Counter
+	DLQProcessed metric.Int64Counter
+	DLQExhausted metric.Int64Counter
+}
+
+// Gauges are read at scrape time from their owners (the work queue, the
+// dead-letter table) instead of being kept as deltas that drift.
+type Gauges struct {
+	// QueueDepth returns the number of documents waiting in the work queue.
+	QueueDepth func() int64
+	// DLQDepth returns dead-letter rows still to retry, by source.
+	DLQDepth func(ctx context.Context) (map[string]int64, error)
+}
+
+// New creates the instruments on meter and registers the observable gauges.
+func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
+	m := &Metrics{}
+	var errs []error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	seconds := func(name, desc string, bounds ...float64) metric.Float64Histogram {
+		h, err := meter.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(bounds...))
+		errs = append(errs, err)
+		return h
+	}
+	lagBuckets := []float64{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+
+	m.DocumentsProcessed = counter("classifier_documents_processed_total", "Total documents successfully classified")
+	m.DocumentsFailed = counter("classifier_documents_failed_total", "Total documents that failed classification")
+	m.DocumentsRetried = counter("classifier_documents_retried_total", "Total documents retried from DLQ")
+	m.ProcessingDuration = seconds("classifier_processing_duration_seconds", "Time to classify a single document",
+		0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+	var err error
+	m.BatchSize, err = meter.Int64Histogram("classifier_batch_size", metric.WithDescription("Number of documents per batch"),
+		metric.WithExplicitBucketBoundaries(1, 5, 10, 25, 50, 100, 200, 500))
+	errs = append(errs, err)
+
+	m.RuleMatchDuration = seconds("classifier_rule_match_duration_seconds", "Time spent in rule matching (Aho-Corasick)",
+		0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1)
+	m.RulesEvaluated = counter("classifier_rules_evaluated_total", "Total rule evaluations")
+	m.RulesMatched = counter("classifier_rules_matched_total", "Total rules that matched")
+
+	m.ActiveWorkers, err = meter.Int64UpDownCounter("classifier_active_workers", metric.WithDescription("Currently active worker goroutines"))
+	errs = append(errs, err)
+	m.WorkDropped = counter("classifier_work_dropped_total", "Work items dropped due to queue full")
+	m.ThrottleCount = counter("classifier_throttle_count_total", "Number of times poller was throttled")
+
+	m.PollerLag = seconds("classifier_poller_lag_seconds", "Time between document creation and classification start", lagBuckets...)
+	m.ClassificationLag = seconds("classifier_classification_lag_seconds", "End-to-end lag from crawl to classified", lagBuckets...)
+
+	m.DLQEnqueued = counter("classifier_dlq_enqueued_total", "Total documents added to DLQ")
+	m.DLQProcessed = counter("classifier_dlq_processed_total", "Total documents successfully processed from DLQ")
+	m.DLQExhausted = counter("classifier_dlq_exhausted_total", "Total documents that exhausted all retries")
+
+	if gauges.QueueDepth != nil {
+		_, err = meter.Int64ObservableGauge("classifier_queue_depth", metric.WithDescription("Current pending documents in work queue"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(gauges.QueueDepth())
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if gauges.DLQDepth != nil {
+		_, err = meter.Int64ObservableGauge("classifier_dlq_depth", metric.WithDescription("Current documents in dead-letter queue"),
+			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				bySource, err := gauges.DLQDepth(ctx)
+				if err != nil {
+					return err
+				}
+				for source, n := range bySource {
+					o.Observe(n, metric.WithAttributes(attribute.String("source", source)))
+				}
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,95 @@
+// Package domain holds the outbox entry and its routing (spec 4.2).
+package domain
+
+import (
+	"time"
+)
+
+// OutboxStatus is the state of an outbox entry.
+type OutboxStatus string
+
+// Outbox statuses.
+const (
+	OutboxStatusPending    OutboxStatus = "pending"
+	OutboxStatusPublishing OutboxStatus = "publishing"
+	OutboxStatusPublished  OutboxStatus = "published"
+	OutboxStatusFailed     OutboxStatus = "failed"
+)
+
+// OutboxEntry is a classified document awaiting publication.
+type OutboxEntry struct {
+	ID               string
+	ContentID        string
+	SourceName       string
+	IndexName        string
+	ContentType      string
+	Topics           []string
+	QualityScore     int
+	IsCrimeRelated   bool
+	CrimeSubcategory *string
+	Title            string
+	Body             string
+	URL              string
+	PublishedDate    *time.Time
+	Status           OutboxStatus
+	RetryCount       int
+	MaxRetries       int
+	ErrorMessage     *string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	PublishedAt      *time.Time
+	NextRetryAt      *time.Time
+}
+
+// RoutingKey returns the Redis channel for this entry.
+func (o *OutboxEntry) RoutingKey() string {
+	if o.IsCrimeRelated && o.CrimeSubcategory != nil {
+		return "articles:crime:" + *o.CrimeSubcategory
+	}
+	if o.IsCrimeRelated {
+		return "articles:crime"
+	}
+	switch o.ContentType {
+	case "article":
+		return "articles:news"
+	case "video":
+		return "content:video"
+	case "image":
+		return "content:image"
+	default:
+		return "content:other"
+	}
+}
+
+// ShouldRetry reports whether the entry has retries left.
+func (o *OutboxEntry) ShouldRetry() bool {
+	return o.RetryCount < o.MaxRetries
+}
+
+// ToPublishMessage is the message body published to Redis. id and
+// publisher.outbox_id let consumers deduplicate the rare second delivery.
+func (o *OutboxEntry) ToPublishMessage(now time.Time) map[string]any {
+	topics := o.Topics
+	if topics == nil {
+		topics = []string{}
+	}
+	return map[string]any{
+		"id":                o.ContentID,
+		"source":            o.SourceName,
+		"index":             o.IndexName,
+		"content_type":      o.ContentType,
+		"topics":            topics,
+		"quality_score":     o.QualityScore,
+		"is_crime_related":  o.IsCrimeRelated,
+		"crime_subcategory": o.CrimeSubcategory,
+		"title":             o.Title,
+		"body":              o.Body,
+		"url":               o.URL,
+		"published_date":    o.PublishedDate,
+		"publisher": map[string]any{
+			"outbox_id":    o.ID,
+			"published_at": now.UTC().Format(time.RFC3339),
+			"channel":      o.RoutingKey(),
+		},
+	}
+}

@@ -1,0 +1,9 @@
+// Package migrations embeds the publisher's numbered SQL migrations.
+package migrations
+
+import "embed"
+
+// FS holds NNN_name.up.sql and NNN_name.down.sql files.
+//
+//go:embed *.sql
+var FS embed.FS

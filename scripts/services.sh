@@ -1,0 +1,653 @@
+#!/usr/bin/env bash
+# services.sh - run the real backing services of the content pipeline on this
+# machine, without Docker: PostgreSQL, Redis and Elasticsearch, all on loopback.
+#
+#   scripts/services.sh up       install what is missing, start what is not running, wait
+#   scripts/services.sh down     stop all three
+#   scripts/services.sh status   one line per service; exit 1 if any does not answer
+#   scripts/services.sh env      eval-able `export` lines: eval "$(scripts/services.sh env)"
+#   scripts/services.sh logs [postgres|redis|elasticsearch]   last lines of the logs
+#
+# `up` and `down` need root (Debian 12): packages come from apt, PostgreSQL runs
+# as the Debian `postgres` user and Elasticsearch as a system user
+# `elasticsearch` (both refuse to run as root). `status`, `env` and `logs` work
+# for any user. Everything the script prints goes to stderr, except the output
+# of `env`, so `eval "$(scripts/services.sh env)"` stays clean.
+#
+# Settings (environment):
+#   NC_STATE_DIR     state: data, installs, logs, pid files  (/var/lib/north-cloud)
+#   NC_CACHE_DIR     download cache                          ($HOME/.cache/north-cloud)
+#   NC_PG_PORT       PostgreSQL port                         (5432)
+#   NC_REDIS_PORT    Redis port                              (6379)
+#   NC_ES_PORT       Elasticsearch HTTP port                 (9200)
+#   NC_ES_VERSION    Elasticsearch version                   (8.19.21)
+#   NC_ES_HEAP       Elasticsearch heap, e.g. 1g             (512m)
+#   NC_ES_JAVA_HOME  JDK for Elasticsearch                   (a JDK 17 under /usr/lib/jvm)
+#   NC_WAIT_TIMEOUT  seconds to wait for each service        (120)
+#
+# Ports given to `up` are remembered in the state dir, so `env`, `status` and
+# `down` in another shell use the ports the services really run on.
+
+set -euo pipefail
+
+readonly STATE_DIR="${NC_STATE_DIR:-/var/lib/north-cloud}"
+readonly CACHE_DIR="${NC_CACHE_DIR:-${HOME:-/root}/.cache/north-cloud}"
+readonly ES_VERSION="${NC_ES_VERSION:-8.19.21}"
+readonly ES_HEAP="${NC_ES_HEAP:-512m}"
+readonly WAIT_TIMEOUT="${NC_WAIT_TIMEOUT:-120}"
+readonly PORTS_FILE="$STATE_DIR/ports.env"
+
+# Port precedence: explicit NC_*_PORT, else what the last `up` used, else default.
+saved_port() { # saved_port NAME -> value from ports.env or empty
+  if [[ -r $PORTS_FILE ]]; then sed -n "s/^$1=\([0-9]*\)$/\1/p" "$PORTS_FILE"; fi
+}
+_saved_pg="$(saved_port NC_PG_PORT)"
+_saved_redis="$(saved_port NC_REDIS_PORT)"
+_saved_es="$(saved_port NC_ES_PORT)"
+readonly PG_PORT="${NC_PG_PORT:-${_saved_pg:-5432}}"
+readonly REDIS_PORT="${NC_REDIS_PORT:-${_saved_redis:-6379}}"
+readonly ES_PORT="${NC_ES_PORT:-${_saved_es:-9200}}"
+
+readonly LOG_DIR="$STATE_DIR/logs"
+readonly RUN_DIR="$STATE_DIR/run"
+readonly JWT_FILE="$STATE_DIR/jwt_secret"
+
+readonly PG_DATA="$STATE_DIR/postgres/data"
+readonly PG_SOCK="$STATE_DIR/postgres/run" # unix socket directory
+readonly PG_LOG="$LOG_DIR/postgres.log"
+
+readonly REDIS_DIR="$STATE_DIR/redis"
+readonly REDIS_PID="$RUN_DIR/redis.pid"
+readonly REDIS_LOG="$LOG_DIR/redis.log"
+
+readonly ES_USER=elasticsearch
+readonly ES_BASE="$STATE_DIR/elasticsearch" # owned by $ES_USER
+readonly ES_HOME="$ES_BASE/elasticsearch-$ES_VERSION"
+readonly ES_DATA="$ES_BASE/data-$ES_VERSION" # per version: data of a newer ES cannot be read by an older one
+readonly ES_PID="$ES_BASE/elasticsearch.pid"
+readonly ES_LOG_DIR="$LOG_DIR/elasticsearch" # owned by $ES_USER
+readonly ES_LOG="$ES_LOG_DIR/north-cloud.log" # <cluster.name>.log
+readonly ES_START_LOG="$LOG_DIR/elasticsearch-start.log"
+readonly ES_URL_BASE="https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
+readonly ES_ZIP="$CACHE_DIR/elasticsearch-$ES_VERSION.zip"
+readonly ES_ZIP_URL="$ES_URL_BASE/$ES_VERSION/elasticsearch-$ES_VERSION.zip"
+
+readonly DATABASES=(classifier publisher index_manager) # role name = db name = password
+
+# ---------------------------------------------------------------- helpers ---
+
+log() { printf '==> %s\n' "$*" >&2; }
+warn() { printf 'services.sh: warning: %s\n' "$*" >&2; }
+die() {
+  printf 'services.sh: error: %s\n' "$*" >&2
+  exit 1
+}
+
+need_root() {
+  [[ $(id -u) -eq 0 ]] || die "'$1' must run as root (it installs packages and switches to the postgres/$ES_USER users); try: sudo $0 $1"
+}
+
+# port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pid_alive PIDFILE [CMDLINE-SUBSTRING]: the process in PIDFILE runs (and its
+# command line contains the substring, which guards against recycled pids).
+pid_alive() {
+  local pid
+  [[ -r $1 ]] || return 1
+  pid="$(head -n1 "$1" 2>/dev/null | tr -dc '0-9')"
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+  [[ -z ${2:-} ]] || tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$2"
+}
+
+# fail_with_log SERVICE LOGFILE MESSAGE: print the log tail and exit.
+fail_with_log() {
+  printf 'services.sh: error: %s: %s\n' "$1" "$3" >&2
+  if [[ -r $2 ]]; then
+    printf -- '--- last 20 lines of %s ---\n' "$2" >&2
+    tail -n 20 "$2" >&2
+    printf -- '---\n' >&2
+  else
+    printf 'services.sh: (no log at %s)\n' "$2" >&2
+  fi
+  exit 1
+}
+
+# wait_until SERVICE LOGFILE CHECK-COMMAND...: retry the check once a second
+# until it succeeds or NC_WAIT_TIMEOUT passes.
+wait_until() {
+  local service=$1 logfile=$2 deadline=$((SECONDS + WAIT_TIMEOUT))
+  shift 2
+  until "$@"; do
+    ((SECONDS < deadline)) || fail_with_log "$service" "$logfile" "did not answer within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)"
+    sleep 1
+  done
+}
+
+# ------------------------------------------------------------ packages ------
+
+APT_UPDATED=0
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  # Wait for a concurrent apt/dpkg (e.g. a background install) instead of failing.
+  local lock=(-o DPkg::Lock::Timeout=600)
+  if ((APT_UPDATED == 0)); then
+    log "apt-get update"
+    apt-get "${lock[@]}" -q update >&2 || die "apt-get update failed"
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  apt-get "${lock[@]}" -q -y install --no-install-recommends "$@" >&2 || die "apt-get install $* failed"
+}
+
+# Newest PostgreSQL server installed by Debian, e.g. /usr/lib/postgresql/15/bin.
+# An existing data dir pins the major version it was created with.
+pg_bin_dir() {
+  local v
+  if [[ -r $PG_DATA/PG_VERSION ]]; then
+    v="$(cat "$PG_DATA/PG_VERSION")"
+    [[ -x /usr/lib/postgresql/$v/bin/pg_ctl ]] && { echo "/usr/lib/postgresql/$v/bin"; return 0; }
+  fi
+  find /usr/lib/postgresql -mindepth 3 -maxdepth 3 -name pg_ctl -path '*/bin/*' 2>/dev/null |
+    sort -V | tail -n1 | xargs -r dirname
+}
+
+# A JDK 17 for Elasticsearch (the integ-test-zip has no bundled JDK).
+java_home() {
+  local d
+  if [[ -n ${NC_ES_JAVA_HOME:-} ]]; then echo "$NC_ES_JAVA_HOME"; return 0; fi
+  for d in /usr/lib/jvm/java-17-openjdk-* /usr/lib/jvm/*-17-*; do
+    [[ -x $d/bin/java ]] && { echo "$d"; return 0; }
+  done
+  return 1
+}
+
+ensure_packages() {
+  local missing=()
+  [[ -n $(pg_bin_dir) ]] || missing+=(postgresql)
+  command -v psql >/dev/null && command -v pg_isready >/dev/null || missing+=(postgresql-client)
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  command -v redis-cli >/dev/null || missing+=(redis-tools)
+  java_home >/dev/null || missing+=(openjdk-17-jre-headless)
+  command -v unzip >/dev/null || missing+=(unzip)
+  command -v curl >/dev/null || missing+=(curl ca-certificates)
+  command -v openssl >/dev/null || missing+=(openssl)
+  ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+  [[ -n $(pg_bin_dir) ]] || die "no PostgreSQL server found under /usr/lib/postgresql after installing"
+  java_home >/dev/null || die "no JDK 17 found under /usr/lib/jvm (set NC_ES_JAVA_HOME)"
+  id -u postgres >/dev/null 2>&1 || die "user 'postgres' is missing (the postgresql package creates it)"
+  if ! id -u "$ES_USER" >/dev/null 2>&1; then
+    log "creating system user $ES_USER"
+    useradd --system --user-group --no-create-home --home-dir "$ES_BASE" --shell /usr/sbin/nologin "$ES_USER"
+  fi
+}
+
+# State dir layout; world-readable (not the data dirs) so non-root users can
+# read logs, the socket and the JWT secret.
+ensure_state_dirs() {
+  install -d -m 0755 "$STATE_DIR" "$LOG_DIR" "$RUN_DIR" "$REDIS_DIR" "$STATE_DIR/postgres"
+  install -d -m 0755 -o postgres -g postgres "$PG_SOCK"
+  install -d -m 0755 -o "$ES_USER" -g "$ES_USER" "$ES_BASE" "$ES_LOG_DIR"
+  if [[ ! -s $JWT_FILE ]]; then
+    # 24 random bytes = 48 hex chars; created once, reused by every `env`.
+    (umask 022 && openssl rand -hex 24 >"$JWT_FILE.tmp" && mv "$JWT_FILE.tmp" "$JWT_FILE")
+  fi
+}
+
+# One up/down at a time. The daemons are started with fd 8/9 closed, or they
+# would inherit the lock and hold it forever.
+lock_state() {
+  exec 9>"$STATE_DIR/.lock"
+  flock -w 600 9 || die "another 'services.sh up/down' holds $STATE_DIR/.lock"
+}
+
+save_ports() {
+  printf 'NC_PG_PORT=%s\nNC_REDIS_PORT=%s\nNC_ES_PORT=%s\n' "$PG_PORT" "$REDIS_PORT" "$ES_PORT" >"$PORTS_FILE.tmp"
+  mv "$PORTS_FILE.tmp" "$PORTS_FILE"
+}
+
+# ---------------------------------------------------------- PostgreSQL ------
+
+as_postgres() { (cd / && runuser -u postgres -- "$@"); }
+
+pg_url() { # pg_url USER DB
+  printf 'postgres://%s:%s@127.0.0.1:%s/%s?sslmode=disable' "$1" "$1" "$PG_PORT" "$2"
+}
+
+pg_running() { pid_alive "$PG_DATA/postmaster.pid" postgres; }
+
+# Port the running server was started with (line 4 of postmaster.pid).
+pg_running_port() { sed -n 4p "$PG_DATA/postmaster.pid" 2>/dev/null; }
+
+pg_init() {
+  [[ -s $PG_DATA/PG_VERSION ]] && return 0
+  local bin
+  bin="$(pg_bin_dir)"
+  log "postgres: initdb $PG_DATA"
+  install -d -m 0700 -o postgres -g postgres "$PG_DATA"
+  # Local socket: trust (dev machine); TCP: scram-sha-256 passwords.
+  as_postgres "$bin/initdb" -D "$PG_DATA" -U postgres -E UTF8 --locale=C.UTF-8 \
+    --auth-local=trust --auth-host=scram-sha-256 >"$LOG_DIR/initdb.log" 2>&1 ||
+    fail_with_log postgres "$LOG_DIR/initdb.log" "initdb failed"
+  echo "include_if_exists = 'north-cloud.conf'" >>"$PG_DATA/postgresql.conf"
+}
+
+# The Debian package may have created and started its own cluster (15/main on
+# 5432); it is not ours - stop it when it holds our port.
+pg_stop_debian_cluster() {
+  command -v pg_lsclusters >/dev/null || return 0
+  local ver name port status
+  while read -r ver name port status _; do
+    if [[ $port == "$PG_PORT" && $status == online* ]]; then
+      log "postgres: stopping Debian's cluster $ver/$name, it holds port $PG_PORT (start it again with: pg_ctlcluster $ver $name start)"
+      pg_ctlcluster "$ver" "$name" stop || die "could not stop PostgreSQL cluster $ver/$name on port $PG_PORT"
+    fi
+  done < <(pg_lsclusters -h 2>/dev/null)
+}
+
+pg_start() {
+  local bin
+  bin="$(pg_bin_dir)"
+  pg_stop_debian_cluster
+  port_open "$PG_PORT" && die "postgres: port 127.0.0.1:$PG_PORT is in use by another program (set NC_PG_PORT)"
+  # Rewritten on every start so NC_PG_PORT changes apply. fsync and
+  # synchronous_commit are off: this is a throwaway dev/test cluster, speed
+  # matters more than surviving a power loss.
+  cat >"$PG_DATA/north-cloud.conf" <<EOF
+# written by scripts/services.sh - edits are overwritten
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$PG_SOCK'
+max_connections = 300
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+  chown postgres:postgres "$PG_DATA/north-cloud.conf"
+  touch "$PG_LOG" && chown postgres:postgres "$PG_LOG"
+  log "postgres: starting on 127.0.0.1:$PG_PORT"
+  as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$WAIT_TIMEOUT" start >/dev/null 2>&1 8>&- 9>&- ||
+    fail_with_log postgres "$PG_LOG" "pg_ctl start failed"
+}
+
+pg_stop() {
+  pg_running || return 0
+  log "postgres: stopping"
+  as_postgres "$(pg_bin_dir)/pg_ctl" -D "$PG_DATA" -m fast -w stop >/dev/null
+}
+
+pg_ready() { pg_isready -q -h 127.0.0.1 -p "$PG_PORT" -t 2; }
+
+# Roles and databases, idempotently, over the local socket as superuser.
+pg_provision() {
+  log "postgres: ensuring roles and databases ${DATABASES[*]}"
+  local sql="ALTER ROLE postgres PASSWORD 'postgres';" db
+  for db in "${DATABASES[@]}"; do
+    sql+="
+SELECT 'CREATE ROLE $db' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$db') \\gexec
+ALTER ROLE $db WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$db';
+SELECT 'CREATE DATABASE $db OWNER $db' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$db') \\gexec"
+  done
+  psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres <<<"$sql" >/dev/null ||
+    die "postgres: creating roles/databases failed"
+}
+
+# Every URL that `env` prints connects (passwords, owners, TCP auth).
+pg_urls_work() {
+  local url
+  for url in "$(pg_url postgres postgres)" "$(pg_url classifier classifier)" \
+    "$(pg_url classifier publisher)" "$(pg_url publisher publisher)" "$(pg_url index_manager index_manager)"; do
+    psql -X -q -tA -c 'select 1' "$url" >/dev/null 2>&1 || return 1
+  done
+}
+
+pg_up() {
+  pg_init
+  if pg_running && [[ $(pg_running_port) != "$PG_PORT" ]]; then
+    port_open "$PG_PORT" && die "postgres: port 127.0.0.1:$PG_PORT is in use by another program (set NC_PG_PORT)"
+    log "postgres: running on port $(pg_running_port), restarting on $PG_PORT"
+    pg_stop
+  fi
+  local started=0
+  if ! pg_running; then
+    pg_start
+    started=1
+  fi
+  wait_until postgres "$PG_LOG" pg_ready
+  if ((started)) || ! pg_urls_work; then
+    pg_provision
+    pg_urls_work || die "postgres: the connection URLs do not work even after provisioning (see $PG_LOG)"
+  fi
+}
+
+pg_version() {
+  psql -X -tA -c 'show server_version' "$(pg_url postgres postgres)" 2>/dev/null | awk '{print $1}'
+}
+
+# --------------------------------------------------------------- Redis ------
+
+redis_running() { pid_alive "$REDIS_PID" redis-server; }
+redis_ready() { [[ $(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+redis_running_port() { tr '\0' ' ' <"/proc/$(cat "$REDIS_PID")/cmdline" 2>/dev/null | grep -o ':[0-9]*' | tr -d ':' | head -n1; }
+
+redis_start() {
+  if port_open "$REDIS_PORT"; then
+    # Debian's own redis-server (from the package's init script) is not ours.
+    if pid_alive /run/redis/redis-server.pid redis-server; then
+      log "redis: stopping Debian's redis-server service, it holds port $REDIS_PORT (start it again with: service redis-server start)"
+      kill "$(cat /run/redis/redis-server.pid)"
+      sleep 1
+    fi
+    port_open "$REDIS_PORT" && die "redis: port 127.0.0.1:$REDIS_PORT is in use by another program (set NC_REDIS_PORT)"
+  fi
+  log "redis: starting on 127.0.0.1:$REDIS_PORT"
+  # No persistence: test data only.
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --protected-mode yes \
+    --daemonize yes --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" --dir "$REDIS_DIR" \
+    --save '' --appendonly no >/dev/null 2>&1 8>&- 9>&- ||
+    fail_with_log redis "$REDIS_LOG" "redis-server failed to start"
+}
+
+redis_stop() {
+  redis_running || return 0
+  log "redis: stopping"
+  local port pid
+  pid="$(cat "$REDIS_PID")"
+  port="$(redis_running_port)"
+  redis-cli -h 127.0.0.1 -p "${port:-$REDIS_PORT}" shutdown nosave >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+  for _ in {1..50}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$REDIS_PID"
+}
+
+redis_up() {
+  if redis_running && [[ $(redis_running_port) != "$REDIS_PORT" ]]; then
+    port_open "$REDIS_PORT" && die "redis: port 127.0.0.1:$REDIS_PORT is in use by another program (set NC_REDIS_PORT)"
+    log "redis: running on port $(redis_running_port), restarting on $REDIS_PORT"
+    redis_stop
+  fi
+  redis_running || redis_start
+  wait_until redis "$REDIS_LOG" redis_ready
+}
+
+redis_version() {
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" info server 2>/dev/null | sed -n 's/^redis_version:\([^[:space:]]*\).*/\1/p'
+}
+
+# ------------------------------------------------------- Elasticsearch ------
+
+es_running() { pid_alive "$ES_PID" org.elasticsearch; }
+es_running_ours() { pid_alive "$ES_PID" "-Des.path.home=$ES_HOME "; } # this version
+es_ready() {
+  curl -fsS -o /dev/null --max-time 10 \
+    "http://127.0.0.1:$ES_PORT/_cluster/health?wait_for_status=yellow&timeout=5s" 2>/dev/null
+}
+es_wait_ready() {
+  es_ready && return 0
+  local deadline=$((SECONDS + WAIT_TIMEOUT))
+  until es_ready; do
+    es_running || fail_with_log elasticsearch "$ES_LOG" "the process exited (see also $ES_START_LOG)"
+    ((SECONDS < deadline)) || fail_with_log elasticsearch "$ES_LOG" "did not answer within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)"
+    sleep 1
+  done
+}
+
+file_size() { stat -c %s "$1" 2>/dev/null || echo 0; }
+
+# Download the integ-test-zip from Maven Central once into the cache.
+es_fetch() {
+  [[ -s $ES_ZIP ]] && return 0
+  mkdir -p "$CACHE_DIR"
+  local part="$ES_ZIP.part" before after idle=0
+  # Serialise our own concurrent runs.
+  exec 8>"$ES_ZIP.lock"
+  flock 8
+  # A download by someone else (another curl) may be writing the .part:
+  # wait while it grows, take the final file when it appears.
+  while [[ ! -s $ES_ZIP && -f $part ]]; do
+    before="$(file_size "$part")"
+    sleep 2
+    after="$(file_size "$part")"
+    if ((after > before)); then
+      idle=0
+      log "elasticsearch: another download is writing $part ($((after / 1048576)) MB so far), waiting for it"
+      sleep 3
+    elif ((++idle >= 5)); then
+      log "elasticsearch: $part stopped growing, downloading again"
+      rm -f "$part"
+    fi
+  done
+  if [[ ! -s $ES_ZIP ]]; then
+    log "elasticsearch: downloading $ES_ZIP_URL"
+    local progress=(-sS)
+    [[ -t 2 ]] && progress=(--progress-bar)
+    curl -fL --retry 3 --connect-timeout 20 "${progress[@]}" -o "$part" "$ES_ZIP_URL" ||
+      {
+        rm -f "$part"
+        die "elasticsearch: download failed: $ES_ZIP_URL (is NC_ES_VERSION=$ES_VERSION published? is Maven Central reachable?)"
+      }
+    mv "$part" "$ES_ZIP"
+    log "elasticsearch: downloaded $(($(file_size "$ES_ZIP") / 1048576)) MB to $ES_ZIP"
+  fi
+  flock -u 8
+  exec 8>&-
+}
+
+# Check the zip against Maven Central's .sha1 (done once, before unpacking).
+es_verify_zip() {
+  local want got
+  want="$(curl -fsS --max-time 20 "$ES_ZIP_URL.sha1" 2>/dev/null | awk '{print $1}')" || true
+  if [[ -z $want ]]; then
+    warn "could not fetch $ES_ZIP_URL.sha1, skipping the checksum check"
+    return 0
+  fi
+  got="$(sha1sum "$ES_ZIP" | awk '{print $1}')"
+  [[ $want == "$got" ]] && return 0
+  rm -f "$ES_ZIP"
+  die "elasticsearch: $ES_ZIP had sha1 $got, expected $want; removed it, run 'up' again to download it again"
+}
+
+es_install() {
+  [[ -f $ES_HOME/.installed ]] && return 0
+  es_fetch
+  es_verify_zip
+  log "elasticsearch: unpacking $ES_VERSION into $ES_HOME"
+  local tmp="$ES_BASE/.unpack"
+  rm -rf "$tmp" "$ES_HOME"
+  mkdir -p "$tmp"
+  unzip -q "$ES_ZIP" -d "$tmp" || die "elasticsearch: unzip $ES_ZIP failed (remove it to download again)"
+  mv "$tmp/elasticsearch-$ES_VERSION" "$ES_HOME"
+  rm -rf "$tmp"
+  chown -R "$ES_USER:$ES_USER" "$ES_HOME"
+  touch "$ES_HOME/.installed"
+}
+
+es_start() {
+  port_open "$ES_PORT" && die "elasticsearch: port 127.0.0.1:$ES_PORT is in use by another program (set NC_ES_PORT)"
+  local jhome
+  jhome="$(java_home)"
+  install -d -m 0755 -o "$ES_USER" -g "$ES_USER" "$ES_DATA"
+  # Rewritten on every start so NC_ES_PORT changes apply.
+  cat >"$ES_HOME/config/elasticsearch.yml" <<EOF
+# written by scripts/services.sh - edits are overwritten
+cluster.name: north-cloud
+node.name: north-cloud-1
+discovery.type: single-node
+network.host: 127.0.0.1
+http.port: $ES_PORT
+path.data: $ES_DATA
+path.logs: $ES_LOG_DIR
+xpack.security.enabled: false
+cluster.routing.allocation.disk.threshold_enabled: false
+action.destructive_requires_name: false
+EOF
+  chown "$ES_USER:$ES_USER" "$ES_HOME/config/elasticsearch.yml"
+  rm -f "$ES_PID"
+  log "elasticsearch: starting $ES_VERSION on 127.0.0.1:$ES_PORT (heap $ES_HEAP, java $jhome)"
+  # -d returns once the node has started (or failed); its output goes to
+  # ES_START_LOG, the node's own log to $ES_LOG.
+  : >"$ES_START_LOG"
+  if ! (cd "$ES_HOME" && timeout "$WAIT_TIMEOUT" runuser -u "$ES_USER" -- env \
+    ES_JAVA_HOME="$jhome" ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP" \
+    "$ES_HOME/bin/elasticsearch" -d -p "$ES_PID") >"$ES_START_LOG" 2>&1 </dev/null 8>&- 9>&-; then
+    [[ -r $ES_LOG ]] && { echo "--- last 20 lines of $ES_LOG ---" && tail -n 20 "$ES_LOG"; } >&2
+    fail_with_log elasticsearch "$ES_START_LOG" "bin/elasticsearch -d failed or did not finish within ${WAIT_TIMEOUT}s"
+  fi
+}
+
+es_stop() {
+  es_running || return 0
+  log "elasticsearch: stopping"
+  local pid
+  pid="$(cat "$ES_PID")"
+  kill "$pid" 2>/dev/null || true
+  for _ in {1..600}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    warn "elasticsearch did not stop within 60s, killing it"
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$ES_PID"
+}
+
+es_up() {
+  if es_running && ! es_running_ours; then
+    log "elasticsearch: another version is running, switching to $ES_VERSION"
+    es_stop
+  elif es_running_ours && ! grep -qx "http.port: $ES_PORT" "$ES_HOME/config/elasticsearch.yml"; then
+    port_open "$ES_PORT" && die "elasticsearch: port 127.0.0.1:$ES_PORT is in use by another program (set NC_ES_PORT)"
+    log "elasticsearch: running on another port, restarting on $ES_PORT"
+    es_stop
+  fi
+  if ! es_running; then
+    es_install
+    es_start
+  fi
+  es_wait_ready
+}
+
+es_version() {
+  # Not GET /: that endpoint lives in the rest-root module, which the
+  # integ-test-zip does not ship (GET / answers 405 there).
+  curl -fsS --max-time 5 "http://127.0.0.1:$ES_PORT/_nodes/_local?filter_path=nodes.*.version" 2>/dev/null |
+    sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p'
+}
+
+# ------------------------------------------------------------ commands ------
+
+cmd_up() {
+  need_root up
+  ensure_packages
+  ensure_state_dirs
+  lock_state
+  save_ports # before starting, so env/status/down find the ports even if a start fails
+  pg_up
+  redis_up
+  es_up
+  cmd_status || true
+  local prefix=""
+  [[ $STATE_DIR == /var/lib/north-cloud ]] || prefix="NC_STATE_DIR=$STATE_DIR "
+  # shellcheck disable=SC2016 # the $(...) is meant literally
+  printf '\nready; load the settings into your shell with:\n  eval "$(%s%s env)"\n' "$prefix" "$0" >&2
+}
+
+cmd_down() {
+  need_root down
+  [[ -d $STATE_DIR ]] && lock_state
+  es_stop
+  redis_stop
+  pg_stop
+  log "all stopped"
+}
+
+cmd_status() {
+  local rc=0 v
+  status_line() { # NAME ADDRESS VERSION
+    if [[ -n $3 ]]; then
+      printf '%-14s %-16s %-10s %s\n' "$1" "$2" "$3" "up" >&2
+    else
+      printf '%-14s %-16s %-10s %s\n' "$1" "$2" "-" "DOWN" >&2
+      rc=1
+    fi
+  }
+  # Each probe may fail: a failure means "down", not an abort (set -e).
+  v="$(pg_version || true)"
+  status_line postgres "127.0.0.1:$PG_PORT" "$v"
+  v=""
+  redis_ready && v="$(redis_version || true)"
+  status_line redis "127.0.0.1:$REDIS_PORT" "$v"
+  v=""
+  es_ready && v="$(es_version || true)"
+  status_line elasticsearch "127.0.0.1:$ES_PORT" "$v"
+  return "$rc"
+}
+
+# shell_quote VALUE: single-quoted for eval.
+shell_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+cmd_env() {
+  if [[ ! -s $JWT_FILE ]]; then
+    [[ $(id -u) -eq 0 ]] || die "no JWT secret yet in $JWT_FILE; run 'sudo $0 up' first"
+    ensure_state_dirs
+  fi
+  local jwt
+  jwt="$(cat "$JWT_FILE")" || die "cannot read $JWT_FILE"
+  local -a vars=(
+    POSTGRES_ADMIN_URL "$(pg_url postgres postgres)"
+    CLASSIFIER_DATABASE_URL "$(pg_url classifier classifier)"
+    CLASSIFIER_OUTBOX_DATABASE_URL "$(pg_url classifier publisher)"
+    PUBLISHER_DATABASE_URL "$(pg_url publisher publisher)"
+    INDEX_MANAGER_DATABASE_URL "$(pg_url index_manager index_manager)"
+    REDIS_URL "redis://127.0.0.1:$REDIS_PORT/0"
+    ELASTICSEARCH_URL "http://127.0.0.1:$ES_PORT"
+    JWT_SECRET "$jwt"
+    NC_STATE_DIR "$STATE_DIR"
+  )
+  local i
+  for ((i = 0; i < ${#vars[@]}; i += 2)); do
+    printf 'export %s=%s\n' "${vars[i]}" "$(shell_quote "${vars[i + 1]}")"
+  done
+}
+
+cmd_logs() {
+  local lines="${NC_LOG_LINES:-50}" f
+  local -a files
+  case "${1:-all}" in
+    postgres | pg) files=("$PG_LOG") ;;
+    redis) files=("$REDIS_LOG") ;;
+    elasticsearch | es) files=("$ES_LOG" "$ES_START_LOG") ;;
+    all) files=("$PG_LOG" "$REDIS_LOG" "$ES_LOG") ;;
+    *) die "unknown service '$1' (postgres, redis, elasticsearch)" ;;
+  esac
+  for f in "${files[@]}"; do
+    printf -- '--- %s ---\n' "$f" >&2
+    tail -n "$lines" "$f" >&2 2>/dev/null || printf '(not readable or missing)\n' >&2
+  done
+}
+
+usage() {
+  cat >&2 <<EOF
+usage: $0 up|down|status|env|logs [postgres|redis|elasticsearch]
+  up      install missing packages, start PostgreSQL, Redis and Elasticsearch on loopback, wait
+  down    stop all three
+  status  address, version and state of each; exit 1 if any is down
+  env     export lines for eval "\$($0 env)"
+  logs    last \${NC_LOG_LINES:-50} lines of the service logs
+state: $STATE_DIR   cache: $CACHE_DIR
+EOF
+}
+
+main() {
+  case "${1:-}" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    logs) cmd_logs "${2:-all}" ;;
+    -h | --help | help) usage ;;
+    *)
+      usage
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"

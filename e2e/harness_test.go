@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binaries builds the service binaries once per test binary run.
+var binaries = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "north-cloud-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	for _, module := range []string{"classifier", "publisher", "index-manager"} {
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
+		cmd.Dir = filepath.Join(root, module)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build %s: %v\n%s", module, err, out)
+		}
+	}
+	return dir, nil
+})
+
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
+}
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// process is a service binary running for one test.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	addr string
+	log  *syncBuffer
+	done chan error
+}
+
+// startService runs a service binary with the given environment on top of
+// the test's own, waits until /ready answers 200, and stops it (SIGTERM) at
+// cleanup, failing the test if it does not exit cleanly.
+func startService(t *testing.T, name string, env map[string]string) *process {
+	t.Helper()
+	p := &process{name: name, addr: freeAddr(t), log: &syncBuffer{}, done: make(chan error, 1)}
+	addrVar := strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_HTTP_ADDR"
+	p.cmd = exec.Command(binary(t, name))
+	p.cmd.Env = append(os.Environ(), addrVar+"="+p.addr, "LOG_FORMAT=text", "LOG_LEVEL=info")
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("%s did not exit cleanly on SIGTERM: %v\n%s", name, err, p.log.Tail(40))
+			}
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			t.Errorf("%s did not stop within 30s of SIGTERM\n%s", name, p.log.Tail(40))
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, body := p.get(t, "/ready")
+		if status == http.StatusOK {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("%s exited before ready: %v\n%s", name, err, p.log.Tail(40))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 60s (last: %d %s)\n%s", name, status, body, p.log.Tail(40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// get returns the status and body of GET path, or 0 when nothing answers.
+func (p *process) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+path, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// syncBuffer collects a process's output for failure messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// Tail returns the last n lines written.
+func (s *syncBuffer) Tail(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(s.buf.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// relay forwards TCP connections to a target so a test can cut a service
+// off from a real dependency (and restore it) without stopping the
+// dependency for everyone else.
+type relay struct {
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newRelay(t *testing.T, target string) *relay {
+	t.Helper()
+	r := &relay{target: target, addr: freeAddr(t), conns: map[net.Conn]struct{}{}}
+	if err := r.open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.cut)
+	return r
+}
+
+// open starts accepting on the relay's address.
+func (r *relay) open() error {
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		return fmt.Errorf("relay listen %s: %w", r.addr, err)
+	}
+	r.mu.Lock()
+	r.ln = ln
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", r.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			r.track(in, out)
+			r.wg.Add(2)
+			go r.pipe(in, out)
+			go r.pipe(out, in)
+		}
+	}()
+	return nil
+}
+
+func (r *relay) track(conns ...net.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range conns {
+		r.conns[c] = struct{}{}
+	}
+}
+
+func (r *relay) pipe(dst, src net.Conn) {
+	defer r.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// cut stops accepting and closes every open connection.
+func (r *relay) cut() {
+	r.mu.Lock()
+	if r.ln != nil {
+		r.ln.Close()
+		r.ln = nil
+	}
+	for c := range r.conns {
+		c.Close()
+	}
+	r.conns = map[net.Conn]struct{}{}
+	r.mu.Unlock()
+	r.wg.Wait()
+}

@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/url"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/lib/pq"
+
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// message is the body the publisher sends (spec 4.2, ToPublishMessage).
+type message struct {
+	ID               string   `json:"id"`
+	Source           string   `json:"source"`
+	Index            string   `json:"index"`
+	ContentType      string   `json:"content_type"`
+	Topics           []string `json:"topics"`
+	QualityScore     *int     `json:"quality_score"`
+	IsCrimeRelated   *bool    `json:"is_crime_related"`
+	CrimeSubcategory *string  `json:"crime_subcategory"`
+	Title            string   `json:"title"`
+	Body             string   `json:"body"`
+	URL              string   `json:"url"`
+	PublishedDate    *string  `json:"published_date"`
+	Publisher        struct {
+		OutboxID    string `json:"outbox_id"`
+		PublishedAt string `json:"published_at"`
+		Channel     string `json:"channel"`
+	} `json:"publisher"`
+}
+
+// TestPipelineDeliversEveryDocumentOnce runs loader -> classifier -> outbox
+// -> publisher -> Redis with the real binaries and real services, and checks
+// that every loaded document arrives exactly once, with the spec's fields,
+// on the channel its classification routes it to.
+func TestPipelineDeliversEveryDocumentOnce(t *testing.T) {
+	t.Parallel()
+	classifierDB := testenv.Postgres(t)
+	publisherDB := testenv.Postgres(t)
+	es, prefix := testenv.Elasticsearch(t)
+	rdb := testenv.Redis(t)
+	esURL := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+	esTarget, err := url.Parse(esURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The classifier reaches Elasticsearch through a relay the test can cut.
+	esRelay := newRelay(t, esTarget.Host)
+
+	publisher := startService(t, "publisher", map[string]string{
+		"PUBLISHER_DATABASE_URL":         publisherDB,
+		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
+	})
+	_ = publisher
+	classifier := startService(t, "classifier", map[string]string{
+		"CLASSIFIER_DATABASE_URL": classifierDB,
+		// The harness's INSERT-only role, as in production.
+		"CLASSIFIER_OUTBOX_DATABASE_URL": testenv.WithUser(t, publisherDB, "classifier", "classifier"),
+		"ELASTICSEARCH_URL":              "http://" + esRelay.addr,
+		"CLASSIFIER_INDEX_PATTERN":       prefix + "*" + contentindex.RawSuffix,
+		"CLASSIFIER_POLL_INTERVAL":       "200ms",
+		"CLASSIFIER_ID":                  "e2e-" + prefix,
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sub := rdb.PSubscribe(ctx, "articles:*", "content:*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed before loading
+		t.Fatalf("psubscribe: %v", err)
+	}
+	msgs := sub.Channel()
+
+	const count = 60
+	sources := prefix + "_metro," + prefix + "_sports"
+	load := exec.Command(binary(t, "loader"), "-count", "60", "-sources", sources, "-seed", "7", "-refresh")
+	if out, err := load.CombinedOutput(); err != nil {
+		t.Fatalf("loader: %v\n%s", err, out)
+	}
+	loaded := rawDocuments(t, es, prefix)
+	if len(loaded) != count {
+		t.Fatalf("loader wrote %d documents, want %d", len(loaded), count)
+	}
+
+	received := map[string][]message{}
+	deadline := time.After(90 * time.Second)
+	for len(received) < count {
+		select {
+		case m := <-msgs:
+			var body message
+			if err := json.Unmarshal([]byte(m.Payload), &body); err != nil {
+				t.Fatalf("message on %s is not JSON: %v: %s", m.Channel, err, m.Payload)
+			}
+			if !strings.HasPrefix(body.Source, prefix) {
+				continue // another test's document
+			}
+			if body.Publisher.Channel != m.Channel {
+				t.Errorf("message %s says channel %q but arrived on %q", body.ID, body.Publisher.Channel, m.Channel)
+			}
+			received[body.ID] = append(received[body.ID], body)
+		case <-deadline:
+			t.Fatalf("received %d of %d documents within 90s\nclassifier:\n%s\npublisher:\n%s",
+				len(received), count, classifier.log.Tail(20), publisher.log.Tail(20))
+		}
+	}
+	// Anything published twice would arrive right behind the first copy.
+	drain := time.After(2 * time.Second)
+collect:
+	for {
+		select {
+		case m := <-msgs:
+			var body message
+			if json.Unmarshal([]byte(m.Payload), &body) == nil && strings.HasPrefix(body.Source, prefix) {
+				received[body.ID] = append(received[body.ID], body)
+			}
+		case <-drain:
+			break collect
+		}
+	}
+
+	for id, raw := range loaded {
+		got := received[id]
+		if len(got) != 1 {
+			t.Errorf("document %s arrived %d times, want exactly once", id, len(got))
+			continue
+		}
+		checkMessage(t, raw, got[0])
+	}
+
+	// The commit point was reached for every document.
+	for id, status := range rawStatuses(t, es, prefix) {
+		if status != contentindex.StatusClassified {
+			t.Errorf("raw document %s is %q, want classified", id, status)
+		}
+	}
+	assertCount(t, classifierDB, `SELECT COUNT(DISTINCT content_id) FROM classification_history`, count)
+	assertCount(t, publisherDB, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published'`, count)
+
+	// /ready names Elasticsearch while it is unreachable, and recovers.
+	esRelay.cut()
+	waitFor(t, 15*time.Second, "classifier /ready to answer 503 naming elasticsearch", func() bool {
+		status, body := classifier.get(t, "/ready")
+		return status == 503 && strings.Contains(body, `"failing":["elasticsearch"]`)
+	})
+	if err := esRelay.open(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "classifier /ready to answer 200 again", func() bool {
+		status, _ := classifier.get(t, "/ready")
+		return status == 200
+	})
+}
+
+func checkMessage(t *testing.T, raw contentindex.RawDocument, m message) {
+	t.Helper()
+	if m.Source != raw.SourceName || m.URL != raw.URL || m.Title != raw.Title || m.Body != raw.RawText {
+		t.Errorf("%s: source/url/title/body do not match the raw document: %+v", raw.ID, m)
+	}
+	if m.Index != contentindex.ClassifiedIndex(raw.SourceName) {
+		t.Errorf("%s: index = %q, want %q", raw.ID, m.Index, contentindex.ClassifiedIndex(raw.SourceName))
+	}
+	if m.QualityScore == nil || *m.QualityScore < 0 || *m.QualityScore > 100 {
+		t.Errorf("%s: quality_score = %v, want 0..100", raw.ID, m.QualityScore)
+	}
+	if m.IsCrimeRelated == nil || m.Topics == nil || m.ContentType == "" || m.PublishedDate == nil {
+		t.Errorf("%s: missing is_crime_related, topics, content_type or published_date: %+v", raw.ID, m)
+	}
+	if _, err := time.Parse(time.RFC3339, m.Publisher.PublishedAt); err != nil || m.Publisher.OutboxID == "" {
+		t.Errorf("%s: publisher block incomplete: %+v", raw.ID, m.Publisher)
+	}
+	want := expectedChannel(m)
+	if m.Publisher.Channel != want {
+		t.Errorf("%s: channel %q, want %q for crime=%v sub=%v type=%s", raw.ID, m.Publisher.Channel, want,
+			*m.IsCrimeRelated, m.CrimeSubcategory, m.ContentType)
+	}
+	// The loader's crime stories must be routed as crime.
+	if strings.Contains(raw.Title, "murder") && !strings.HasPrefix(m.Publisher.Channel, "articles:crime") {
+		t.Errorf("%s: a murder story went to %s", raw.ID, m.Publisher.Channel)
+	}
+}
+
+// expectedChannel is spec 4.2's RoutingKey, restated independently.
+func expectedChannel(m message) string {
+	switch {
+	case *m.IsCrimeRelated && m.CrimeSubcategory != nil:
+		return "articles:crime:" + *m.CrimeSubcategory
+	case *m.IsCrimeRelated:
+		return "articles:crime"
+	case m.ContentType == "article":
+		return "articles:news"
+	case m.ContentType == "video":
+		return "content:video"
+	case m.ContentType == "image":
+		return "content:image"
+	default:
+		return "content:other"
+	}
+}
+
+func assertCount(t *testing.T, dsn, query string, want int) {
+	t.Helper()
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got int
+	if err := db.QueryRow(query).Scan(&got); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	if got != want {
+		t.Errorf("%s = %d, want %d", query, got, want)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type searchHits struct {
+	Hits struct {
+		Hits []struct {
+			Source contentindex.RawDocument `json:"_source"`
+		} `json:"hits"`
+	} `json:"hits"`
+}
+
+func rawDocuments(t *testing.T, es esSearcher, prefix string) map[string]contentindex.RawDocument {
+	t.Helper()
+	var parsed searchHits
+	search(t, es, prefix, &parsed)
+	out := map[string]contentindex.RawDocument{}
+	for _, h := range parsed.Hits.Hits {
+		out[h.Source.ID] = h.Source
+	}
+	return out
+}
+
+func rawStatuses(t *testing.T, es esSearcher, prefix string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for id, d := range rawDocuments(t, es, prefix) {
+		out[id] = d.ClassificationStatus
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench.sh - run every benchmark the issues ask for against the real services,
+# then print each figure on a line of its own:  bench: <name>: <value> <unit>
+#
+# Benchmarks are ordinary Go benchmarks that report their figures with
+# b.ReportMetric(value, "unit"). Every package listed in BENCH_PACKAGES below
+# is run once (-benchtime=1x: each benchmark sizes its own workload), and
+# every reported metric except Go's default ns/op, B/op and allocs/op becomes
+# a `bench:` line named <module>/<Benchmark name without the -N suffix>/<unit>.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+# module:package pattern, one per line. Add yours here.
+BENCH_PACKAGES=(
+)
+
+"$root/scripts/services.sh" up >&2
+eval "$("$root/scripts/services.sh" env)"
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for entry in "${BENCH_PACKAGES[@]}"; do
+  module=${entry%%:*}
+  pkg=${entry#*:}
+  echo "== $module $pkg" >&2
+  (cd "$root/$module" && go test -run '^$' -bench . -benchtime 1x -timeout 60m "$pkg") | tee -a "$out" >&2 |
+    sed -n "s/^/$module /p" >>"$out.lines" || { echo "benchmark $module $pkg failed" >&2; exit 1; }
+done
+
+# Lines look like: "<module> BenchmarkName-2  1  123 ns/op  4567 msgs/s ..."
+echo
+awk '
+  $2 ~ /^Benchmark/ {
+    mod = $1; name = $2; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name)
+    for (i = 4; i < NF; i += 2) {
+      unit = $(i + 1)
+      if (unit == "ns/op" || unit == "B/op" || unit == "allocs/op") continue
+      printf "bench: %s/%s: %s %s\n", mod, name, $i, unit
+    }
+  }' "$out.lines"
+rm -f "$out.lines"

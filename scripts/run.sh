@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# run.sh - run the whole system natively, without Docker: the backing services
+# (scripts/services.sh), then classifier, publisher and index-manager from
+# bin/ (built by `scripts/task build`) in the background, then demo raw
+# content from the loader so the pipeline visibly runs.
+#
+#   scripts/run.sh start     start (idempotent) and load demo data
+#   scripts/run.sh stop      stop the three services (SIGTERM, graceful)
+#   scripts/run.sh status    which run, and their /ready answers
+#
+# Logs and pid files: $NC_STATE_DIR/app/<service>.{log,pid}.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin"
+services=(publisher classifier index-manager)
+declare -A ports=([classifier]=8071 [publisher]=8070 [index-manager]=8090)
+
+say() { echo "run.sh: $*" >&2; }
+
+load_env() {
+  eval "$("$root/scripts/services.sh" env)"
+  app="$NC_STATE_DIR/app"
+  mkdir -p "$app"
+}
+
+running() { [ -f "$app/$1.pid" ] && kill -0 "$(cat "$app/$1.pid")" 2>/dev/null; }
+
+wait_ready() {
+  local svc=$1 port=${ports[$1]} deadline=$((SECONDS + 60))
+  until curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1; do
+    if ! running "$svc"; then
+      say "$svc exited; last lines of $app/$svc.log:"
+      tail -n 20 "$app/$svc.log" >&2
+      exit 1
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      say "$svc not ready after 60s: $(curl -s "http://127.0.0.1:$port/ready")"
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+start() {
+  "$root/scripts/services.sh" up
+  load_env
+  for svc in "${services[@]}"; do
+    [ -x "$bin/$svc" ] || { say "$bin/$svc missing: run \`scripts/task build\` first"; exit 1; }
+  done
+  export LOG_FORMAT="${LOG_FORMAT:-text}"
+  export CLASSIFIER_POLL_INTERVAL="${CLASSIFIER_POLL_INTERVAL:-1s}"
+  export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
+  for svc in "${services[@]}"; do
+    if running "$svc"; then
+      say "$svc already running (pid $(cat "$app/$svc.pid"))"
+      continue
+    fi
+    # setsid: the service outlives this script and gets signals of its own.
+    setsid "$bin/$svc" >>"$app/$svc.log" 2>&1 </dev/null &
+    echo $! >"$app/$svc.pid"
+    wait_ready "$svc"
+    say "$svc ready on http://127.0.0.1:${ports[$svc]} (log: $app/$svc.log)"
+  done
+  "$bin/loader" -count "${LOADER_COUNT:-200}" -sources "${LOADER_SOURCES:-demo_news,demo_metro,demo_sports}"
+  cat >&2 <<MSG
+
+The pipeline is running. Watch documents arrive on Redis:
+  redis-cli -u $REDIS_URL PSUBSCRIBE 'articles:*' 'content:*'
+and load more with:
+  eval "\$(scripts/services.sh env)"; bin/loader -count 20 -sources demo_news
+Metrics: curl -s localhost:8071/metrics | grep classifier_
+Stop with: scripts/task run:stop
+MSG
+}
+
+stop() {
+  load_env
+  for svc in "${services[@]}"; do
+    if running "$svc"; then
+      kill -TERM "$(cat "$app/$svc.pid")"
+      for _ in $(seq 1 60); do running "$svc" || break; sleep 0.5; done
+      if running "$svc"; then
+        say "$svc did not stop within 30s; killing it"
+        kill -KILL "$(cat "$app/$svc.pid")"
+      fi
+      say "$svc stopped"
+    fi
+    rm -f "$app/$svc.pid"
+  done
+}
+
+status() {
+  load_env
+  local rc=0
+  for svc in "${services[@]}"; do
+    if running "$svc"; then
+      printf '%-14s pid %-8s %s\n' "$svc" "$(cat "$app/$svc.pid")" "$(curl -s "http://127.0.0.1:${ports[$svc]}/ready")"
+    else
+      printf '%-14s stopped\n' "$svc"
+      rc=1
+    fi
+  done
+  return $rc
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac

@@ -266,7 +266,10 @@ EOF
   chown postgres:postgres "$PG_DATA/north-cloud.conf"
   touch "$PG_LOG" && chown postgres:postgres "$PG_LOG"
   log "postgres: starting on 127.0.0.1:$PG_PORT"
-  as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$WAIT_TIMEOUT" start >/dev/null 2>&1 8>&- 9>&- ||
+  # setsid: every daemon gets a session of its own, so that killing the
+  # shell or job that ran `up` (and its process group) does not take the
+  # services down with it.
+  as_postgres setsid -w "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$WAIT_TIMEOUT" start >/dev/null 2>&1 8>&- 9>&- ||
     fail_with_log postgres "$PG_LOG" "pg_ctl start failed"
 }
 
@@ -342,7 +345,7 @@ redis_start() {
   fi
   log "redis: starting on 127.0.0.1:$REDIS_PORT"
   # No persistence: test data only.
-  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --protected-mode yes \
+  setsid -w redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --protected-mode yes \
     --daemonize yes --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" --dir "$REDIS_DIR" \
     --save '' --appendonly no >/dev/null 2>&1 8>&- 9>&- ||
     fail_with_log redis "$REDIS_LOG" "redis-server failed to start"
@@ -486,7 +489,7 @@ EOF
   # -d returns once the node has started (or failed); its output goes to
   # ES_START_LOG, the node's own log to $ES_LOG.
   : >"$ES_START_LOG"
-  if ! (cd "$ES_HOME" && timeout "$WAIT_TIMEOUT" runuser -u "$ES_USER" -- env \
+  if ! (cd "$ES_HOME" && timeout "$WAIT_TIMEOUT" setsid -w runuser -u "$ES_USER" -- env \
     ES_JAVA_HOME="$jhome" ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP" \
     "$ES_HOME/bin/elasticsearch" -d -p "$ES_PID") >"$ES_START_LOG" 2>&1 </dev/null 8>&- 9>&-; then
     [[ -r $ES_LOG ]] && { echo "--- last 20 lines of $ES_LOG ---" && tail -n 20 "$ES_LOG"; } >&2

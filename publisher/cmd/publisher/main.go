@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/lifecycle"
@@ -16,6 +17,7 @@ import (
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/redisclient"
 	"github.com/north-cloud/infrastructure/service"
+	"github.com/north-cloud/publisher/internal/api"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
 	"github.com/north-cloud/publisher/internal/worker"
@@ -33,9 +35,11 @@ func main() {
 // lists every variable.
 type Config struct {
 	service.Common
-	DB     postgres.Config
-	Redis  redisclient.Config
-	Worker worker.Config
+	DB      postgres.Config
+	Redis   redisclient.Config
+	Worker  worker.Config
+	Rescuer worker.RescuerConfig
+	Cleaner worker.CleanerConfig
 }
 
 func loadConfig(l *config.Loader) (Config, error) {
@@ -47,9 +51,33 @@ func loadConfig(l *config.Loader) (Config, error) {
 			PollInterval:   l.Duration("PUBLISHER_OUTBOX_POLL_INTERVAL", worker.PollIntervalDefault),
 			BatchSize:      l.PositiveInt("PUBLISHER_OUTBOX_BATCH_SIZE", worker.BatchSizeDefault),
 			PublishTimeout: l.Duration("PUBLISHER_OUTBOX_PUBLISH_TIMEOUT", worker.PublishTimeoutDefault),
+			NotifyDebounce: l.Duration("PUBLISHER_OUTBOX_NOTIFY_DEBOUNCE", worker.NotifyDebounceDefault),
+			Retry: backoff.Policy{
+				Initial:    l.Duration("PUBLISHER_OUTBOX_RETRY_INITIAL", worker.RetryInitialDefault),
+				Max:        l.Duration("PUBLISHER_OUTBOX_RETRY_MAX", worker.RetryMaxDefault),
+				Multiplier: 2,
+				Jitter:     0.2,
+			},
+			BreakerThreshold: l.PositiveInt("PUBLISHER_REDIS_BREAKER_THRESHOLD", worker.BreakerThresholdDefault),
+			BreakerCooldown:  l.Duration("PUBLISHER_REDIS_BREAKER_COOLDOWN", worker.BreakerCooldownDefault),
+			StreamMirror:     l.Bool("PUBLISHER_STREAM_MIRROR", false),
+			StreamMaxLen:     l.PositiveInt64("PUBLISHER_STREAM_MAXLEN", worker.StreamMaxLenDefault),
+		},
+		Rescuer: worker.RescuerConfig{
+			StaleAfter: l.Duration("PUBLISHER_OUTBOX_STALE_AFTER", worker.StaleAfterDefault),
+		},
+		Cleaner: worker.CleanerConfig{
+			Retention: l.Duration("PUBLISHER_OUTBOX_RETENTION", worker.RetentionDefault),
+			Interval:  l.Duration("PUBLISHER_OUTBOX_CLEANUP_INTERVAL", worker.CleanupIntervalDefault),
 		},
 	}
 	l.Check("PUBLISHER_OUTBOX_BATCH_SIZE", c.Worker.BatchSize <= 5000, fmt.Sprintf("must be at most 5000 (got %d)", c.Worker.BatchSize))
+	l.Check("PUBLISHER_OUTBOX_RETRY_MAX", c.Worker.Retry.Max >= c.Worker.Retry.Initial,
+		fmt.Sprintf("must not be below PUBLISHER_OUTBOX_RETRY_INITIAL (got %s < %s)", c.Worker.Retry.Max, c.Worker.Retry.Initial))
+	l.Check("PUBLISHER_OUTBOX_STALE_AFTER", c.Rescuer.StaleAfter > c.Worker.PublishTimeout,
+		fmt.Sprintf("must be longer than PUBLISHER_OUTBOX_PUBLISH_TIMEOUT (got %s <= %s), or rows still being published would be published twice",
+			c.Rescuer.StaleAfter, c.Worker.PublishTimeout))
+	c.Worker.ListenURL = c.DB.URL
 	return c, l.Err()
 }
 
@@ -79,7 +107,14 @@ func serve(ctx context.Context, _ []string) error {
 	log := rt.Logger
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting publisher", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
-		"redis", postgres.Redact(cfg.Redis.URL), "auth", cfg.Auth.String())
+		"redis", postgres.Redact(cfg.Redis.URL), "auth", cfg.Auth.String(),
+		"batch_size", cfg.Worker.BatchSize, "poll_interval", cfg.Worker.PollInterval.String(),
+		"publish_timeout", cfg.Worker.PublishTimeout.String(), "notify_debounce", cfg.Worker.NotifyDebounce.String(),
+		"retry_initial", cfg.Worker.Retry.Initial.String(), "retry_max", cfg.Worker.Retry.Max.String(),
+		"breaker_threshold", cfg.Worker.BreakerThreshold, "breaker_cooldown", cfg.Worker.BreakerCooldown.String(),
+		"stream_mirror", cfg.Worker.StreamMirror, "stream_maxlen", cfg.Worker.StreamMaxLen,
+		"stale_after", cfg.Rescuer.StaleAfter.String(), "retention", cfg.Cleaner.Retention.String(),
+		"cleanup_interval", cfg.Cleaner.Interval.String())
 
 	if err := postgres.MigrateUp(cfg.DB.URL, migrations.FS, ".", log); err != nil {
 		return err
@@ -96,7 +131,7 @@ func serve(ctx context.Context, _ []string) error {
 	defer rdb.Close()
 
 	repo := outbox.NewRepository(db)
-	metrics, err := telemetry.New(rt.Telemetry.Meter("publisher"), repo.CountByStatus)
+	metrics, err := telemetry.New(rt.Telemetry.Meter("publisher"), repo.Backlog)
 	if err != nil {
 		return fmt.Errorf("publisher metrics: %w", err)
 	}
@@ -109,10 +144,12 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	srv.Router().Group("/api/v1", rt.Auth.Middleware())
+	api.New(repo, log).Register(srv.Router().Group("/api/v1", rt.Auth.Middleware()))
 
 	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout,
-		lifecycle.Named("http", srv),
+		lifecycle.Named("outbox_rescuer", worker.NewRescuer(cfg.Rescuer, repo, metrics, log)),
+		lifecycle.Named("outbox_cleaner", worker.NewCleaner(cfg.Cleaner, repo, metrics, log)),
 		lifecycle.Named("outbox_worker", w),
+		lifecycle.Named("http", srv),
 	)
 }

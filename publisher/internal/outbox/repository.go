@@ -1,18 +1,25 @@
 // Package outbox is the publisher's access to classified_outbox: claiming
-// batches, recording their outcome and reading its statistics.
+// batches, recording their outcome, recovering and cleaning up rows, and the
+// queries behind the operator API.
 package outbox
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
 
 	"github.com/north-cloud/publisher/internal/domain"
 )
+
+// NotifyChannel is the LISTEN/NOTIFY channel on which inserts and re-queues
+// wake the publishers (migration 003).
+const NotifyChannel = "classified_outbox"
 
 // Repository reads and writes classified_outbox.
 type Repository struct {
@@ -31,26 +38,36 @@ const entryColumns = `id, content_id, source_name, index_name, content_type, top
 	published_at, next_retry_at`
 
 // Claim moves up to limit publishable rows to publishing and returns them,
-// crime content first, then oldest first. Publishable means pending, failed
-// with retries left and due, or left publishing for longer than stale by a
-// worker that died. One statement both selects (FOR UPDATE SKIP LOCKED, so
-// concurrent publishers never claim the same row) and moves the rows out of
-// reach, so no lock has to outlive it.
-func (r *Repository) Claim(ctx context.Context, limit int, stale time.Duration) ([]domain.OutboxEntry, error) {
+// crime content first, then oldest first. Publishable means pending, or
+// failed with retries left and due. One statement both selects (FOR UPDATE
+// SKIP LOCKED, so concurrent publishers never claim the same row) and moves
+// the rows out of reach, so no lock has to outlive it. Rows left publishing
+// by a worker that died are returned to pending by Rescue.
+func (r *Repository) Claim(ctx context.Context, limit int) ([]domain.OutboxEntry, error) {
 	query := `
-		UPDATE classified_outbox
-		SET status = 'publishing', updated_at = NOW()
-		WHERE id IN (
-			SELECT id FROM classified_outbox
+		WITH pending AS (
+			SELECT id, is_crime_related, created_at FROM classified_outbox
 			WHERE status = 'pending'
-			   OR (status = 'failed' AND retry_count < max_retries AND (next_retry_at IS NULL OR next_retry_at <= NOW()))
-			   OR (status = 'publishing' AND updated_at < NOW() - make_interval(secs => $2))
 			ORDER BY is_crime_related DESC, created_at ASC
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
+		), due AS (
+			SELECT id, is_crime_related, created_at FROM classified_outbox
+			WHERE status = 'failed' AND retry_count < max_retries
+			  AND (next_retry_at IS NULL OR next_retry_at <= NOW())
+			ORDER BY next_retry_at ASC NULLS FIRST
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE classified_outbox
+		SET status = 'publishing', updated_at = NOW()
+		WHERE id IN (
+			SELECT id FROM (SELECT * FROM pending UNION ALL SELECT * FROM due) candidates
+			ORDER BY is_crime_related DESC, created_at ASC
+			LIMIT $1
 		)
 		RETURNING ` + entryColumns
-	rows, err := r.db.QueryContext(ctx, query, limit, stale.Seconds())
+	rows, err := r.db.QueryContext(ctx, query, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
@@ -85,33 +102,109 @@ func (r *Repository) MarkPublished(ctx context.Context, ids []string) (int64, er
 	return res.RowsAffected()
 }
 
-// MarkFailed records a failed publish: status failed, one more retry used,
-// the error, and when to try again.
-func (r *Repository) MarkFailed(ctx context.Context, id, errMsg string, nextRetryAt time.Time) error {
-	_, err := r.db.ExecContext(ctx, `
-		UPDATE classified_outbox
-		SET status = 'failed', retry_count = retry_count + 1, error_message = $2,
-		    next_retry_at = $3, updated_at = NOW()
-		WHERE id = $1`, id, errMsg, nextRetryAt)
-	if err != nil {
-		return fmt.Errorf("mark failed %s: %w", id, err)
+// Failure is the outcome of one row whose publish failed.
+type Failure struct {
+	ID    string
+	Error string
+	// RetryIn is the backoff before the row may be claimed again.
+	RetryIn time.Duration
+}
+
+// MarkFailed records failed publishes in one statement: status failed, one
+// more retry used, the error, and next_retry_at = now + RetryIn. It returns
+// the ids of the rows that have now used all their retries (exhausted: they
+// stay failed, visible and re-queueable, and are no longer claimed).
+func (r *Repository) MarkFailed(ctx context.Context, failures []Failure) (exhausted []string, err error) {
+	if len(failures) == 0 {
+		return nil, nil
 	}
-	return nil
+	ids := make([]string, len(failures))
+	msgs := make([]string, len(failures))
+	secs := make([]float64, len(failures))
+	for i, f := range failures {
+		ids[i], msgs[i], secs[i] = f.ID, f.Error, f.RetryIn.Seconds()
+	}
+	rows, err := r.db.QueryContext(ctx, `
+		UPDATE classified_outbox o
+		SET status = 'failed', retry_count = o.retry_count + 1, error_message = f.msg,
+		    next_retry_at = NOW() + make_interval(secs => f.secs), updated_at = NOW()
+		FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS f(id, msg, secs)
+		WHERE o.id = f.id AND o.status = 'publishing'
+		RETURNING o.id, o.retry_count >= o.max_retries`, pq.Array(ids), pq.Array(msgs), pq.Array(secs))
+	if err != nil {
+		return nil, fmt.Errorf("mark failed: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var done bool
+		if err := rows.Scan(&id, &done); err != nil {
+			return nil, fmt.Errorf("mark failed: %w", err)
+		}
+		if done {
+			exhausted = append(exhausted, id)
+		}
+	}
+	return exhausted, rows.Err()
 }
 
 // Release returns claimed rows that were not published to pending without
-// using a retry, for a worker that stops mid-batch or cannot reach Redis.
-func (r *Repository) Release(ctx context.Context, ids []string) error {
+// using a retry, for a worker that stops mid-batch or cannot reach Redis,
+// and wakes the publishers so another one can take them.
+func (r *Repository) Release(ctx context.Context, ids []string) (int64, error) {
 	if len(ids) == 0 {
-		return nil
+		return 0, nil
 	}
-	_, err := r.db.ExecContext(ctx, `
+	res, err := r.db.ExecContext(ctx, `
 		UPDATE classified_outbox SET status = 'pending', updated_at = NOW()
 		WHERE id = ANY($1::uuid[]) AND status = 'publishing'`, pq.Array(ids))
 	if err != nil {
-		return fmt.Errorf("release claimed rows: %w", err)
+		return 0, fmt.Errorf("release claimed rows: %w", err)
 	}
-	return nil
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		r.notify(ctx)
+	}
+	return n, nil
+}
+
+// Rescue returns rows left publishing for longer than stale (their worker
+// died between claim and outcome) to pending. They are published again:
+// at-least-once, duplicates only from the batch that was in flight.
+func (r *Repository) Rescue(ctx context.Context, stale time.Duration) (int64, error) {
+	res, err := r.db.ExecContext(ctx, `
+		UPDATE classified_outbox SET status = 'pending', updated_at = NOW()
+		WHERE status = 'publishing' AND updated_at < NOW() - make_interval(secs => $1)`, stale.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("rescue stale rows: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		r.notify(ctx)
+	}
+	return n, nil
+}
+
+// CleanupPublished deletes rows published longer ago than retention, at most
+// chunk rows per statement so that no statement holds many locks for long.
+// It returns the number deleted.
+func (r *Repository) CleanupPublished(ctx context.Context, retention time.Duration, chunk int) (int64, error) {
+	var total int64
+	for {
+		res, err := r.db.ExecContext(ctx, `
+			DELETE FROM classified_outbox WHERE id IN (
+				SELECT id FROM classified_outbox
+				WHERE status = 'published' AND published_at < NOW() - make_interval(secs => $1)
+				LIMIT $2)`, retention.Seconds(), chunk)
+		if err != nil {
+			return total, fmt.Errorf("cleanup published rows: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < int64(chunk) {
+			return total, nil
+		}
+	}
 }
 
 // CountByStatus returns the number of rows in each status.
@@ -133,6 +226,235 @@ func (r *Repository) CountByStatus(ctx context.Context) (map[domain.OutboxStatus
 	return out, rows.Err()
 }
 
+// Stats returns counts by status, failed rows split into retryable and
+// exhausted, the average and 95th percentile publish lag (insert to publish)
+// of the last hour, and the age of the oldest pending row.
+func (r *Repository) Stats(ctx context.Context) (domain.OutboxStats, error) {
+	s := domain.OutboxStats{Counts: map[domain.OutboxStatus]int64{
+		domain.OutboxStatusPending: 0, domain.OutboxStatusPublishing: 0,
+		domain.OutboxStatusPublished: 0, domain.OutboxStatusFailed: 0,
+	}}
+	err := r.db.QueryRowContext(ctx, `
+		SELECT
+			COUNT(*) FILTER (WHERE status = 'pending'),
+			COUNT(*) FILTER (WHERE status = 'publishing'),
+			COUNT(*) FILTER (WHERE status = 'published'),
+			COUNT(*) FILTER (WHERE status = 'failed'),
+			COUNT(*) FILTER (WHERE status = 'failed' AND retry_count < max_retries),
+			COUNT(*) FILTER (WHERE status = 'failed' AND retry_count >= max_retries),
+			COALESCE(AVG(EXTRACT(EPOCH FROM (published_at - created_at)))
+				FILTER (WHERE status = 'published' AND published_at > NOW() - INTERVAL '1 hour'), 0),
+			COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM (published_at - created_at)))
+				FILTER (WHERE status = 'published' AND published_at > NOW() - INTERVAL '1 hour'), 0),
+			COALESCE(EXTRACT(EPOCH FROM (NOW() - MIN(created_at) FILTER (WHERE status = 'pending'))), 0)
+		FROM classified_outbox`).Scan(
+		ptr(s.Counts, domain.OutboxStatusPending), ptr(s.Counts, domain.OutboxStatusPublishing),
+		ptr(s.Counts, domain.OutboxStatusPublished), ptr(s.Counts, domain.OutboxStatusFailed),
+		&s.FailedRetryable, &s.FailedExhausted,
+		&s.AvgPublishLagSeconds, &s.P95PublishLagSeconds, &s.OldestPendingAgeSeconds)
+	if err != nil {
+		return s, fmt.Errorf("outbox stats: %w", err)
+	}
+	return s, nil
+}
+
+// ptr scans into a map value.
+func ptr(m map[domain.OutboxStatus]int64, k domain.OutboxStatus) any {
+	return scanFunc(func(v int64) { m[k] = v })
+}
+
+type scanFunc func(int64)
+
+func (f scanFunc) Scan(src any) error {
+	v, ok := src.(int64)
+	if !ok {
+		return fmt.Errorf("scan count: unexpected %T", src)
+	}
+	f(v)
+	return nil
+}
+
+// Backlog is what the backlog gauges report.
+type Backlog struct {
+	Counts                  map[domain.OutboxStatus]int64
+	OldestPendingAgeSeconds float64
+}
+
+// Backlog returns counts by status and the age of the oldest pending row in
+// one statement, for the observable gauges read at scrape time.
+func (r *Repository) Backlog(ctx context.Context) (Backlog, error) {
+	counts, err := r.CountByStatus(ctx)
+	if err != nil {
+		return Backlog{}, err
+	}
+	b := Backlog{Counts: counts}
+	if err := r.db.QueryRowContext(ctx, `
+		SELECT COALESCE(EXTRACT(EPOCH FROM (NOW() - MIN(created_at))), 0)
+		FROM classified_outbox WHERE status = 'pending'`).Scan(&b.OldestPendingAgeSeconds); err != nil {
+		return b, fmt.Errorf("oldest pending age: %w", err)
+	}
+	return b, nil
+}
+
+// List returns up to limit entries matching f, newest first, starting after
+// the cursor (nil for the first page), and the cursor of the next page (nil
+// on the last page).
+func (r *Repository) List(ctx context.Context, f domain.OutboxFilter, after *domain.Cursor, limit int) ([]domain.OutboxEntry, *domain.Cursor, error) {
+	where, args := filterSQL(f)
+	if after != nil {
+		args = append(args, after.CreatedAt, after.ID)
+		where = append(where, fmt.Sprintf("(created_at, id) < ($%d, $%d::uuid)", len(args)-1, len(args)))
+	}
+	args = append(args, limit+1)
+	query := `SELECT ` + entryColumns + ` FROM classified_outbox`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))
+	rows, err := r.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list outbox: %w", err)
+	}
+	defer rows.Close()
+	entries, err := scanEntries(rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list outbox: %w", err)
+	}
+	if len(entries) <= limit {
+		return entries, nil, nil
+	}
+	entries = entries[:limit]
+	last := entries[limit-1]
+	return entries, &domain.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}, nil
+}
+
+func filterSQL(f domain.OutboxFilter) (where []string, args []any) {
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Status != "" {
+		add("status = $%d", string(f.Status))
+	}
+	if f.Source != "" {
+		add("source_name = $%d", f.Source)
+	}
+	if f.Channel != "" {
+		add("channel = $%d", f.Channel)
+	}
+	if f.Crime != nil {
+		add("is_crime_related = $%d", *f.Crime)
+	}
+	if f.Exhausted != nil {
+		if *f.Exhausted {
+			where = append(where, "status = 'failed' AND retry_count >= max_retries")
+		} else {
+			where = append(where, "status = 'failed' AND retry_count < max_retries")
+		}
+	}
+	return where, args
+}
+
+// Get returns one entry, or domain.ErrNotFound.
+func (r *Repository) Get(ctx context.Context, id string) (domain.OutboxEntry, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM classified_outbox WHERE id = $1`, id)
+	if err != nil {
+		return domain.OutboxEntry{}, fmt.Errorf("get outbox entry: %w", err)
+	}
+	defer rows.Close()
+	entries, err := scanEntries(rows)
+	if err != nil {
+		return domain.OutboxEntry{}, fmt.Errorf("get outbox entry: %w", err)
+	}
+	if len(entries) == 0 {
+		return domain.OutboxEntry{}, domain.ErrNotFound
+	}
+	return entries[0], nil
+}
+
+// Requeue puts one failed (retryable or exhausted) or published row back to
+// pending with a fresh set of retries, and returns it. Re-queueing a
+// published row publishes it again: the operator's way to re-send a
+// document. A row that is pending or publishing is domain.ErrConflict; an
+// unknown id is domain.ErrNotFound.
+func (r *Repository) Requeue(ctx context.Context, id string) (domain.OutboxEntry, error) {
+	rows, err := r.db.QueryContext(ctx, `
+		UPDATE classified_outbox
+		SET status = 'pending', retry_count = 0, next_retry_at = NULL, updated_at = NOW()
+		WHERE id = $1 AND status IN ('failed', 'published')
+		RETURNING `+entryColumns, id)
+	if err != nil {
+		return domain.OutboxEntry{}, fmt.Errorf("requeue outbox entry: %w", err)
+	}
+	entries, err := scanEntries(rows)
+	rows.Close()
+	if err != nil {
+		return domain.OutboxEntry{}, fmt.Errorf("requeue outbox entry: %w", err)
+	}
+	if len(entries) == 1 {
+		r.notify(ctx)
+		return entries[0], nil
+	}
+	if _, err := r.Get(ctx, id); err != nil {
+		return domain.OutboxEntry{}, err
+	}
+	return domain.OutboxEntry{}, fmt.Errorf("requeue %s: only failed or published rows can be re-queued: %w", id, domain.ErrConflict)
+}
+
+// RequeueMatching puts every failed row matching f back to pending with a
+// fresh set of retries and returns how many it moved. f.Status must be
+// empty or failed.
+func (r *Repository) RequeueMatching(ctx context.Context, f domain.OutboxFilter) (int64, error) {
+	if f.Status != "" && f.Status != domain.OutboxStatusFailed {
+		return 0, fmt.Errorf("requeue: only failed rows can be re-queued in bulk (got status %q): %w", f.Status, domain.ErrConflict)
+	}
+	f.Status = domain.OutboxStatusFailed
+	where, args := filterSQL(f)
+	res, err := r.db.ExecContext(ctx, `
+		UPDATE classified_outbox
+		SET status = 'pending', retry_count = 0, next_retry_at = NULL, updated_at = NOW()
+		WHERE `+strings.Join(where, " AND "), args...)
+	if err != nil {
+		return 0, fmt.Errorf("requeue matching: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		r.notify(ctx)
+	}
+	return n, nil
+}
+
+// Channels returns every channel present in the outbox (within the
+// retention window) with its publishes over the last hour and day.
+func (r *Repository) Channels(ctx context.Context) ([]domain.ChannelStats, error) {
+	rows, err := r.db.QueryContext(ctx, `
+		SELECT channel,
+			COUNT(*) FILTER (WHERE status = 'published' AND published_at > NOW() - INTERVAL '1 hour'),
+			COUNT(*) FILTER (WHERE status = 'published' AND published_at > NOW() - INTERVAL '1 day'),
+			COUNT(*) FILTER (WHERE status <> 'published'),
+			MAX(published_at)
+		FROM classified_outbox GROUP BY channel ORDER BY channel`)
+	if err != nil {
+		return nil, fmt.Errorf("channel stats: %w", err)
+	}
+	defer rows.Close()
+	out := []domain.ChannelStats{}
+	for rows.Next() {
+		var c domain.ChannelStats
+		if err := rows.Scan(&c.Channel, &c.PublishedLastHour, &c.PublishedLastDay, &c.Unpublished, &c.LastPublishedAt); err != nil {
+			return nil, fmt.Errorf("channel stats: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// notify wakes listening publishers; a lost notification only delays the
+// work until the next poll, so its error is ignored.
+func (r *Repository) notify(ctx context.Context) {
+	_, _ = r.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, NotifyChannel)
+}
+
 func scanEntries(rows *sql.Rows) ([]domain.OutboxEntry, error) {
 	var entries []domain.OutboxEntry
 	for rows.Next() {
@@ -151,4 +473,10 @@ func scanEntries(rows *sql.Rows) ([]domain.OutboxEntry, error) {
 		entries = append(entries, e)
 	}
 	return entries, rows.Err()
+}
+
+// IsInvalidID reports whether err is Postgres refusing a malformed uuid.
+func IsInvalidID(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && pqErr.Code == "22P02"
 }

@@ -1,0 +1,287 @@
+// Package api serves the publisher's operator API under /api/v1: outbox
+// statistics, the outbox entries with filters and cursor pagination,
+// re-queueing of failed rows, and the channels seen.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/publisher/internal/domain"
+)
+
+// Store is what the API needs from the outbox; *outbox.Repository is it.
+type Store interface {
+	Stats(ctx context.Context) (domain.OutboxStats, error)
+	List(ctx context.Context, f domain.OutboxFilter, after *domain.Cursor, limit int) ([]domain.OutboxEntry, *domain.Cursor, error)
+	Requeue(ctx context.Context, id string) (domain.OutboxEntry, error)
+	RequeueMatching(ctx context.Context, f domain.OutboxFilter) (int64, error)
+	Channels(ctx context.Context) ([]domain.ChannelStats, error)
+}
+
+// Page sizes of GET /api/v1/outbox.
+const (
+	LimitDefault = 50
+	LimitMax     = 500
+)
+
+// Handler serves the API.
+type Handler struct {
+	store  Store
+	logger *slog.Logger
+}
+
+// New returns a handler over store.
+func New(store Store, logger *slog.Logger) *Handler {
+	return &Handler{store: store, logger: logger.With("component", "api")}
+}
+
+// Register adds the routes to rg, which the caller guards with the JWT
+// middleware (/api/v1).
+func (h *Handler) Register(rg *gin.RouterGroup) {
+	rg.GET("/outbox/stats", h.stats)
+	rg.GET("/outbox", h.list)
+	rg.POST("/outbox/retry", h.requeueMatching)
+	rg.POST("/outbox/:id/retry", h.requeue)
+	rg.GET("/channels", h.channels)
+}
+
+// Entry is an outbox row as the API shows it.
+type Entry struct {
+	ID               string     `json:"id"`
+	ContentID        string     `json:"content_id"`
+	Source           string     `json:"source"`
+	Index            string     `json:"index"`
+	ContentType      string     `json:"content_type"`
+	Channel          string     `json:"channel"`
+	Topics           []string   `json:"topics"`
+	QualityScore     int        `json:"quality_score"`
+	IsCrimeRelated   bool       `json:"is_crime_related"`
+	CrimeSubcategory *string    `json:"crime_subcategory"`
+	Title            string     `json:"title"`
+	URL              string     `json:"url"`
+	Status           string     `json:"status"`
+	RetryCount       int        `json:"retry_count"`
+	MaxRetries       int        `json:"max_retries"`
+	Exhausted        bool       `json:"exhausted"`
+	ErrorMessage     *string    `json:"error_message"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	PublishedAt      *time.Time `json:"published_at"`
+	NextRetryAt      *time.Time `json:"next_retry_at"`
+}
+
+func toEntry(e domain.OutboxEntry) Entry {
+	topics := e.Topics
+	if topics == nil {
+		topics = []string{}
+	}
+	return Entry{
+		ID: e.ID, ContentID: e.ContentID, Source: e.SourceName, Index: e.IndexName, ContentType: e.ContentType,
+		Channel: e.RoutingKey(), Topics: topics, QualityScore: e.QualityScore, IsCrimeRelated: e.IsCrimeRelated,
+		CrimeSubcategory: e.CrimeSubcategory, Title: e.Title, URL: e.URL, Status: string(e.Status),
+		RetryCount: e.RetryCount, MaxRetries: e.MaxRetries,
+		Exhausted:    e.Status == domain.OutboxStatusFailed && !e.ShouldRetry(),
+		ErrorMessage: e.ErrorMessage, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		PublishedAt: e.PublishedAt, NextRetryAt: e.NextRetryAt,
+	}
+}
+
+func (h *Handler) stats(c *gin.Context) {
+	s, err := h.store.Stats(c)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s)
+}
+
+// ListResponse is the body of GET /api/v1/outbox.
+type ListResponse struct {
+	Entries []Entry `json:"entries"`
+	// NextCursor, when not empty, is passed as ?cursor= for the next page.
+	NextCursor string `json:"next_cursor"`
+}
+
+func (h *Handler) list(c *gin.Context) {
+	f, err := filterFromQuery(c, true)
+	if err != nil {
+		badRequest(c, err)
+		return
+	}
+	limit := LimitDefault
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > LimitMax {
+			badRequest(c, fmt.Errorf("limit must be an integer from 1 to %d (got %q)", LimitMax, v))
+			return
+		}
+		limit = n
+	}
+	var after *domain.Cursor
+	if v := c.Query("cursor"); v != "" {
+		cur, err := decodeCursor(v)
+		if err != nil {
+			badRequest(c, err)
+			return
+		}
+		after = &cur
+	}
+	entries, next, err := h.store.List(c, f, after, limit)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	resp := ListResponse{Entries: make([]Entry, 0, len(entries))}
+	for _, e := range entries {
+		resp.Entries = append(resp.Entries, toEntry(e))
+	}
+	if next != nil {
+		resp.NextCursor = encodeCursor(*next)
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+func (h *Handler) requeue(c *gin.Context) {
+	id := c.Param("id")
+	if !uuidPattern.MatchString(id) {
+		badRequest(c, fmt.Errorf("id must be a UUID (got %q)", id))
+		return
+	}
+	e, err := h.store.Requeue(c, strings.ToLower(id))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.logger.InfoContext(c, "outbox entry re-queued", "outbox_id", e.ID, "content_id", e.ContentID)
+	c.JSON(http.StatusOK, toEntry(e))
+}
+
+// RequeueRequest is the body of POST /api/v1/outbox/retry. Every failed row
+// matching all given fields goes back to pending; with no field, every
+// failed row does.
+type RequeueRequest struct {
+	Source  string `json:"source"`
+	Channel string `json:"channel"`
+	Crime   *bool  `json:"crime"`
+	// Exhausted keeps only rows that used all their retries (true) or only
+	// rows still waiting for a retry (false).
+	Exhausted *bool `json:"exhausted"`
+}
+
+// RequeueResponse is the answer of POST /api/v1/outbox/retry.
+type RequeueResponse struct {
+	Requeued int64 `json:"requeued"`
+}
+
+func (h *Handler) requeueMatching(c *gin.Context) {
+	var req RequeueRequest
+	if c.Request.ContentLength != 0 {
+		dec := jsonDecoder(c)
+		if err := dec.Decode(&req); err != nil {
+			badRequest(c, fmt.Errorf("body must be a JSON object with source, channel, crime, exhausted: %v", err))
+			return
+		}
+	}
+	f := domain.OutboxFilter{Status: domain.OutboxStatusFailed, Source: req.Source, Channel: req.Channel, Crime: req.Crime, Exhausted: req.Exhausted}
+	n, err := h.store.RequeueMatching(c, f)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.logger.InfoContext(c, "failed outbox entries re-queued", "rows", n, "source", req.Source, "channel", req.Channel)
+	c.JSON(http.StatusOK, RequeueResponse{Requeued: n})
+}
+
+// ChannelsResponse is the body of GET /api/v1/channels.
+type ChannelsResponse struct {
+	Channels []domain.ChannelStats `json:"channels"`
+}
+
+func (h *Handler) channels(c *gin.Context) {
+	chs, err := h.store.Channels(c)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, ChannelsResponse{Channels: chs})
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+var statuses = map[string]domain.OutboxStatus{
+	"pending": domain.OutboxStatusPending, "publishing": domain.OutboxStatusPublishing,
+	"published": domain.OutboxStatusPublished, "failed": domain.OutboxStatusFailed,
+}
+
+func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, error) {
+	var f domain.OutboxFilter
+	if v := c.Query("status"); v != "" && withStatus {
+		s, ok := statuses[v]
+		if !ok {
+			return f, fmt.Errorf("status must be pending, publishing, published or failed (got %q)", v)
+		}
+		f.Status = s
+	}
+	f.Source = c.Query("source")
+	f.Channel = c.Query("channel")
+	for name, dst := range map[string]**bool{"crime": &f.Crime, "exhausted": &f.Exhausted} {
+		if v := c.Query(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return f, fmt.Errorf("%s must be true or false (got %q)", name, v)
+			}
+			*dst = &b
+		}
+	}
+	return f, nil
+}
+
+func encodeCursor(c domain.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + c.ID))
+}
+
+func decodeCursor(s string) (domain.Cursor, error) {
+	bad := fmt.Errorf("cursor is not one this API returned (got %q)", s)
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return domain.Cursor{}, bad
+	}
+	ts, id, ok := strings.Cut(string(raw), "|")
+	if !ok || !uuidPattern.MatchString(id) {
+		return domain.Cursor{}, bad
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return domain.Cursor{}, bad
+	}
+	return domain.Cursor{CreatedAt: t, ID: id}, nil
+}
+
+func badRequest(c *gin.Context, err error) {
+	httpserver.WriteError(c, http.StatusBadRequest, "bad_request", err.Error())
+}
+
+// fail maps errors to status codes in one place.
+func (h *Handler) fail(c *gin.Context, err error) {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		httpserver.WriteError(c, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, domain.ErrConflict):
+		httpserver.WriteError(c, http.StatusConflict, "conflict", err.Error())
+	default:
+		h.logger.ErrorContext(c, "api request failed", "path", c.FullPath(), "error", err)
+		httpserver.WriteError(c, http.StatusInternalServerError, "internal", "internal error")
+	}
+}

@@ -1,0 +1,311 @@
+// Package outboxtest sets up the publisher's integration tests against the
+// real services: a migrated Postgres database of the test's own, rows
+// inserted the way the classifier inserts them, a throwaway redis-server the
+// test may stop and start, and a subscriber that records what arrived.
+package outboxtest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/publisher/migrations"
+)
+
+// Database creates a fresh database, applies the publisher's migrations and
+// returns an open pool and its connection string.
+func Database(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	db.SetMaxOpenConns(20)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, dsn
+}
+
+// Row is one outbox row as the classifier writes it.
+type Row struct {
+	ContentID        string
+	Source           string
+	ContentType      string
+	Topics           []string
+	QualityScore     int
+	IsCrimeRelated   bool
+	CrimeSubcategory *string
+	Title            string
+	Body             string
+	URL              string
+	PublishedDate    *time.Time
+}
+
+// Rows returns n article rows with content ids prefix-0 ... prefix-(n-1).
+func Rows(prefix string, n int) []Row {
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{
+			ContentID: fmt.Sprintf("%s-%d", prefix, i), Source: "example_com", ContentType: "article",
+			Topics: []string{"news"}, QualityScore: 70, Title: fmt.Sprintf("Title %d", i),
+			Body: "body text", URL: fmt.Sprintf("https://example.com/%s/%d", prefix, i),
+		}
+	}
+	return rows
+}
+
+// Insert writes rows with the classifier's statement (INSERT ... ON
+// CONFLICT DO NOTHING), 1,000 rows per statement.
+func Insert(t testing.TB, db *sql.DB, rows []Row) {
+	t.Helper()
+	if err := InsertErr(context.Background(), db, rows); err != nil {
+		t.Fatalf("insert outbox rows: %v", err)
+	}
+}
+
+// InsertErr is Insert returning its error, for goroutines and benchmarks.
+func InsertErr(ctx context.Context, db *sql.DB, rows []Row) error {
+	for start := 0; start < len(rows); start += 1000 {
+		chunk := rows[start:min(start+1000, len(rows))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, topics,
+			quality_score, is_crime_related, crime_subcategory, title, body, url, published_date) VALUES `)
+		args := make([]any, 0, len(chunk)*12)
+		for i, r := range chunk {
+			if i > 0 {
+				q.WriteString(",")
+			}
+			q.WriteString("(")
+			for j := 1; j <= 12; j++ {
+				if j > 1 {
+					q.WriteString(",")
+				}
+				q.WriteString("$" + strconv.Itoa(i*12+j))
+			}
+			q.WriteString(")")
+			topics := r.Topics
+			if topics == nil {
+				topics = []string{}
+			}
+			args = append(args, r.ContentID, r.Source, r.Source+"_classified_content", r.ContentType, pq.Array(topics),
+				r.QualityScore, r.IsCrimeRelated, r.CrimeSubcategory, r.Title, r.Body, r.URL, r.PublishedDate)
+		}
+		q.WriteString(" ON CONFLICT DO NOTHING")
+		if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Counts returns the number of rows per status.
+func Counts(t testing.TB, db *sql.DB) map[string]int {
+	t.Helper()
+	rows, err := db.Query(`SELECT status, COUNT(*) FROM classified_outbox GROUP BY status`)
+	if err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			t.Fatalf("count: %v", err)
+		}
+		out[s] = n
+	}
+	return out
+}
+
+// WaitFor polls cond every 20ms until it holds, failing the test with what
+// after timeout. It is a wait, not a timing assertion: the timeout only
+// bounds a test that would otherwise hang.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// RedisServer is a redis-server process of the test's own, so that stopping
+// it disturbs nobody. Its pub/sub output buffers are unlimited, so a slow
+// subscriber under -race is never disconnected.
+type RedisServer struct {
+	t    testing.TB
+	Port int
+	Addr string
+	dir  string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// StartRedis starts a redis-server on a free loopback port, stopped when
+// the test ends.
+func StartRedis(t testing.TB) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Unavailable(t, "redis-server binary", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	s := &RedisServer{t: t, Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: t.TempDir()}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Start (re)starts the server on its port and waits until it answers.
+func (s *RedisServer) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return
+	}
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--client-output-buffer-limit", "pubsub 0 0 0")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	s.cmd = cmd
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redis-server on %s did not answer", s.Addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the server and waits for it to exit.
+func (s *RedisServer) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Kill)
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Client returns a client of the server, closed when the test ends.
+func (s *RedisServer) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// URL returns the server's redis:// URL.
+func (s *RedisServer) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Subscriber records every message received on the publisher's channels,
+// by content id.
+type Subscriber struct {
+	ps *redis.PubSub
+
+	mu       sync.Mutex
+	received map[string][]map[string]any
+	times    map[string]time.Time
+	total    int
+	done     chan struct{}
+}
+
+// Subscribe pattern-subscribes to articles:* and content:* and collects
+// messages until the test ends.
+func Subscribe(t testing.TB, c *redis.Client) *Subscriber {
+	t.Helper()
+	ctx := context.Background()
+	ps := c.PSubscribe(ctx, "articles:*", "content:*")
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("psubscribe: %v", err)
+	}
+	s := &Subscriber{ps: ps, received: map[string][]map[string]any{}, times: map[string]time.Time{}, done: make(chan struct{})}
+	ch := ps.Channel(redis.WithChannelSize(10000))
+	go func() {
+		defer close(s.done)
+		for m := range ch {
+			now := time.Now()
+			var body map[string]any
+			if err := json.Unmarshal([]byte(m.Payload), &body); err != nil {
+				continue
+			}
+			body["_channel"] = m.Channel
+			id, _ := body["id"].(string)
+			s.mu.Lock()
+			s.received[id] = append(s.received[id], body)
+			if _, ok := s.times[id]; !ok {
+				s.times[id] = now
+			}
+			s.total++
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { _ = ps.Close(); <-s.done })
+	return s
+}
+
+// Messages returns the messages received for a content id.
+func (s *Subscriber) Messages(id string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.received[id]...)
+}
+
+// ReceivedAt returns when the first message for id arrived.
+func (s *Subscriber) ReceivedAt(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.times[id]
+	return at, ok
+}
+
+// Distinct returns how many distinct content ids arrived, and how many
+// messages in all.
+func (s *Subscriber) Distinct() (ids, total int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.received), s.total
+}
+
+// Counts returns the number of messages per content id.
+func (s *Subscriber) Counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.received))
+	for id, ms := range s.received {
+		out[id] = len(ms)
+	}
+	return out
+}

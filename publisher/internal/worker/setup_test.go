@@ -1,0 +1,85 @@
+package worker_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	infratelemetry "github.com/north-cloud/infrastructure/telemetry"
+	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/publisher/internal/outbox"
+	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/telemetry"
+	"github.com/north-cloud/publisher/internal/worker"
+)
+
+// bundle is what a test needs beside the worker under test.
+type bundle struct {
+	db      *sql.DB
+	dsn     string
+	repo    *outbox.Repository
+	metrics *telemetry.Metrics
+	tp      *infratelemetry.Provider
+}
+
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	db, dsn := outboxtest.Database(t)
+	tp, err := infratelemetry.New(context.Background(), infratelemetry.Config{ServiceName: "publisher-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	repo := outbox.NewRepository(db)
+	m, err := telemetry.New(tp.Meter("publisher"), repo.Backlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{db: db, dsn: dsn, repo: repo, metrics: m, tp: tp}
+}
+
+// startWorker starts a worker that LISTENs on the test database and is
+// stopped when the test ends.
+func (b *bundle) startWorker(t testing.TB, cfg worker.Config, rdb *redis.Client) *worker.OutboxWorker {
+	t.Helper()
+	if cfg.ListenURL == "" {
+		cfg.ListenURL = b.dsn
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	w := worker.New(cfg, b.repo, rdb, b.metrics, b.tp.Tracer("test"), testenv.Logger(t))
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Stop(ctx); err != nil {
+			t.Errorf("stop worker: %v", err)
+		}
+	})
+	return w
+}
+
+func (b *bundle) count(t testing.TB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (b *bundle) scrape(t testing.TB) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.tp.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	return string(body)
+}

@@ -1,0 +1,98 @@
+package migrations_test
+
+import (
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/lib/pq"
+
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/migrations"
+)
+
+// The classifier's role (the harness's `classifier`, to which migration 002
+// grants) may INSERT into classified_outbox, including the classifier's
+// ON CONFLICT DO NOTHING, and may not read, update or delete rows.
+func TestClassifierRoleMayOnlyInsert(t *testing.T) {
+	t.Parallel()
+	admin, dsn := outboxtest.Database(t)
+	var exists bool
+	if err := admin.QueryRow(`SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'classifier')`).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if !exists {
+		testenv.Unavailable(t, "postgres role classifier", errors.New("role classifier does not exist (scripts/services.sh up creates it)"))
+	}
+	db, err := sql.Open("postgres", testenv.WithUser(t, dsn, "classifier", "classifier"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	insert := `INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url)
+		VALUES ('c-1', 's', 's_classified_content', 'article', 50, 't', 'u') ON CONFLICT DO NOTHING`
+	for range 2 { // the second insert is the classifier's re-insertion: a no-op
+		if _, err := db.Exec(insert); err != nil {
+			t.Fatalf("classifier insert: %v", err)
+		}
+	}
+	var n int
+	if err := admin.QueryRow(`SELECT COUNT(*) FROM classified_outbox`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows after two inserts: %d %v", n, err)
+	}
+	for _, q := range []string{
+		`SELECT * FROM classified_outbox`,
+		`SELECT COUNT(*) FROM classified_outbox`,
+		`UPDATE classified_outbox SET status = 'published'`,
+		`DELETE FROM classified_outbox`,
+		`TRUNCATE classified_outbox`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url)
+			VALUES ('c-2', 's', 'i', 'article', 50, 't', 'u') RETURNING id`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url)
+			VALUES ('c-1', 's', 'i', 'article', 50, 't', 'u') ON CONFLICT (content_id) DO UPDATE SET title = 'x'`,
+	} {
+		_, err := db.Exec(q)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+			t.Errorf("%s: got %v, want permission denied (42501)", q, err)
+		}
+	}
+	var title, status string
+	if err := admin.QueryRow(`SELECT title, status FROM classified_outbox`).Scan(&title, &status); err != nil || title != "t" || status != "pending" {
+		t.Errorf("row changed: %s %s %v", title, status, err)
+	}
+}
+
+// Every migration reverses cleanly and applies again.
+func TestMigrationsDownAndUp(t *testing.T) {
+	t.Parallel()
+	_, dsn := outboxtest.Database(t)
+	log := testenv.Logger(t)
+	m, err := postgres.NewMigrator(dsn, migrations.FS, ".", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close() }()
+	v, dirty, err := m.Version()
+	if err != nil || dirty || v != 4 {
+		t.Fatalf("version %d dirty %v %v, want 4", v, dirty, err)
+	}
+	if err := m.Down(int(v)); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if err := m.Up(); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var triggers int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'classified_outbox_notify'`).Scan(&triggers); err != nil || triggers != 1 {
+		t.Errorf("notify trigger after down/up: %d %v", triggers, err)
+	}
+}

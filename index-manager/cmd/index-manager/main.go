@@ -2,12 +2,27 @@
 //
 //	index-manager [serve]              run the service
 //	index-manager migrate up|down [N]|version
+//	index-manager hash-password        read a password on stdin, print its bcrypt hash
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"strings"
+	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/north-cloud/index-manager/internal/api"
+	"github.com/north-cloud/index-manager/internal/audit"
+	"github.com/north-cloud/index-manager/internal/indices"
+	"github.com/north-cloud/index-manager/internal/rates"
 	"github.com/north-cloud/index-manager/migrations"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -21,17 +36,27 @@ import (
 
 func main() {
 	service.Main("serve", map[string]service.Command{
-		"serve":   serve,
-		"migrate": migrate,
+		"serve":         serve,
+		"migrate":       migrate,
+		"hash-password": hashPassword,
 	})
 }
+
+// bcryptCost is the work factor of hashes made by hash-password.
+const bcryptCost = 12
 
 // Config is the index-manager's whole configuration; docs/configuration.md
 // lists every variable.
 type Config struct {
 	service.Common
-	DB postgres.Config
-	ES esclient.Config
+	DB               postgres.Config
+	ES               esclient.Config
+	Account          api.Account
+	TokenTTL         time.Duration
+	QueryTimeout     time.Duration
+	ProtectedIndices []string
+	SampleInterval   time.Duration
+	SampleRetention  time.Duration
 }
 
 func loadConfig(l *config.Loader) (Config, error) {
@@ -39,8 +64,34 @@ func loadConfig(l *config.Loader) (Config, error) {
 		Common: service.LoadCommon(l, "index-manager", "INDEX_MANAGER_HTTP_ADDR", ":8090"),
 		DB:     postgres.ConfigFromEnv(l, "INDEX_MANAGER_DATABASE_URL"),
 		ES:     esclient.ConfigFromEnv(l),
+		Account: api.Account{
+			User:         l.String("INDEX_MANAGER_ADMIN_USER", ""),
+			PasswordHash: l.String("INDEX_MANAGER_ADMIN_PASSWORD_HASH", ""),
+		},
+		TokenTTL:        l.Duration("INDEX_MANAGER_TOKEN_TTL", api.TokenTTLDefault),
+		QueryTimeout:    l.Duration("INDEX_MANAGER_QUERY_TIMEOUT", api.QueryTimeoutDefault),
+		SampleInterval:  l.Duration("INDEX_MANAGER_STATS_SAMPLE_INTERVAL", rates.IntervalDefault),
+		SampleRetention: l.Duration("INDEX_MANAGER_STATS_RETENTION", rates.RetentionDefault),
 	}
+	for _, n := range strings.Split(l.String("INDEX_MANAGER_PROTECTED_INDICES", ""), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			c.ProtectedIndices = append(c.ProtectedIndices, n)
+		}
+	}
+	if err := c.Account.Validate(); err != nil {
+		l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", false, err.Error())
+	}
+	l.Check("INDEX_MANAGER_STATS_RETENTION", c.SampleRetention > rates.WindowDefault,
+		fmt.Sprintf("must be longer than the %s rate window (got %s)", rates.WindowDefault, c.SampleRetention))
 	return c, l.Err()
+}
+
+// cursorKey derives the documents-cursor signing key from the shared
+// secret, so every replica accepts the cursors of the others.
+func cursorKey(secret string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("index-manager documents cursor key"))
+	return m.Sum(nil)
 }
 
 func migrate(_ context.Context, args []string) error {
@@ -57,6 +108,32 @@ func migrate(_ context.Context, args []string) error {
 	return postgres.RunCommand(dbURL, migrations.FS, ".", args, os.Stdout, log)
 }
 
+// hashPassword reads one password (the first line of stdin) and prints its
+// bcrypt hash, the value of INDEX_MANAGER_ADMIN_PASSWORD_HASH.
+func hashPassword(_ context.Context, _ []string) error {
+	return writeHash(os.Stdin, os.Stdout)
+}
+
+func writeHash(in io.Reader, out io.Writer) error {
+	line, err := bufio.NewReader(io.LimitReader(in, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("hash-password: read stdin: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" {
+		return errors.New("hash-password: no password on stdin (usage: printf '%s' \"$PASSWORD\" | index-manager hash-password)")
+	}
+	if len(password) > 72 {
+		return errors.New("hash-password: bcrypt uses at most 72 bytes of a password; choose a shorter one")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
+	if err != nil {
+		return fmt.Errorf("hash-password: %w", err)
+	}
+	_, err = fmt.Fprintln(out, string(hash))
+	return err
+}
+
 func serve(ctx context.Context, _ []string) error {
 	cfg, err := loadConfig(config.New())
 	if err != nil {
@@ -69,7 +146,13 @@ func serve(ctx context.Context, _ []string) error {
 	log := rt.Logger
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting index-manager", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
-		"elasticsearch", cfg.ES.URL, "auth", cfg.Auth.String())
+		"elasticsearch", cfg.ES.URL, "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
+		"login_enabled", cfg.Account.Configured(), "token_ttl", cfg.TokenTTL.String(),
+		"stats_sample_interval", cfg.SampleInterval.String(), "stats_retention", cfg.SampleRetention.String(),
+		"query_timeout", cfg.QueryTimeout.String(), "protected_indices", cfg.ProtectedIndices)
+	if !cfg.Account.Configured() {
+		log.WarnContext(ctx, "login disabled: INDEX_MANAGER_ADMIN_USER and INDEX_MANAGER_ADMIN_PASSWORD_HASH are not set")
+	}
 
 	if err := postgres.MigrateUp(cfg.DB.URL, migrations.FS, ".", log); err != nil {
 		return err
@@ -87,6 +170,26 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
+	store, err := indices.NewStore(es)
+	if err != nil {
+		return err
+	}
+	auditLog, err := audit.NewRepository(db)
+	if err != nil {
+		return err
+	}
+	samples, err := rates.NewRepository(db, rates.WindowDefault)
+	if err != nil {
+		return err
+	}
+	sampler, err := rates.NewSampler(store, samples, rates.SamplerConfig{
+		Interval: cfg.SampleInterval, Retention: cfg.SampleRetention,
+		Meter: rt.Telemetry.Meter("index-manager"), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+
 	srv, err := httpserver.New(cfg.HTTP, log, rt.Telemetry.Handler(),
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "elasticsearch", Check: esclient.Ping(es)},
@@ -94,7 +197,17 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	srv.Router().Group("/api/v1", rt.Auth.Middleware())
+	err = api.Mount(srv.Router(), api.Config{
+		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
+		Account: cfg.Account, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
+		QueryTimeout: cfg.QueryTimeout, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
 
-	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout, lifecycle.Named("http", srv))
+	// Stopped in reverse: the HTTP server drains first, then the sampler.
+	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout,
+		lifecycle.Named("stats_sampler", sampler),
+		lifecycle.Named("http", srv))
 }

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/north-cloud/infrastructure/config"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+func TestHashPasswordPrintsAVerifiableHash(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := writeHash(strings.NewReader("s3cret pass\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	hash := strings.TrimSpace(out.String())
+	if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte("s3cret pass")); err != nil {
+		t.Fatalf("hash %q does not verify: %v", hash, err)
+	}
+	if cost, _ := bcrypt.Cost([]byte(hash)); cost != bcryptCost {
+		t.Fatalf("cost %d, want %d", cost, bcryptCost)
+	}
+	for _, in := range []string{"", "\n", strings.Repeat("x", 73)} {
+		if err := writeHash(strings.NewReader(in), &out); err == nil {
+			t.Errorf("input %q accepted", in)
+		}
+	}
+}
+
+func TestLoadConfigChecksTheAccount(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{
+		"JWT_SECRET":                 strings.Repeat("k", 32),
+		"INDEX_MANAGER_DATABASE_URL": "postgres://u:p@127.0.0.1:5432/im",
+	}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	cfg, err := loadConfig(config.NewFromMap(base))
+	if err != nil || cfg.Account.Configured() || cfg.TokenTTL != 12*time.Hour {
+		t.Fatalf("defaults: %v %+v", err, cfg)
+	}
+	for _, bad := range []map[string]string{
+		{"INDEX_MANAGER_ADMIN_USER": "op"},
+		{"INDEX_MANAGER_ADMIN_USER": "op", "INDEX_MANAGER_ADMIN_PASSWORD_HASH": "plaintext"},
+		{"INDEX_MANAGER_STATS_RETENTION": "1m"},
+		{"INDEX_MANAGER_TOKEN_TTL": "forever"},
+	} {
+		if _, err := loadConfig(config.NewFromMap(with(bad))); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	cfg, err = loadConfig(config.NewFromMap(with(map[string]string{"INDEX_MANAGER_PROTECTED_INDICES": " a_raw_content, b_raw_content ,"})))
+	if err != nil || len(cfg.ProtectedIndices) != 2 || cfg.ProtectedIndices[1] != "b_raw_content" {
+		t.Fatalf("protected indices: %v %v", err, cfg.ProtectedIndices)
+	}
+}
+
+// TestServeEndToEnd runs the real serve command against the real services:
+// login with the configured account, list indices with the token, and a
+// clean shutdown on cancel.
+func TestServeEndToEnd(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	testenv.Elasticsearch(t)
+	esURL := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"JWT_SECRET":                          strings.Repeat("s", 40),
+		"INDEX_MANAGER_DATABASE_URL":          dsn,
+		"ELASTICSEARCH_URL":                   esURL,
+		"INDEX_MANAGER_HTTP_ADDR":             addr,
+		"INDEX_MANAGER_ADMIN_USER":            "op",
+		"INDEX_MANAGER_ADMIN_PASSWORD_HASH":   string(hash),
+		"INDEX_MANAGER_STATS_SAMPLE_INTERVAL": "100ms",
+		"LOG_LEVEL":                           "error",
+		"OTEL_EXPORTER_OTLP_ENDPOINT":         "",
+	} {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+
+	base := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get(base + "/ready")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service never became ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := http.Post(base+"/api/v1/auth/login", "application/json", strings.NewReader(`{"username":"op","password":"pw"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var login struct {
+		Token string `json:"token"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&login)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || login.Token == "" {
+		t.Fatalf("login: %d", res.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", base+"/api/v1/indices?prefix=nothing-here-", nil)
+	req.Header.Set("Authorization", "Bearer "+login.Token)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("list: %d", res.StatusCode)
+	}
+	// The sampler runs in the background: wait (bounded) for its first
+	// round to show on /metrics.
+	for {
+		res, err = http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var metrics bytes.Buffer
+		_, _ = metrics.ReadFrom(res.Body)
+		res.Body.Close()
+		if strings.Contains(metrics.String(), `index_manager_stats_samples_total{`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sampler metric missing from /metrics")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

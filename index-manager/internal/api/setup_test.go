@@ -1,0 +1,394 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/gin-gonic/gin"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/north-cloud/index-manager/internal/api"
+	"github.com/north-cloud/index-manager/internal/audit"
+	"github.com/north-cloud/index-manager/internal/indices"
+	"github.com/north-cloud/index-manager/internal/openapi"
+	"github.com/north-cloud/index-manager/internal/rates"
+	"github.com/north-cloud/index-manager/migrations"
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+const (
+	adminUser     = "operator"
+	adminPassword = "correct horse battery staple"
+	// maxBody is the body limit of the test server, small so oversized
+	// bodies are cheap to send.
+	maxBody = 64 << 10
+)
+
+// recorder is an http.RoundTripper on the Elasticsearch client that counts
+// requests and keeps the bodies of searches, so tests can see what the API
+// sent (one request per list, a timeout on every query).
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	n    int
+	reqs []string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r.mu.Lock()
+	r.n++
+	r.reqs = append(r.reqs, req.Method+" "+req.URL.Path+" "+string(body))
+	r.mu.Unlock()
+	return r.base.RoundTrip(req)
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n, r.reqs = 0, nil
+}
+
+func (r *recorder) snapshot() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, append([]string(nil), r.reqs...)
+}
+
+type bundle struct {
+	t        testing.TB
+	router   *gin.Engine
+	es       *elasticsearch.Client // unrecorded client for test setup
+	rec      *recorder
+	prefix   string
+	db       *sql.DB
+	authn    *auth.Authenticator
+	secret   string
+	token    string
+	samples  *rates.Repository
+	store    *indices.Store
+	oaRouter routers.Router
+}
+
+type options struct {
+	esURL     string // overrides the real cluster (for "down" tests)
+	noAccount bool
+	closedDB  bool
+	// protected index names; "{prefix}" is replaced by the test's index
+	// prefix.
+	protected []string
+}
+
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func setup(t testing.TB, o options) *bundle {
+	t.Helper()
+	es, prefix := testenv.Elasticsearch(t)
+	dsn := testenv.Postgres(t)
+	log := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", log); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+
+	url := o.esURL
+	if url == "" {
+		url = testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+	}
+	rec := &recorder{base: http.DefaultTransport}
+	apiES, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{url}, Transport: rec, MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := indices.NewStore(apiES)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditDB := db
+	if o.closedDB {
+		closed, err := sql.Open("postgres", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = closed.Close()
+		auditDB = closed
+	}
+	auditLog, err := audit.NewRepository(auditDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := rates.NewRepository(db, rates.WindowDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := randomSecret()
+	authn, err := auth.New(auth.Config{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var account api.Account
+	if !o.noAccount {
+		hash, err := bcrypt.GenerateFromPassword([]byte(adminPassword), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		account = api.Account{User: adminUser, PasswordHash: string(hash)}
+	}
+	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "index-manager", MaxBodyBytes: maxBody}, log, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	protected := make([]string, len(o.protected))
+	for i, p := range o.protected {
+		protected[i] = strings.ReplaceAll(p, "{prefix}", prefix)
+	}
+	err = api.Mount(srv.Router(), api.Config{
+		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account,
+		CursorKey: []byte(randomSecret()), ProtectedIndices: protected, Logger: log,
+	})
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	token, _, err := authn.Issue(adminUser, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oaRouter, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{t: t, router: srv.Router(), es: es, rec: rec, prefix: prefix, db: db, authn: authn, secret: secret,
+		token: token, samples: samples, store: store, oaRouter: oaRouter}
+}
+
+// response is a recorded answer.
+type response struct {
+	Status int
+	Body   []byte
+	Header http.Header
+}
+
+func (r response) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// errorCode returns error.code of an error body.
+func (r response) errorCode(t testing.TB) string {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	r.decode(t, &e)
+	if e.Error.Message == "" {
+		t.Fatalf("error without a message: %s", r.Body)
+	}
+	return e.Error.Code
+}
+
+// request describes one call; Body is JSON-encoded unless it is a string
+// or []byte.
+type request struct {
+	Method string
+	Path   string
+	Body   any
+	Token  *string // nil: the bundle's token; "" : none
+	Header map[string]string
+	// Chunked sends the body without a Content-Length.
+	Chunked bool
+}
+
+// do serves one request through the real router and validates the answer
+// against the OpenAPI document (status documented, body matches schema)
+// whenever the path is one of the API's routes.
+func (b *bundle) do(r request) response {
+	t := b.t
+	t.Helper()
+	var body []byte
+	switch v := r.Body.(type) {
+	case nil:
+	case string:
+		body = []byte(v)
+	case []byte:
+		body = v
+	default:
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := httptest.NewRequest(r.Method, "http://localhost"+r.Path, bytes.NewReader(body))
+	if r.Chunked {
+		req.ContentLength = -1
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	token := b.token
+	if r.Token != nil {
+		token = *r.Token
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	b.router.ServeHTTP(w, req)
+	res := response{Status: w.Code, Body: w.Body.Bytes(), Header: w.Header()}
+	b.validate(req, res)
+	return res
+}
+
+func (b *bundle) validate(req *http.Request, res response) {
+	t := b.t
+	t.Helper()
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("%s %s: content type %q, want JSON; body %s", req.Method, req.URL, ct, res.Body)
+	}
+	route, params, err := b.oaRouter.FindRoute(req)
+	if err != nil {
+		// Not an API route (a path trick that matched nothing): the answer
+		// must still be the JSON error shape.
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(res.Body, &e) != nil || e.Error.Code == "" {
+			t.Fatalf("%s %s: unrouted answer %d is not a JSON error: %s", req.Method, req.URL, res.Status, res.Body)
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  res.Status,
+		Header:  res.Header,
+		Body:    io.NopCloser(bytes.NewReader(res.Body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Fatalf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL, res.Status, err, res.Body)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// createIndex creates an index directly in Elasticsearch, with the
+// project's mapping for content names.
+func (b *bundle) createIndex(name string) {
+	b.t.Helper()
+	if contentindex.TypeOf(name) == contentindex.TypeOther {
+		// contentindex.CreateIndex sends "mappings": null for other names.
+		res, err := b.es.Indices.Create(name)
+		if err := esclient.CheckResponse("create "+name, res, err); err != nil {
+			b.t.Fatal(err)
+		}
+		res.Body.Close()
+		return
+	}
+	if err := contentindex.CreateIndex(context.Background(), b.es, name); err != nil {
+		b.t.Fatalf("create %s: %v", name, err)
+	}
+}
+
+// indexDocs bulk-indexes n raw documents with ids doc-0..doc-(n-1) and
+// refreshes.
+func (b *bundle) indexDocs(name string, n int) {
+	b.t.Helper()
+	const chunk = 5000
+	for start := 0; start < n; start += chunk {
+		var buf bytes.Buffer
+		for i := start; i < min(start+chunk, n); i++ {
+			id := fmt.Sprintf("doc-%d", i)
+			fmt.Fprintf(&buf, `{"index":{"_index":%q,"_id":%q}}`+"\n", name, id)
+			doc := map[string]any{"id": id, "title": fmt.Sprintf("title %d about crime and news", i), "word_count": i,
+				"classification_status": "pending", "source_name": "test", "crawled_at": "2026-11-25T10:00:00Z"}
+			line, _ := json.Marshal(doc)
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+		res, err := b.es.Bulk(bytes.NewReader(buf.Bytes()), b.es.Bulk.WithRefresh("true"))
+		if err := esclient.CheckResponse("bulk", res, err); err != nil {
+			b.t.Fatal(err)
+		}
+		var out struct {
+			Errors bool `json:"errors"`
+		}
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if out.Errors {
+			b.t.Fatalf("bulk into %s had errors", name)
+		}
+	}
+}
+
+// exists reports whether an index exists, asking Elasticsearch directly.
+func (b *bundle) exists(name string) bool {
+	b.t.Helper()
+	res, err := b.es.Indices.Exists([]string{name})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+// auditEntries reads the audit log directly from the database.
+func (b *bundle) auditEntries(index string) []audit.Entry {
+	b.t.Helper()
+	repo, err := audit.NewRepository(b.db)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	es, err := repo.List(context.Background(), audit.Filter{Index: index, Limit: audit.ListLimitMax})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return es
+}

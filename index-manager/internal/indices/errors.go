@@ -1,0 +1,155 @@
+package indices
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+)
+
+// Sentinel errors for the outcomes callers must tell apart; the API maps
+// each to one HTTP status in one place.
+var (
+	// ErrNotFound: the index or document does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: the index already exists.
+	ErrExists = errors.New("already exists")
+	// ErrBadRequest: Elasticsearch refused the request as invalid (a bad
+	// query, an unknown sort field, invalid settings); the message carries
+	// Elasticsearch's reason.
+	ErrBadRequest = errors.New("rejected by elasticsearch")
+	// ErrConflict: a version conflict or an index in the wrong state.
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: Elasticsearch could not be reached, timed out or is
+	// overloaded (429); retrying later may help.
+	ErrUnavailable = errors.New("elasticsearch unavailable")
+	// ErrUpstream: Elasticsearch answered with a server error.
+	ErrUpstream = errors.New("elasticsearch error")
+)
+
+// Error is an Elasticsearch failure classified by Kind (one of the sentinel
+// errors above), with Elasticsearch's own reason when it gave one.
+type Error struct {
+	Op     string
+	Kind   error
+	Status int
+	Type   string
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := e.Op + ": " + e.Kind.Error()
+	if e.Status != 0 {
+		msg += fmt.Sprintf(" (%d)", e.Status)
+	}
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrNotFound) and friends work.
+func (e *Error) Is(target error) bool { return e.Kind == target }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// esErrorBody is the JSON error shape Elasticsearch answers with.
+type esErrorBody struct {
+	Error json.RawMessage `json:"error"`
+	Found *bool           `json:"found"`
+}
+
+type esErrorDetail struct {
+	Type      string `json:"type"`
+	Reason    string `json:"reason"`
+	RootCause []struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	} `json:"root_cause"`
+	CausedBy *struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	} `json:"caused_by"`
+}
+
+// maxReasonLen keeps Elasticsearch's reasons (which can quote a whole query)
+// short enough for an API error message.
+const maxReasonLen = 500
+
+// check sends req and classifies a transport failure or non-2xx answer.
+// On success the caller reads and closes res.Body.
+func (s *Store) do(ctx context.Context, op string, req esapi.Request) (*esapi.Response, error) {
+	res, err := req.Do(ctx, s.es)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && errors.Is(ctx.Err(), context.Canceled) {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return nil, &Error{Op: op, Kind: ErrUnavailable, Err: err}
+	}
+	if !res.IsError() {
+		return res, nil
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	e := &Error{Op: op, Status: res.StatusCode}
+	var body esErrorBody
+	_ = json.Unmarshal(raw, &body)
+	var detail esErrorDetail
+	if len(body.Error) > 0 {
+		if err := json.Unmarshal(body.Error, &detail); err != nil {
+			// Some APIs answer {"error":"text"}.
+			var text string
+			_ = json.Unmarshal(body.Error, &text)
+			detail.Reason = text
+		}
+	}
+	e.Type, e.Reason = detail.Type, detail.Reason
+	if detail.CausedBy != nil && detail.CausedBy.Reason != "" {
+		e.Reason += ": " + detail.CausedBy.Reason
+	} else if len(detail.RootCause) > 0 && detail.RootCause[0].Reason != "" && detail.RootCause[0].Reason != detail.Reason {
+		e.Reason += ": " + detail.RootCause[0].Reason
+	}
+	if len(e.Reason) > maxReasonLen {
+		e.Reason = e.Reason[:maxReasonLen] + "..."
+	}
+	switch st := res.StatusCode; {
+	case st == http.StatusNotFound:
+		e.Kind = ErrNotFound
+	case e.Type == "resource_already_exists_exception":
+		e.Kind = ErrExists
+	case st == http.StatusConflict:
+		e.Kind = ErrConflict
+	case st == http.StatusTooManyRequests || st == http.StatusRequestTimeout || st == http.StatusGatewayTimeout:
+		e.Kind = ErrUnavailable
+	case st >= 500:
+		e.Kind = ErrUpstream
+	case st >= 400:
+		e.Kind = ErrBadRequest
+	default:
+		e.Kind = ErrUpstream
+	}
+	return nil, e
+}
+
+// decode reads a successful response body into v and closes it.
+func decode(op string, res *esapi.Response, v any) error {
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		return &Error{Op: op, Kind: ErrUpstream, Err: fmt.Errorf("decode response: %w", err)}
+	}
+	return nil
+}
+
+// discard drains and closes a successful response body.
+func discard(res *esapi.Response) {
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+}

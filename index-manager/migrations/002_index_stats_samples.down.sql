@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS index_stats_samples;

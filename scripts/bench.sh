@@ -13,6 +13,9 @@ cd "$root"
 
 # module:package pattern, one per line. Add yours here.
 BENCH_PACKAGES=(
+  publisher:./internal/worker/
+  classifier:./internal/rules/
+  index-manager:./internal/api/
 )
 
 "$root/scripts/services.sh" up >&2

@@ -49,6 +49,9 @@ start() {
   done
   export LOG_FORMAT="${LOG_FORMAT:-text}"
   export CLASSIFIER_POLL_INTERVAL="${CLASSIFIER_POLL_INTERVAL:-1s}"
+  # Every raw index except the tests' own (named nctest<hex>_..., see
+  # infrastructure/testenv), so `scripts/task test` can run beside this stack.
+  export CLASSIFIER_INDEX_PATTERN="${CLASSIFIER_INDEX_PATTERN:-*_raw_content,-nctest*}"
   export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
   for svc in "${services[@]}"; do
     if running "$svc"; then

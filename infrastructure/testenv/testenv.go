@@ -154,6 +154,11 @@ func CreateRole(t testing.TB, prefix string) (name, password string) {
 	return name, password
 }
 
+// IndexPrefix starts every test index name, so that a classifier running
+// beside the tests (scripts/run.sh) can leave test indices alone with the
+// pattern "*_raw_content,-nctest*".
+const IndexPrefix = "nctest"
+
 // Elasticsearch returns a client and a unique lowercase prefix. Every index
 // whose name starts with the prefix is deleted when the test ends.
 func Elasticsearch(t testing.TB) (*elasticsearch.Client, string) {
@@ -168,7 +173,7 @@ func Elasticsearch(t testing.TB) (*elasticsearch.Client, string) {
 	if err := esclient.Ping(client)(ctx); err != nil {
 		Unavailable(t, "elasticsearch", err)
 	}
-	prefix := UniqueName("t")
+	prefix := UniqueName(IndexPrefix)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/north-cloud/classifier/internal/poller"
+	"github.com/north-cloud/classifier/internal/processor"
+	"github.com/north-cloud/classifier/internal/retry"
+	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/postgres"
@@ -15,38 +19,73 @@ import (
 // lists every variable.
 type Config struct {
 	service.Common
-	DB       postgres.Config
-	OutboxDB postgres.Config
-	ES       esclient.Config
-	Poller   poller.Config
-	// Concurrency, MaxQueueDepth and SubmitTimeout size the worker pool
-	// (spec 3.3); UseTrieEngine and DLQEnabled are the spec's rollout flags.
-	Concurrency   int
-	MaxQueueDepth int
-	UseTrieEngine bool
-	DLQEnabled    bool
+	DB        postgres.Config
+	OutboxDB  postgres.Config
+	ES        esclient.Config
+	Poller    poller.Config
+	Processor processor.BatchProcessorConfig
+	Committer processor.CommitterConfig
+	Retry     retry.Config
+
+	// Matcher is the active rule matcher: aho_corasick (the trie engine) or
+	// token_index; naive when CLASSIFIER_USE_TRIE_ENGINE=false.
+	Matcher rules.MatcherKind
+	// ShadowMatcher, when set, runs beside the active engine and counts
+	// disagreements (spec 6.3 shadow mode).
+	ShadowMatcher rules.MatcherKind
+	// DLQEnabled sends failures to the dead-letter queue (spec rollout flag).
+	DLQEnabled bool
+	// ReputationRefresh is how often cached source reputations are reloaded.
+	ReputationRefresh time.Duration
 }
 
 func loadConfig(l *config.Loader) (Config, error) {
 	host, _ := os.Hostname()
+	replica := l.String("CLASSIFIER_ID", fmt.Sprintf("%s-%d", host, os.Getpid()))
 	c := Config{
 		Common:   service.LoadCommon(l, "classifier", "CLASSIFIER_HTTP_ADDR", ":8071"),
 		DB:       postgres.ConfigFromEnv(l, "CLASSIFIER_DATABASE_URL"),
 		OutboxDB: postgres.ConfigFromEnv(l, "CLASSIFIER_OUTBOX_DATABASE_URL"),
 		ES:       esclient.ConfigFromEnv(l),
 		Poller: poller.Config{
-			ReplicaID:    l.String("CLASSIFIER_ID", fmt.Sprintf("%s-%d", host, os.Getpid())),
+			ReplicaID:    replica,
 			IndexPattern: l.String("CLASSIFIER_INDEX_PATTERN", poller.IndexPatternDefault),
 			PollInterval: l.Duration("CLASSIFIER_POLL_INTERVAL", poller.PollIntervalDefault),
 			BatchSize:    l.PositiveInt("CLASSIFIER_BATCH_SIZE", poller.BatchSizeDefault),
 			ClaimLease:   l.Duration("CLASSIFIER_CLAIM_LEASE", poller.ClaimLeaseDefault),
 		},
-		Concurrency:   l.PositiveInt("CLASSIFIER_CONCURRENCY", 10),
-		MaxQueueDepth: l.PositiveInt("CLASSIFIER_MAX_QUEUE_DEPTH", 500),
-		UseTrieEngine: l.Bool("CLASSIFIER_USE_TRIE_ENGINE", true),
-		DLQEnabled:    l.Bool("CLASSIFIER_DLQ_ENABLED", true),
+		Processor: processor.BatchProcessorConfig{
+			Concurrency:   l.PositiveInt("CLASSIFIER_CONCURRENCY", processor.ConcurrencyDefault),
+			MaxQueueDepth: l.PositiveInt("CLASSIFIER_MAX_QUEUE_DEPTH", processor.MaxQueueDepthDefault),
+			SubmitTimeout: l.Duration("CLASSIFIER_SUBMIT_TIMEOUT", processor.SubmitTimeoutDefault),
+		},
+		Committer: processor.CommitterConfig{
+			Batch:  l.PositiveInt("CLASSIFIER_COMMIT_BATCH", processor.CommitBatchDefault),
+			Linger: processor.CommitLingerDefault,
+		},
+		Retry: retry.Config{
+			ReplicaID: replica,
+			Interval:  l.Duration("CLASSIFIER_DLQ_RETRY_INTERVAL", retry.IntervalDefault),
+			Batch:     retry.BatchDefault,
+			Lease:     retry.LeaseDefault,
+		},
+		DLQEnabled:        l.Bool("CLASSIFIER_DLQ_ENABLED", true),
+		ReputationRefresh: l.Duration("CLASSIFIER_REPUTATION_REFRESH", 30*time.Second),
 	}
-	_ = l.Duration("CLASSIFIER_SUBMIT_TIMEOUT", defaultSubmitTimeout)
+	c.Matcher = matcherKind(l, "CLASSIFIER_RULE_MATCHER", string(rules.MatcherAhoCorasick))
+	if !l.Bool("CLASSIFIER_USE_TRIE_ENGINE", true) {
+		c.Matcher = rules.MatcherNaive
+	}
+	if s := l.String("CLASSIFIER_SHADOW_MATCHER", ""); s != "" {
+		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
+	}
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))
+	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))
 	return c, l.Err()
+}
+
+func matcherKind(l *config.Loader, name, def string) rules.MatcherKind {
+	v := l.OneOf(name, def, string(rules.MatcherAhoCorasick), string(rules.MatcherTokenIndex), string(rules.MatcherNaive))
+	k, _ := rules.ParseMatcherKind(v)
+	return k
 }

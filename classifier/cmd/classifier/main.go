@@ -9,11 +9,17 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
+	"github.com/north-cloud/classifier/internal/api"
+	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
+	"github.com/north-cloud/classifier/internal/reputation"
+	"github.com/north-cloud/classifier/internal/retry"
+	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/classifier/migrations"
@@ -26,8 +32,6 @@ import (
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/service"
 )
-
-const defaultSubmitTimeout = 30 * time.Second
 
 func main() {
 	service.Main("serve", map[string]service.Command{
@@ -63,12 +67,13 @@ func serve(ctx context.Context, _ []string) error {
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting classifier", "http_addr", cfg.HTTP.Addr, "replica", cfg.Poller.ReplicaID,
 		"database", postgres.Redact(cfg.DB.URL), "outbox_database", postgres.Redact(cfg.OutboxDB.URL),
-		"elasticsearch", cfg.ES.URL, "index_pattern", cfg.Poller.IndexPattern, "auth", cfg.Auth.String())
+		"elasticsearch", cfg.ES.URL, "index_pattern", cfg.Poller.IndexPattern, "matcher", cfg.Matcher,
+		"shadow_matcher", cfg.ShadowMatcher, "dlq_enabled", cfg.DLQEnabled, "workers", cfg.Processor.Concurrency,
+		"max_queue_depth", cfg.Processor.MaxQueueDepth, "auth", cfg.Auth.String())
 
 	if err := postgres.MigrateUp(cfg.DB.URL, migrations.FS, ".", log); err != nil {
 		return err
 	}
-
 	db, err := postgres.Open(ctx, cfg.DB, log)
 	if err != nil {
 		return err
@@ -87,17 +92,67 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
-	metrics, err := telemetry.New(rt.Telemetry.Meter("classifier"), telemetry.Gauges{})
+	dlq := deadletter.NewRepository(db)
+	var proc *processor.BatchProcessor
+	metrics, err := telemetry.New(rt.Telemetry.Meter("classifier"), telemetry.Gauges{
+		QueueDepth: func() int64 { return int64(proc.QueueDepth()) },
+		DLQDepth:   dlq.PendingBySource,
+	})
 	if err != nil {
 		return fmt.Errorf("classifier metrics: %w", err)
 	}
 	tracer := rt.Telemetry.Tracer("classifier")
-	proc := processor.New(pipeline.New(), processor.Stores{
-		Content: storage.NewContentStore(es),
-		History: storage.NewHistoryRepository(db),
-		Outbox:  storage.NewOutboxWriter(outboxDB),
-	}, metrics, tracer, log)
-	poll, err := poller.New(cfg.Poller, es, proc.Handle, metrics, tracer, log)
+
+	// Rules: the engine starts empty; the watcher loads the enabled rules
+	// before any document is classified and keeps them current.
+	engine, err := rules.NewEngine(cfg.Matcher, nil)
+	if err != nil {
+		return err
+	}
+	var topics pipeline.TopicMatcher = engine
+	var updater rulestore.Updater = engine
+	if cfg.ShadowMatcher != "" {
+		shadowEngine, err := rules.NewEngine(cfg.ShadowMatcher, nil)
+		if err != nil {
+			return err
+		}
+		shadow, err := rules.NewShadow(engine, shadowEngine, -1, metrics.ShadowDisagreement(ctx, log))
+		if err != nil {
+			return err
+		}
+		topics, updater = shadow, shadow
+	}
+	ruleRepo := rulestore.NewRepository(db)
+	watcher, err := rulestore.NewWatcher(rulestore.WatcherConfig{DatabaseURL: cfg.DB.URL, Meter: rt.Telemetry.Meter("classifier")},
+		ruleRepo, updater, log)
+	if err != nil {
+		return err
+	}
+
+	repRepo := reputation.NewRepository(db)
+	repCache := reputation.NewCache(repRepo, cfg.ReputationRefresh, log)
+	classifier, err := pipeline.New(pipeline.Config{
+		Topics:      topics,
+		Reputation:  repCache.Score,
+		RuleCount:   engine.RuleCount,
+		OnRuleMatch: metrics.RecordRuleMatch,
+	})
+	if err != nil {
+		return err
+	}
+
+	stores := processor.Stores{
+		Content:    storage.NewContentStore(es),
+		History:    storage.NewHistoryRepository(db),
+		Outbox:     storage.NewOutboxWriter(outboxDB),
+		Reputation: repRepo,
+	}
+	if cfg.DLQEnabled {
+		stores.DeadLetters = dlq
+	}
+	committer := processor.NewCommitter(cfg.Committer, stores, metrics, tracer, log)
+	proc = processor.NewBatchProcessor(cfg.Processor, classifier, committer.Input(), metrics, tracer, log)
+	poll, err := poller.New(cfg.Poller, es, proc, metrics, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -110,10 +165,36 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	srv.Router().Group("/api/v1", rt.Auth.Middleware())
+	v1 := srv.Router().Group("/api/v1", rt.Auth.Middleware())
+	// The playground runs on the active engine only, so its requests are
+	// not counted as shadow-mode comparisons.
+	if err := api.Register(v1, api.Deps{
+		Store: ruleRepo, Engine: engine, Classifier: classifier,
+		RulesVersion: watcher.Version, Logger: log,
+	}); err != nil {
+		return err
+	}
+	opsapi.Register(v1, opsapi.Deps{
+		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
+	})
 
-	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout,
+	// Started in this order and stopped in reverse: the poller and the retry
+	// worker stop taking work first, then the workers drain the queue, then
+	// the committer commits what they produced.
+	components := []lifecycle.NamedComponent{
+		lifecycle.Named("rules_watcher", watcher),
+		lifecycle.Named("reputation_cache", repCache),
+		lifecycle.Named("committer", committer),
+		lifecycle.Named("batch_processor", proc),
 		lifecycle.Named("http", srv),
 		lifecycle.Named("poller", poll),
-	)
+	}
+	if cfg.DLQEnabled {
+		retrier, err := retry.New(cfg.Retry, dlq, stores.Content, proc, log)
+		if err != nil {
+			return err
+		}
+		components = append(components, lifecycle.Named("dlq_retry", retrier))
+	}
+	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout, components...)
 }

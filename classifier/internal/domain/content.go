@@ -26,6 +26,8 @@ type RawContent struct {
 	// RawDocument (a field of the wrong JSON type); such a document is
 	// unprocessable.
 	DecodeError string
+	// FromDLQ is set when the dead-letter retry worker claimed the document.
+	FromDLQ bool
 }
 
 // ClaimID names one claim of a document; a document classified again after

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -22,15 +24,42 @@ var ErrUnprocessable = errors.New("unprocessable document")
 // megabytes costs no more than a long article.
 const MaxAnalysedBytes = 64 << 10
 
-// Classifier runs the pipeline stages in order.
-type Classifier struct {
-	topics *TopicMatcher
-	now    func() time.Time
+// TopicMatcher finds the topic rules a text matches; *rules.Engine and
+// *rules.Shadow are both one.
+type TopicMatcher interface {
+	Match(title, body string) []rules.Match
 }
 
-// New returns a Classifier using the starter topic rules.
-func New() *Classifier {
-	return &Classifier{topics: NewTopicMatcher(StarterTopics()), now: time.Now}
+// Config wires the pipeline's collaborators.
+type Config struct {
+	// Topics matches topic rules. Required.
+	Topics TopicMatcher
+	// Reputation returns a source's reputation score (0..1). Defaults to a
+	// constant 0.5.
+	Reputation func(source string) float64
+	// OnRuleMatch, when set, is told how long each rule match took, how many
+	// rules were evaluated and how many matched (for metrics).
+	OnRuleMatch func(d time.Duration, evaluated, matched int)
+	// RuleCount returns the number of rules evaluated per match, for
+	// OnRuleMatch.
+	RuleCount func() int
+}
+
+// Classifier runs the pipeline stages in order.
+type Classifier struct {
+	cfg Config
+	now func() time.Time
+}
+
+// New returns a Classifier.
+func New(cfg Config) (*Classifier, error) {
+	if cfg.Topics == nil {
+		return nil, errors.New("new pipeline: Topics is required")
+	}
+	if cfg.Reputation == nil {
+		cfg.Reputation = func(string) float64 { return 0.5 }
+	}
+	return &Classifier{cfg: cfg, now: time.Now}, nil
 }
 
 // Classify validates raw and classifies it. Errors wrap ErrUnprocessable when
@@ -50,7 +79,15 @@ func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent
 
 	ct := detectContentType(raw.OGType, raw.URL, words, title != "", published != nil)
 	quality, factors := scoreQuality(words, title, raw.MetaDescription, published != nil, text)
-	matches := c.topics.Match(title + " " + text)
+	start := time.Now()
+	matches := c.cfg.Topics.Match(title, text)
+	if c.cfg.OnRuleMatch != nil {
+		evaluated := 0
+		if c.cfg.RuleCount != nil {
+			evaluated = c.cfg.RuleCount()
+		}
+		c.cfg.OnRuleMatch(time.Since(start), evaluated, len(matches))
+	}
 
 	out := &domain.ClassifiedContent{
 		ID:                    raw.ID,
@@ -72,23 +109,31 @@ func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent
 		QualityFactors:        factors,
 		Topics:                []string{},
 		TopicScores:           []domain.TopicScore{},
-		SourceReputation:      0.5,
+		SourceReputation:      c.cfg.Reputation(raw.SourceName),
 		Confidence:            ct.Confidence,
 		ClassifierVersion:     domain.Version,
 		ClassifiedAt:          c.now().UTC(),
 		Index:                 contentindex.ClassifiedIndexFor(raw.Index),
 		ClaimID:               raw.ClaimID(),
 	}
+	// Matches come highest priority first, then best score: keep each
+	// topic once, at its best score, in that order.
 	for _, m := range matches {
-		out.Topics = append(out.Topics, m.Topic)
-		out.TopicScores = append(out.TopicScores, domain.TopicScore{Topic: m.Topic, Score: m.Score})
-		if IsCrimeSubcategory(m.Topic) {
+		topic := m.Topic()
+		if slices.Contains(out.Topics, topic) {
+			continue
+		}
+		out.Topics = append(out.Topics, topic)
+		out.TopicScores = append(out.TopicScores, domain.TopicScore{Topic: topic, Score: m.Score})
+		if rules.IsCrimeSubcategory(topic) {
 			out.IsCrimeRelated = true
 			if out.CrimeSubcategory == nil {
-				topic := m.Topic
 				out.CrimeSubcategory = &topic
 			}
 		}
+	}
+	if len(out.TopicScores) > 0 {
+		out.Confidence = (ct.Confidence + out.TopicScores[0].Score) / 2
 	}
 	return out, nil
 }

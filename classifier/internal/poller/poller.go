@@ -32,10 +32,16 @@ const (
 	IndexPatternDefault = "*" + contentindex.RawSuffix
 )
 
-// Handler processes one claimed batch. It owns the documents until it
-// returns: it must move each to classified or failed, or leave it claimed
-// for the lease to return it.
-type Handler func(ctx context.Context, batch []*domain.RawContent)
+// Sink takes claimed documents: the batch processor's work queue.
+type Sink interface {
+	// Submit queues a document, with backpressure; on error the document
+	// stays claimed and its lease returns it to the poll.
+	Submit(ctx context.Context, doc *domain.RawContent) error
+	// ShouldThrottle reports a work queue more than 80% full.
+	ShouldThrottle() bool
+	// FreeSlots is the room left in the work queue.
+	FreeSlots() int
+}
 
 // Config configures a Poller.
 type Config struct {
@@ -74,7 +80,7 @@ type Poller struct {
 	cfg     Config
 	es      *elasticsearch.Client
 	store   *storage.ContentStore
-	handler Handler
+	sink    Sink
 	metrics *telemetry.Metrics
 	tracer  trace.Tracer
 	logger  *slog.Logger
@@ -86,15 +92,15 @@ type Poller struct {
 }
 
 // New returns a Poller; call Start to run it.
-func New(cfg Config, es *elasticsearch.Client, handler Handler, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*Poller, error) {
+func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*Poller, error) {
 	cfg.setDefaults()
 	if cfg.ReplicaID == "" {
 		return nil, errors.New("new poller: ReplicaID is required")
 	}
-	if handler == nil {
-		return nil, errors.New("new poller: handler is required")
+	if sink == nil {
+		return nil, errors.New("new poller: sink is required")
 	}
-	return &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), handler: handler, metrics: metrics,
+	return &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
 		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now}, nil
 }
 
@@ -142,6 +148,8 @@ func (p *Poller) run(ctx context.Context, done chan struct{}) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, errThrottled):
+			wait = min(p.cfg.PollInterval, 50*time.Millisecond)
 		case err != nil:
 			failures++
 			wait = min(p.cfg.PollInterval*time.Duration(1<<min(failures, 5)), time.Minute)
@@ -152,7 +160,7 @@ func (p *Poller) run(ctx context.Context, done chan struct{}) {
 		default:
 			failures = 0
 		}
-		if wait > 0 {
+		if wait >= 5*time.Millisecond {
 			wait -= time.Duration(rand.Int64N(int64(wait) / 5)) // jitter replicas apart
 		}
 		select {
@@ -163,13 +171,24 @@ func (p *Poller) run(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// PollOnce claims up to BatchSize documents and runs the handler on those it
-// won. It returns how many documents the search found.
+// PollOnce claims up to BatchSize documents, never more than the work queue
+// has room for, and submits those it won. It returns how many documents the
+// search found; a throttled poll counts as a full one, so the loop comes
+// back soon.
 func (p *Poller) PollOnce(ctx context.Context) (int, error) {
+	if p.sink.ShouldThrottle() {
+		p.metrics.ThrottleCount.Add(ctx, 1)
+		return 0, errThrottled
+	}
+	size := min(p.cfg.BatchSize, p.sink.FreeSlots())
+	if size <= 0 {
+		p.metrics.ThrottleCount.Add(ctx, 1)
+		return 0, errThrottled
+	}
 	ctx, span := p.tracer.Start(ctx, "classifier.poll")
 	defer span.End()
 
-	found, err := p.search(ctx)
+	found, err := p.search(ctx, size)
 	if err != nil {
 		return 0, err
 	}
@@ -182,10 +201,22 @@ func (p *Poller) PollOnce(ctx context.Context) (int, error) {
 	}
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
-		p.handler(ctx, won)
+	}
+	for _, doc := range won {
+		if err := p.sink.Submit(ctx, doc); err != nil {
+			// The document stays claimed; the lease returns it.
+			p.logger.WarnContext(ctx, "work queue refused a claimed document; it returns after the claim lease",
+				"content_id", doc.ID, "source", doc.SourceName, "error", err)
+		}
+	}
+	if len(found) >= size {
+		return p.cfg.BatchSize, nil // a full page: more is probably waiting
 	}
 	return len(found), nil
 }
+
+// errThrottled tells the loop the work queue is too full to poll.
+var errThrottled = errors.New("work queue over 80% full")
 
 type searchResponse struct {
 	Hits struct {
@@ -199,10 +230,10 @@ type searchResponse struct {
 	} `json:"hits"`
 }
 
-func (p *Poller) search(ctx context.Context) ([]*domain.RawContent, error) {
+func (p *Poller) search(ctx context.Context, size int) ([]*domain.RawContent, error) {
 	expired := p.now().Add(-p.cfg.ClaimLease).UTC()
 	query := map[string]any{
-		"size":                p.cfg.BatchSize,
+		"size":                size,
 		"seq_no_primary_term": true,
 		"sort":                []any{map[string]any{"crawled_at": map[string]any{"order": "asc", "unmapped_type": "date"}}},
 		"query": map[string]any{"bool": map[string]any{

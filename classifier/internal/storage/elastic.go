@@ -1,13 +1,17 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // ContentStore writes classified documents and raw-document status changes.
@@ -37,6 +41,8 @@ type StatusChange struct {
 	Status string
 	// Reason is recorded in classification_error when the status is failed.
 	Reason string
+	// Doc is the classification, when the status is classified.
+	Doc *domain.ClassifiedContent
 }
 
 // FlipStatus sets the status of claimed raw documents, each only if it is
@@ -88,4 +94,66 @@ func (s *ContentStore) Claim(ctx context.Context, replica string, docs []*domain
 		won = append(won, d)
 	}
 	return won, nil
+}
+
+// DocRef names one raw document.
+type DocRef struct {
+	Index string
+	ID    string
+}
+
+type mgetResponse struct {
+	Docs []struct {
+		Index       string          `json:"_index"`
+		ID          string          `json:"_id"`
+		Found       bool            `json:"found"`
+		SeqNo       int64           `json:"_seq_no"`
+		PrimaryTerm int64           `json:"_primary_term"`
+		Source      json.RawMessage `json:"_source"`
+		Error       json.RawMessage `json:"error"`
+	} `json:"docs"`
+}
+
+// GetRaw reads raw documents by id in one multi-get, with the versions a
+// claim needs. Documents that no longer exist are returned in missing.
+func (s *ContentStore) GetRaw(ctx context.Context, refs []DocRef) (found []*domain.RawContent, missing []DocRef, err error) {
+	if len(refs) == 0 {
+		return nil, nil, nil
+	}
+	docs := make([]map[string]string, len(refs))
+	for i, r := range refs {
+		docs[i] = map[string]string{"_index": r.Index, "_id": r.ID}
+	}
+	body, err := json.Marshal(map[string]any{"docs": docs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("get raw documents: %w", err)
+	}
+	res, err := s.es.Mget(bytes.NewReader(body), s.es.Mget.WithContext(ctx))
+	if err := esclient.CheckResponse("get raw documents", res, err); err != nil {
+		return nil, nil, err
+	}
+	defer res.Body.Close()
+	var parsed mgetResponse
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
+		return nil, nil, fmt.Errorf("get raw documents: decode: %w", err)
+	}
+	for i, d := range parsed.Docs {
+		if !d.Found {
+			if len(d.Error) > 0 && string(d.Error) != "null" && !bytes.Contains(d.Error, []byte("index_not_found")) {
+				return nil, nil, fmt.Errorf("get raw document %s/%s: %s", refs[i].Index, refs[i].ID, d.Error)
+			}
+			missing = append(missing, refs[i])
+			continue
+		}
+		raw := &domain.RawContent{Index: d.Index, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
+		if err := json.Unmarshal(d.Source, &raw.RawDocument); err != nil {
+			raw.RawDocument = contentindex.RawDocument{}
+			raw.DecodeError = err.Error()
+		}
+		if raw.ID == "" {
+			raw.ID = d.ID
+		}
+		found = append(found, raw)
+	}
+	return found, missing, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -63,4 +64,71 @@ func placeholders(from, n int) string {
 	}
 	b.WriteByte(')')
 	return b.String()
+}
+
+// Bucket is the number of classifications in one interval.
+type Bucket struct {
+	Start time.Time `json:"bucket"`
+	Count int64     `json:"count"`
+}
+
+// Stats is classification activity over a window.
+type Stats struct {
+	Total       int64            `json:"total"`
+	PerInterval []Bucket         `json:"per_interval"`
+	ByTopic     map[string]int64 `json:"by_topic"`
+	BySource    map[string]int64 `json:"by_source"`
+}
+
+// Stats counts classifications of the last window: in total, per interval
+// (oldest first), by topic and by source.
+func (r *HistoryRepository) Stats(ctx context.Context, window, interval time.Duration) (*Stats, error) {
+	s := &Stats{PerInterval: []Bucket{}, ByTopic: map[string]int64{}, BySource: map[string]int64{}}
+	rows, err := r.db.QueryContext(ctx, `
+		SELECT date_bin(make_interval(secs => $2), classified_at, TIMESTAMPTZ '2000-01-01'), COUNT(*)
+		FROM classification_history
+		WHERE classified_at > NOW() - make_interval(secs => $1)
+		GROUP BY 1 ORDER BY 1`, window.Seconds(), interval.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("classification stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b Bucket
+		if err := rows.Scan(&b.Start, &b.Count); err != nil {
+			return nil, fmt.Errorf("classification stats: %w", err)
+		}
+		s.Total += b.Count
+		s.PerInterval = append(s.PerInterval, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("classification stats: %w", err)
+	}
+	for _, g := range []struct {
+		expr string
+		out  map[string]int64
+	}{{"unnest(topics)", s.ByTopic}, {"source_name", s.BySource}} {
+		if err := r.countBy(ctx, g.expr, window, g.out); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (r *HistoryRepository) countBy(ctx context.Context, expr string, window time.Duration, out map[string]int64) error {
+	rows, err := r.db.QueryContext(ctx, `SELECT `+expr+` AS k, COUNT(*) FROM classification_history
+		WHERE classified_at > NOW() - make_interval(secs => $1) GROUP BY 1`, window.Seconds())
+	if err != nil {
+		return fmt.Errorf("classification stats by %s: %w", expr, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			return fmt.Errorf("classification stats by %s: %w", expr, err)
+		}
+		out[k] = n
+	}
+	return rows.Err()
 }

@@ -5,10 +5,14 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/north-cloud/classifier/internal/rules"
 )
 
 // Metrics holds every classifier instrument. The Prometheus exporter keeps
@@ -31,6 +35,8 @@ type Metrics struct {
 
 	PollerLag         metric.Float64Histogram
 	ClassificationLag metric.Float64Histogram
+
+	ShadowDisagreements metric.Int64Counter
 
 	DLQEnqueued  metric.Int64Counter
 	DLQProcessed metric.Int64Counter
@@ -85,6 +91,8 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.PollerLag = seconds("classifier_poller_lag_seconds", "Time between document creation and classification start", lagBuckets...)
 	m.ClassificationLag = seconds("classifier_classification_lag_seconds", "End-to-end lag from crawl to classified", lagBuckets...)
 
+	m.ShadowDisagreements = counter("classifier_shadow_disagreements_total", "Documents on which the shadow rule engine disagreed with the active one")
+
 	m.DLQEnqueued = counter("classifier_dlq_enqueued_total", "Total documents added to DLQ")
 	m.DLQProcessed = counter("classifier_dlq_processed_total", "Total documents successfully processed from DLQ")
 	m.DLQExhausted = counter("classifier_dlq_exhausted_total", "Total documents that exhausted all retries")
@@ -117,4 +125,31 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// RecordRuleMatch records one rule-engine match (spec names).
+func (m *Metrics) RecordRuleMatch(d time.Duration, evaluated, matched int) {
+	ctx := context.Background()
+	m.RuleMatchDuration.Record(ctx, d.Seconds())
+	m.RulesEvaluated.Add(ctx, int64(evaluated))
+	m.RulesMatched.Add(ctx, int64(matched))
+}
+
+// ShadowDisagreement returns the shadow engine's disagreement callback: it
+// counts classifier_shadow_disagreements_total and logs the two topic lists.
+func (m *Metrics) ShadowDisagreement(ctx context.Context, logger *slog.Logger) func(active, shadow []rules.Match) {
+	ctx = context.WithoutCancel(ctx)
+	return func(active, shadow []rules.Match) {
+		m.ShadowDisagreements.Add(ctx, 1)
+		logger.InfoContext(ctx, "shadow rule engine disagrees", "component", "rules_shadow",
+			"active_topics", topicsOf(active), "shadow_topics", topicsOf(shadow))
+	}
+}
+
+func topicsOf(ms []rules.Match) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = fmt.Sprintf("%s:%.3f", m.Topic(), m.Score)
+	}
+	return out
 }

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/pipeline"
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/httpserver"
+)
+
+// DryRunID is the id given to a posted document that has none: the dry run
+// writes nothing, so the id only has to satisfy the pipeline.
+const DryRunID = "dry-run"
+
+// ClassifyResponse is the POST /classify response.
+type ClassifyResponse struct {
+	// Document is the classified document exactly as the pipeline would
+	// write it to Elasticsearch. Nothing was written.
+	Document *domain.ClassifiedContent `json:"document"`
+	// RulesVersion is the rule-set version the pipeline's engine held, when
+	// known.
+	RulesVersion *int64 `json:"rules_version,omitempty"`
+}
+
+// POST /classify: the body is a raw document as the crawler writes it to
+// {source}_raw_content (url, title, raw_text, og_type, published_date, ...).
+// Unknown fields are ignored, as the pipeline ignores them, so a document
+// copied from Elasticsearch can be pasted as is. A document the pipeline
+// refuses (no URL, a non-http URL, no text) is a 422 with the reason.
+func (h *handler) classify(c *gin.Context) {
+	var doc contentindex.RawDocument
+	dec := json.NewDecoder(c.Request.Body)
+	if err := dec.Decode(&doc); err != nil {
+		var maxErr *http.MaxBytesError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &maxErr):
+			httpserver.WriteError(c, http.StatusRequestEntityTooLarge, "body_too_large", "request body is too large")
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			badRequest(c, typeErr.Field+": must be "+jsonKind(typeErr.Type.Kind().String())+" (got "+typeErr.Value+")")
+		case err.Error() == "EOF":
+			badRequest(c, "body: a raw document (JSON object) is required")
+		default:
+			badRequest(c, "body: "+err.Error())
+		}
+		return
+	}
+	if doc.ID == "" {
+		doc.ID = DryRunID
+	}
+	if doc.CrawledAt.IsZero() {
+		doc.CrawledAt = time.Now().UTC()
+	}
+	out, err := h.Classifier.Classify(&domain.RawContent{RawDocument: doc})
+	if err != nil {
+		if errors.Is(err, pipeline.ErrUnprocessable) {
+			httpserver.WriteError(c, http.StatusUnprocessableEntity, "unprocessable", err.Error())
+			return
+		}
+		h.Logger.ErrorContext(c.Request.Context(), "dry-run classification failed",
+			"request_id", httpserver.RequestID(c.Request.Context()), "error", err)
+		httpserver.WriteError(c, http.StatusInternalServerError, "internal_error", "classification failed")
+		return
+	}
+	c.JSON(http.StatusOK, ClassifyResponse{Document: out, RulesVersion: h.rulesVersion()})
+}

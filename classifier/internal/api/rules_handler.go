@@ -1,0 +1,201 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/classifier/internal/rulestore"
+)
+
+// ruleRequest is the body of POST /rules and PUT /rules/:id. name, topic and
+// keywords are required; min_confidence defaults to
+// rulestore.MinConfidenceDefault, priority to 0 and enabled to true. PUT
+// replaces the whole rule with the same defaults.
+type ruleRequest struct {
+	Name          *string   `json:"name"`
+	Topic         *string   `json:"topic"`
+	Keywords      *[]string `json:"keywords"`
+	MinConfidence *float64  `json:"min_confidence"`
+	Priority      *int      `json:"priority"`
+	Enabled       *bool     `json:"enabled"`
+}
+
+func (r ruleRequest) input() (rulestore.Input, error) {
+	var missing []string
+	if r.Name == nil {
+		missing = append(missing, "name")
+	}
+	if r.Topic == nil {
+		missing = append(missing, "topic")
+	}
+	if r.Keywords == nil {
+		missing = append(missing, "keywords")
+	}
+	if len(missing) > 0 {
+		problems := make([]rulestore.FieldError, len(missing))
+		for i, f := range missing {
+			problems[i] = rulestore.FieldError{Field: f, Message: "is required"}
+		}
+		return rulestore.Input{}, &rulestore.ValidationError{Problems: problems}
+	}
+	in := rulestore.Input{
+		Name:          *r.Name,
+		Topic:         *r.Topic,
+		Keywords:      *r.Keywords,
+		MinConfidence: rulestore.MinConfidenceDefault,
+		Enabled:       true,
+	}
+	if r.MinConfidence != nil {
+		in.MinConfidence = *r.MinConfidence
+	}
+	if r.Priority != nil {
+		in.Priority = *r.Priority
+	}
+	if r.Enabled != nil {
+		in.Enabled = *r.Enabled
+	}
+	return in, nil
+}
+
+type ruleList struct {
+	Rules []rulestore.Rule `json:"rules"`
+	Total int              `json:"total"`
+}
+
+// GET /rules?topic=&enabled=
+func (h *handler) listRules(c *gin.Context) {
+	var f rulestore.Filter
+	if topic, ok := c.GetQuery("topic"); ok {
+		f.Topic = topic
+	}
+	if raw, ok := c.GetQuery("enabled"); ok && raw != "" {
+		enabled, err := strconv.ParseBool(raw)
+		if err != nil {
+			badRequest(c, fmt.Sprintf("enabled: must be true or false (got %q)", raw))
+			return
+		}
+		f.Enabled = &enabled
+	}
+	ctx, cancel := h.dbContext(c)
+	defer cancel()
+	list, err := h.Store.List(ctx, f)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, ruleList{Rules: list, Total: len(list)})
+}
+
+// ruleID reads the :id parameter, writing a 400 when it is not a positive
+// integer.
+func ruleID(c *gin.Context) (int64, bool) {
+	raw := c.Param("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		badRequest(c, fmt.Sprintf("id: must be a positive integer (got %q)", raw))
+		return 0, false
+	}
+	return id, true
+}
+
+// GET /rules/:id
+func (h *handler) getRule(c *gin.Context) {
+	id, ok := ruleID(c)
+	if !ok {
+		return
+	}
+	ctx, cancel := h.dbContext(c)
+	defer cancel()
+	rule, err := h.Store.Get(ctx, id)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, rule)
+}
+
+// POST /rules
+func (h *handler) createRule(c *gin.Context) {
+	var req ruleRequest
+	if !decodeJSON(c, &req) {
+		return
+	}
+	in, err := req.input()
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	ctx, cancel := h.dbContext(c)
+	defer cancel()
+	rule, err := h.Store.Create(ctx, in)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Header("Location", fmt.Sprintf("%s/%d", c.FullPath(), rule.ID))
+	c.JSON(http.StatusCreated, rule)
+}
+
+// PUT /rules/:id
+func (h *handler) updateRule(c *gin.Context) {
+	id, ok := ruleID(c)
+	if !ok {
+		return
+	}
+	var req ruleRequest
+	if !decodeJSON(c, &req) {
+		return
+	}
+	in, err := req.input()
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	ctx, cancel := h.dbContext(c)
+	defer cancel()
+	rule, err := h.Store.Update(ctx, id, in)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, rule)
+}
+
+// DELETE /rules/:id
+func (h *handler) deleteRule(c *gin.Context) {
+	id, ok := ruleID(c)
+	if !ok {
+		return
+	}
+	ctx, cancel := h.dbContext(c)
+	defer cancel()
+	if err := h.Store.Delete(ctx, id); err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// POST /rules/:id/enable
+func (h *handler) enableRule(c *gin.Context) { h.setEnabled(c, true) }
+
+// POST /rules/:id/disable
+func (h *handler) disableRule(c *gin.Context) { h.setEnabled(c, false) }
+
+func (h *handler) setEnabled(c *gin.Context, enabled bool) {
+	id, ok := ruleID(c)
+	if !ok {
+		return
+	}
+	ctx, cancel := h.dbContext(c)
+	defer cancel()
+	rule, err := h.Store.SetEnabled(ctx, id, enabled)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, rule)
+}

@@ -1,0 +1,178 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/north-cloud/classifier/internal/api"
+	"github.com/north-cloud/classifier/internal/pipeline"
+	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+const testSecret = "0123456789abcdef0123456789abcdef-test"
+
+// bundle is the API under test, served as main.go serves it (the shared
+// HTTP server, the JWT-guarded /api/v1 group), over a fresh migrated
+// database with the default rules, a live engine kept in sync by a Watcher,
+// and the real pipeline.
+type bundle struct {
+	url     string
+	token   string
+	repo    *rulestore.Repository
+	db      *sql.DB
+	engine  *rules.Engine
+	watcher *rulestore.Watcher
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	log := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", log); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	repo := rulestore.NewRepository(db)
+	engine, err := rules.NewEngine(rules.MatcherTokenIndex, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := rulestore.NewWatcher(rulestore.WatcherConfig{DatabaseURL: dsn}, repo, engine, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = watcher.Stop(ctx)
+	})
+	classifier, err := pipeline.New(pipeline.Config{Topics: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, token := serve(t, api.Deps{Store: repo, Engine: engine, Classifier: classifier, RulesVersion: watcher.Version, Logger: log})
+	return bundle{url: url, token: token, repo: repo, db: db, engine: engine, watcher: watcher}
+}
+
+// serve mounts the API as main.go does and returns its base URL and a valid
+// token.
+func serve(t *testing.T, deps api.Deps) (string, string) {
+	t.Helper()
+	log := testenv.Logger(t)
+	authn, err := auth.New(auth.Config{Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "classifier"}, log, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := srv.Router().Group("/api/v1", authn.Middleware())
+	if err := api.Register(v1, deps); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Router())
+	t.Cleanup(ts.Close)
+	token, _, err := authn.Issue("test-operator", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts.URL + "/api/v1", token
+}
+
+type response struct {
+	status int
+	body   []byte
+}
+
+// errorCode returns the code of a JSON error response.
+func (r response) errorCode() string {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.body, &e)
+	return e.Error.Code
+}
+
+func (r response) errorMessage() string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.body, &e)
+	return e.Error.Message
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// do sends a request with the bundle's token; body is marshalled unless it
+// is a string (sent raw).
+func do(t *testing.T, base, token, method, path string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: res.StatusCode, body: raw}
+}
+
+func (b bundle) do(t *testing.T, method, path string, body any) response {
+	t.Helper()
+	return do(t, b.url, b.token, method, path, body)
+}

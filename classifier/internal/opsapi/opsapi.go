@@ -1,0 +1,301 @@
+// Package opsapi serves the classifier's operations API under /api/v1: the
+// dead-letter queue (list, stats, requeue one or many, delete), source
+// reputation, and classification statistics. The caller mounts it on a group
+// guarded by the JWT middleware.
+package opsapi
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/reputation"
+	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/infrastructure/httpserver"
+)
+
+// Page sizes of GET /dlq.
+const (
+	LimitDefault = 50
+	LimitMax     = 500
+)
+
+// dbTimeout bounds the database work of one request.
+const dbTimeout = 5 * time.Second
+
+// Deps are the repositories the API reads and changes.
+type Deps struct {
+	DeadLetters *deadletter.Repository
+	Sources     *reputation.Repository
+	History     *storage.HistoryRepository
+	Logger      *slog.Logger
+}
+
+type handler struct{ Deps }
+
+// Register mounts the routes on router (the /api/v1 group).
+func Register(router gin.IRouter, d Deps) {
+	h := &handler{d}
+	router.GET("/dlq", h.listDLQ)
+	router.GET("/dlq/stats", h.dlqStats)
+	router.POST("/dlq/requeue", h.requeueMatching)
+	router.POST("/dlq/:id/requeue", h.requeueOne)
+	router.DELETE("/dlq/:id", h.deleteOne)
+	router.GET("/sources", h.listSources)
+	router.GET("/sources/:name", h.getSource)
+	router.GET("/stats", h.stats)
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func (h *handler) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request.Context(), dbTimeout)
+}
+
+// fail answers a repository error: 404 for a missing row, otherwise 503 with
+// no driver text (the detail goes to the log).
+func (h *handler) fail(c *gin.Context, op string, err error) {
+	switch {
+	case errors.Is(err, deadletter.ErrNotFound), errors.Is(err, reputation.ErrNotFound):
+		httpserver.WriteError(c, http.StatusNotFound, "not_found", err.Error())
+	default:
+		h.Logger.ErrorContext(c.Request.Context(), "operations API database error", "operation", op, "error", err)
+		httpserver.WriteError(c, http.StatusServiceUnavailable, "database_unavailable", op+" failed: the classifier database did not answer")
+	}
+}
+
+func parseFilter(source, code, exhausted string) (deadletter.Filter, error) {
+	f := deadletter.Filter{Source: strings.TrimSpace(source), ErrorCode: strings.ToUpper(strings.TrimSpace(code))}
+	if exhausted != "" {
+		b, err := strconv.ParseBool(exhausted)
+		if err != nil {
+			return f, fmt.Errorf("exhausted must be true or false (got %q)", exhausted)
+		}
+		f.Exhausted = &b
+	}
+	if len(f.Source) > 255 || len(f.ErrorCode) > 50 {
+		return f, errors.New("source or error_code too long")
+	}
+	return f, nil
+}
+
+type listResponse struct {
+	Entries    any     `json:"entries"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func (h *handler) listDLQ(c *gin.Context) {
+	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"))
+	if err != nil {
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_filter", err.Error())
+		return
+	}
+	limit := LimitDefault
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > LimitMax {
+			httpserver.WriteError(c, http.StatusBadRequest, "invalid_limit", fmt.Sprintf("limit must be 1..%d", LimitMax))
+			return
+		}
+		limit = n
+	}
+	var after *deadletter.Cursor
+	if s := c.Query("cursor"); s != "" {
+		cur, err := decodeCursor(s)
+		if err != nil {
+			httpserver.WriteError(c, http.StatusBadRequest, "invalid_cursor", "cursor is not one this API returned")
+			return
+		}
+		after = cur
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	entries, err := h.DeadLetters.List(ctx, f, after, limit+1)
+	if err != nil {
+		h.fail(c, "list dead letters", err)
+		return
+	}
+	resp := listResponse{Entries: entries}
+	if len(entries) > limit {
+		entries = entries[:limit]
+		last := entries[len(entries)-1]
+		next := encodeCursor(deadletter.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		resp.Entries, resp.NextCursor = entries, &next
+	}
+	if entries == nil {
+		resp.Entries = []any{}
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+func encodeCursor(cur deadletter.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cur.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + cur.ID))
+}
+
+func decodeCursor(s string) (*deadletter.Cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	ts, id, ok := strings.Cut(string(b), "|")
+	if !ok || !uuidPattern.MatchString(id) {
+		return nil, errors.New("malformed cursor")
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, err
+	}
+	return &deadletter.Cursor{CreatedAt: t, ID: id}, nil
+}
+
+func (h *handler) dlqStats(c *gin.Context) {
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	s, err := h.DeadLetters.Stats(ctx)
+	if err != nil {
+		h.fail(c, "dead letter stats", err)
+		return
+	}
+	c.JSON(http.StatusOK, s)
+}
+
+func (h *handler) requeueOne(c *gin.Context) {
+	id := c.Param("id")
+	if !uuidPattern.MatchString(id) {
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_id", "id must be a UUID")
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	if err := h.DeadLetters.Requeue(ctx, id); err != nil {
+		h.fail(c, "requeue dead letter", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letter requeued", "dlq_id", id, "by", subject(c))
+	c.JSON(http.StatusOK, gin.H{"requeued": 1})
+}
+
+type filterBody struct {
+	Source    string `json:"source"`
+	ErrorCode string `json:"error_code"`
+	Exhausted *bool  `json:"exhausted"`
+}
+
+func (h *handler) requeueMatching(c *gin.Context) {
+	var body filterBody
+	if err := c.ShouldBindJSON(&body); err != nil && !errors.Is(err, io.EOF) {
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_body", "body must be a JSON filter: {source, error_code, exhausted}")
+		return
+	}
+	exhausted := ""
+	if body.Exhausted != nil {
+		exhausted = strconv.FormatBool(*body.Exhausted)
+	}
+	f, err := parseFilter(body.Source, body.ErrorCode, exhausted)
+	if err != nil {
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_filter", err.Error())
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	n, err := h.DeadLetters.RequeueMatching(ctx, f)
+	if err != nil {
+		h.fail(c, "requeue dead letters", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "error_code", f.ErrorCode, "by", subject(c))
+	c.JSON(http.StatusOK, gin.H{"requeued": n})
+}
+
+func (h *handler) deleteOne(c *gin.Context) {
+	id := c.Param("id")
+	if !uuidPattern.MatchString(id) {
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_id", "id must be a UUID")
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	if err := h.DeadLetters.Delete(ctx, id); err != nil {
+		h.fail(c, "delete dead letter", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letter deleted", "dlq_id", id, "by", subject(c))
+	c.Status(http.StatusNoContent)
+}
+
+func (h *handler) listSources(c *gin.Context) {
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	sources, err := h.Sources.List(ctx)
+	if err != nil {
+		h.fail(c, "list sources", err)
+		return
+	}
+	if sources == nil {
+		sources = []reputation.Source{}
+	}
+	c.JSON(http.StatusOK, gin.H{"sources": sources})
+}
+
+func (h *handler) getSource(c *gin.Context) {
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	s, err := h.Sources.Get(ctx, c.Param("name"))
+	if err != nil {
+		h.fail(c, "get source", err)
+		return
+	}
+	c.JSON(http.StatusOK, s)
+}
+
+// Bounds of GET /stats.
+const (
+	statsWindowMax   = 7 * 24 * time.Hour
+	statsIntervalMin = 10 * time.Second
+	statsBucketsMax  = 1000
+)
+
+func (h *handler) stats(c *gin.Context) {
+	window, err1 := time.ParseDuration(c.DefaultQuery("window", "1h"))
+	interval, err2 := time.ParseDuration(c.DefaultQuery("interval", "1m"))
+	switch {
+	case err1 != nil || window <= 0 || window > statsWindowMax:
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_window", "window must be a duration up to 168h, such as 1h")
+		return
+	case err2 != nil || interval < statsIntervalMin || interval > window:
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_interval", "interval must be a duration from 10s up to the window, such as 1m")
+		return
+	case window/interval > statsBucketsMax:
+		httpserver.WriteError(c, http.StatusBadRequest, "invalid_interval", fmt.Sprintf("window/interval must be at most %d buckets", statsBucketsMax))
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	s, err := h.History.Stats(ctx, window, interval)
+	if err != nil {
+		h.fail(c, "classification stats", err)
+		return
+	}
+	c.JSON(http.StatusOK, s)
+}
+
+// subject is the caller named by the token, for the logs.
+func subject(c *gin.Context) string {
+	if s, ok := c.Get("github.com/north-cloud/infrastructure/auth.subject"); ok {
+		if str, ok := s.(string); ok {
+			return str
+		}
+	}
+	return ""
+}

@@ -1,0 +1,273 @@
+package opsapi
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/reputation"
+	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+type bundle struct {
+	router *gin.Engine
+	db     *sql.DB
+	token  string
+	dlq    *deadletter.Repository
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	logger := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := authn.Issue("operator@example.org", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gin.SetMode(gin.ReleaseMode)
+	router := gin.New()
+	dlq := deadletter.NewRepository(db)
+	Register(router.Group("/api/v1", authn.Middleware()), Deps{
+		DeadLetters: dlq, Sources: reputation.NewRepository(db), History: storage.NewHistoryRepository(db), Logger: logger,
+	})
+	return &bundle{router: router, db: db, token: token, dlq: dlq}
+}
+
+func (b *bundle) do(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	var r *bytes.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		r = bytes.NewReader(raw)
+	} else {
+		r = bytes.NewReader(nil)
+	}
+	req := httptest.NewRequest(method, path, r)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	b.router.ServeHTTP(w, req)
+	if out != nil && w.Body.Len() > 0 {
+		if err := json.Unmarshal(w.Body.Bytes(), out); err != nil {
+			t.Fatalf("%s %s: body %q: %v", method, path, w.Body.String(), err)
+		}
+	}
+	return w.Code
+}
+
+func (b *bundle) seed(t *testing.T) {
+	t.Helper()
+	var failures []domain.Failure
+	for i := range 5 {
+		failures = append(failures, domain.Failure{ContentID: "es-" + string(rune('a'+i)), Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeESUnavailable, Message: "timeout"})
+	}
+	failures = append(failures,
+		domain.Failure{ContentID: "bad-url", Source: "beta", Index: "beta_raw_content", Code: domain.ErrorCodeValidation, Message: "url is ftp"},
+		domain.Failure{ContentID: "panic", Source: "beta", Index: "beta_raw_content", Code: domain.ErrorCodeRulePanic, Message: "boom"})
+	if _, err := b.dlq.Record(context.Background(), failures); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type entry struct {
+	ID         string `json:"id"`
+	ContentID  string `json:"content_id"`
+	ErrorCode  string `json:"error_code"`
+	RetryCount int    `json:"retry_count"`
+	MaxRetries int    `json:"max_retries"`
+	Exhausted  bool   `json:"exhausted"`
+}
+
+type page struct {
+	Entries    []entry `json:"entries"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func TestDeadLetterListFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t)
+
+	seen := map[string]bool{}
+	path := "/api/v1/dlq?limit=3"
+	for pages := 0; ; pages++ {
+		var p page
+		if code := b.do(t, "GET", path, nil, &p); code != 200 {
+			t.Fatalf("GET %s = %d", path, code)
+		}
+		for _, e := range p.Entries {
+			if seen[e.ContentID] {
+				t.Fatalf("%s listed twice", e.ContentID)
+			}
+			seen[e.ContentID] = true
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		if pages > 5 {
+			t.Fatal("pagination does not end")
+		}
+		path = "/api/v1/dlq?limit=3&cursor=" + *p.NextCursor
+	}
+	if len(seen) != 7 {
+		t.Errorf("paged through %d entries, want 7", len(seen))
+	}
+
+	var p page
+	b.do(t, "GET", "/api/v1/dlq?source=beta&exhausted=true", nil, &p)
+	if len(p.Entries) != 1 || p.Entries[0].ContentID != "bad-url" || !p.Entries[0].Exhausted || p.Entries[0].MaxRetries != 0 {
+		t.Errorf("beta exhausted = %+v, want only the validation failure, with no retries", p.Entries)
+	}
+	b.do(t, "GET", "/api/v1/dlq?error_code=rule_panic", nil, &p)
+	if len(p.Entries) != 1 || p.Entries[0].ContentID != "panic" {
+		t.Errorf("by error code = %+v", p.Entries)
+	}
+
+	for _, bad := range []string{"/api/v1/dlq?exhausted=maybe", "/api/v1/dlq?limit=0", "/api/v1/dlq?limit=501", "/api/v1/dlq?cursor=zzz"} {
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		if code := b.do(t, "GET", bad, nil, &e); code != 400 || e.Error.Code == "" {
+			t.Errorf("GET %s = %d %+v, want 400 with a code", bad, code, e)
+		}
+	}
+}
+
+func TestDeadLetterStatsRequeueAndDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t)
+
+	var s deadletter.Stats
+	if code := b.do(t, "GET", "/api/v1/dlq/stats", nil, &s); code != 200 {
+		t.Fatalf("stats = %d", code)
+	}
+	if s.Pending != 6 || s.Exhausted != 1 || s.BySource["alpha"] != 5 || s.ByErrorCode["VALIDATION_ERROR"] != 1 || s.OldestEntry == nil {
+		t.Errorf("stats = %+v", s)
+	}
+
+	// Requeue the validation failure: it gets one attempt, due now.
+	var p page
+	b.do(t, "GET", "/api/v1/dlq?exhausted=true", nil, &p)
+	var resp map[string]int
+	if code := b.do(t, "POST", "/api/v1/dlq/"+p.Entries[0].ID+"/requeue", nil, &resp); code != 200 || resp["requeued"] != 1 {
+		t.Fatalf("requeue one = %d %v", code, resp)
+	}
+	var maxRetries int
+	var due bool
+	if err := b.db.QueryRow(`SELECT max_retries, next_retry_at <= NOW() FROM dead_letter_queue WHERE content_id = 'bad-url'`).Scan(&maxRetries, &due); err != nil || maxRetries != 1 || !due {
+		t.Errorf("after requeue: max_retries=%d due=%t err=%v, want 1 and due", maxRetries, due, err)
+	}
+
+	// Requeue everything from alpha by filter.
+	if _, err := b.db.Exec(`UPDATE dead_letter_queue SET retry_count = 3, next_retry_at = NOW() + INTERVAL '1 hour' WHERE source_name = 'alpha'`); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"source": "alpha"}, &resp); code != 200 || resp["requeued"] != 5 {
+		t.Fatalf("requeue by filter = %d %v, want 5", code, resp)
+	}
+	var reset int
+	if err := b.db.QueryRow(`SELECT COUNT(*) FROM dead_letter_queue WHERE source_name = 'alpha' AND retry_count = 0 AND next_retry_at <= NOW()`).Scan(&reset); err != nil || reset != 5 {
+		t.Errorf("alpha entries reset and due = %d (err %v), want 5", reset, err)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", "not a filter", nil); code != 400 {
+		t.Errorf("requeue with a bad body = %d, want 400", code)
+	}
+
+	// Delete one; unknown and malformed ids.
+	b.do(t, "GET", "/api/v1/dlq?error_code=RULE_PANIC", nil, &p)
+	if code := b.do(t, "DELETE", "/api/v1/dlq/"+p.Entries[0].ID, nil, nil); code != 204 {
+		t.Errorf("delete = %d, want 204", code)
+	}
+	if code := b.do(t, "DELETE", "/api/v1/dlq/"+p.Entries[0].ID, nil, nil); code != 404 {
+		t.Errorf("second delete = %d, want 404", code)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/not-a-uuid/requeue", nil, nil); code != 400 {
+		t.Errorf("requeue of a malformed id = %d, want 400", code)
+	}
+}
+
+func TestSourcesAndStats(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	if err := reputation.NewRepository(b.db).Add(ctx, map[string]reputation.Delta{
+		"good": {Total: 100, Classified: 100, QualitySum: 9000},
+		"poor": {Total: 100, Classified: 50, Failed: 50, QualitySum: 1500},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Sources []reputation.Source `json:"sources"`
+	}
+	if code := b.do(t, "GET", "/api/v1/sources", nil, &list); code != 200 || len(list.Sources) != 2 {
+		t.Fatalf("sources = %d %+v", code, list)
+	}
+	if list.Sources[0].Name != "good" || list.Sources[0].ReputationScore <= list.Sources[1].ReputationScore {
+		t.Errorf("sources not ordered by reputation: %+v", list.Sources)
+	}
+	var one reputation.Source
+	if code := b.do(t, "GET", "/api/v1/sources/poor", nil, &one); code != 200 || one.AverageQuality != 30 || one.FailedDocuments != 50 {
+		t.Errorf("source poor = %d %+v", code, one)
+	}
+	if code := b.do(t, "GET", "/api/v1/sources/nobody", nil, nil); code != 404 {
+		t.Errorf("unknown source = %d, want 404", code)
+	}
+
+	if _, err := b.db.Exec(`INSERT INTO classification_history (content_id, claim_id, source_name, index_name, content_type, quality_score, topics, classifier_version)
+		VALUES ('a','c','good','good_classified_content','article',80,'{politics,local_news}','t'),
+		       ('b','c','good','good_classified_content','article',70,'{politics}','t'),
+		       ('c','c','poor','poor_classified_content','page',20,'{}','t')`); err != nil {
+		t.Fatal(err)
+	}
+	var st storage.Stats
+	if code := b.do(t, "GET", "/api/v1/stats?window=1h&interval=1m", nil, &st); code != 200 {
+		t.Fatalf("stats = %d", code)
+	}
+	if st.Total != 3 || st.ByTopic["politics"] != 2 || st.BySource["good"] != 2 || len(st.PerInterval) == 0 {
+		t.Errorf("stats = %+v", st)
+	}
+	for _, bad := range []string{"/api/v1/stats?window=forever", "/api/v1/stats?interval=1s", "/api/v1/stats?window=168h&interval=10s"} {
+		if code := b.do(t, "GET", bad, nil, nil); code != 400 {
+			t.Errorf("GET %s = %d, want 400", bad, code)
+		}
+	}
+}
+
+func TestOperationsNeedAToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, path := range []string{"/api/v1/dlq", "/api/v1/dlq/stats", "/api/v1/sources", "/api/v1/stats"} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		w := httptest.NewRecorder()
+		b.router.ServeHTTP(w, req)
+		if w.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token = %d, want 401", path, w.Code)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+// Package processor runs classification on a bounded worker pool (spec 3.3)
+// and commits the results in batches: classified documents, history rows and
+// outbox rows first, the raw status flip last (the commit point).
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/pipeline"
+	"github.com/north-cloud/classifier/internal/telemetry"
+)
+
+// Defaults of BatchProcessorConfig (spec 3.3).
+const (
+	ConcurrencyDefault   = 10
+	MaxQueueDepthDefault = 500
+	SubmitTimeoutDefault = 30 * time.Second
+	// ThrottleRatio is the queue fill above which the poller holds off.
+	ThrottleRatio = 0.8
+)
+
+// ErrStopped is returned by Submit once the processor is stopping.
+var ErrStopped = errors.New("batch processor stopped")
+
+// Result is the outcome of classifying one document.
+type Result struct {
+	Raw *domain.RawContent
+	// Doc is set on success.
+	Doc *domain.ClassifiedContent
+	// Err and Code are set on failure.
+	Err  error
+	Code domain.ErrorCode
+}
+
+// Classifier is the pipeline the workers run.
+type Classifier interface {
+	Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error)
+}
+
+// BatchProcessorConfig sizes the pool.
+type BatchProcessorConfig struct {
+	// Concurrency is the number of workers. Defaults to ConcurrencyDefault.
+	Concurrency int
+	// MaxQueueDepth bounds the work queue. Defaults to MaxQueueDepthDefault.
+	MaxQueueDepth int
+	// SubmitTimeout bounds how long Submit waits for room.
+	// Defaults to SubmitTimeoutDefault.
+	SubmitTimeout time.Duration
+}
+
+func (c *BatchProcessorConfig) setDefaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = ConcurrencyDefault
+	}
+	if c.MaxQueueDepth <= 0 {
+		c.MaxQueueDepth = MaxQueueDepthDefault
+	}
+	if c.SubmitTimeout <= 0 {
+		c.SubmitTimeout = SubmitTimeoutDefault
+	}
+}
+
+// BatchProcessor classifies submitted documents on a fixed pool of workers
+// and sends every result, success or failure, to out. It never drops a
+// document it accepted: Stop drains the queue.
+type BatchProcessor struct {
+	cfg        BatchProcessorConfig
+	classifier Classifier
+	out        chan<- Result
+	metrics    *telemetry.Metrics
+	tracer     trace.Tracer
+	logger     *slog.Logger
+
+	queue    chan *domain.RawContent
+	stopping chan struct{}
+	stopOnce sync.Once
+
+	mu      sync.RWMutex // guards started/closed against Submit
+	started bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// NewBatchProcessor returns a processor that sends results to out.
+func NewBatchProcessor(cfg BatchProcessorConfig, c Classifier, out chan<- Result, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *BatchProcessor {
+	cfg.setDefaults()
+	return &BatchProcessor{
+		cfg: cfg, classifier: c, out: out, metrics: metrics, tracer: tracer,
+		logger:   logger.With("component", "batch_processor"),
+		queue:    make(chan *domain.RawContent, cfg.MaxQueueDepth),
+		stopping: make(chan struct{}),
+	}
+}
+
+// Start launches the workers.
+func (b *BatchProcessor) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started {
+		return nil
+	}
+	if b.closed {
+		return ErrStopped
+	}
+	b.started = true
+	workCtx := context.WithoutCancel(ctx) // Stop, not the signal, ends the work
+	for i := range b.cfg.Concurrency {
+		b.wg.Add(1)
+		go b.worker(workCtx, i)
+	}
+	b.logger.InfoContext(ctx, "batch processor started", "workers", b.cfg.Concurrency, "max_queue_depth", b.cfg.MaxQueueDepth)
+	return nil
+}
+
+// Stop refuses new work, lets the workers finish everything already queued,
+// and waits for them, bounded by ctx. The results still reach out.
+func (b *BatchProcessor) Stop(ctx context.Context) error {
+	// Wake Submit calls blocked on a full queue first: they hold the read
+	// lock that the write lock below waits for.
+	b.stopOnce.Do(func() { close(b.stopping) })
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.queue)
+	b.mu.Unlock()
+	b.logger.InfoContext(ctx, "draining work queue", "remaining_items", len(b.queue))
+
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		b.logger.InfoContext(ctx, "batch processor stopped")
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop batch processor with %d documents queued: %w", len(b.queue), ctx.Err())
+	}
+}
+
+// Submit queues a document, waiting at most SubmitTimeout for room
+// (backpressure). On error the document was not accepted and stays claimed,
+// so its claim lease returns it to the poll.
+func (b *BatchProcessor) Submit(ctx context.Context, item *domain.RawContent) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed || !b.started {
+		return ErrStopped
+	}
+	timer := time.NewTimer(b.cfg.SubmitTimeout)
+	defer timer.Stop()
+	select {
+	case b.queue <- item:
+		return nil
+	case <-b.stopping:
+		return ErrStopped
+	case <-ctx.Done():
+		b.metrics.WorkDropped.Add(context.WithoutCancel(ctx), 1)
+		return fmt.Errorf("submit %s: %w", item.ID, ctx.Err())
+	case <-timer.C:
+		b.metrics.WorkDropped.Add(ctx, 1)
+		return fmt.Errorf("submit %s: queue full for %s", item.ID, b.cfg.SubmitTimeout)
+	}
+}
+
+// QueueDepth returns the number of queued documents.
+func (b *BatchProcessor) QueueDepth() int { return len(b.queue) }
+
+// FreeSlots returns how many documents the queue can take without waiting.
+func (b *BatchProcessor) FreeSlots() int { return b.cfg.MaxQueueDepth - len(b.queue) }
+
+// ShouldThrottle reports whether the queue is more than 80% full.
+func (b *BatchProcessor) ShouldThrottle() bool {
+	return float64(len(b.queue)) > float64(b.cfg.MaxQueueDepth)*ThrottleRatio
+}
+
+func (b *BatchProcessor) worker(ctx context.Context, id int) {
+	defer b.wg.Done()
+	b.metrics.ActiveWorkers.Add(ctx, 1)
+	defer b.metrics.ActiveWorkers.Add(ctx, -1)
+	for item := range b.queue {
+		b.out <- b.process(ctx, id, item)
+	}
+}
+
+// process classifies one document. A panic is recovered into a RULE_PANIC
+// result, so a poison document reaches the dead-letter queue and the worker
+// lives on.
+func (b *BatchProcessor) process(ctx context.Context, workerID int, item *domain.RawContent) (res Result) {
+	ctx, span := b.tracer.Start(ctx, "classifier.classify", trace.WithAttributes(
+		attribute.String("content_id", item.ID), attribute.String("source", item.SourceName)))
+	defer span.End()
+	start := time.Now()
+	if !item.CrawledAt.IsZero() {
+		b.metrics.PollerLag.Record(ctx, time.Since(item.CrawledAt).Seconds())
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			b.logger.ErrorContext(ctx, "classification panicked", "worker_id", workerID, "content_id", item.ID,
+				"source", item.SourceName, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res = Result{Raw: item, Err: fmt.Errorf("classification panicked: %v", r), Code: domain.ErrorCodeRulePanic}
+		}
+		b.metrics.ProcessingDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("source", item.SourceName)))
+	}()
+	doc, err := b.classifier.Classify(item)
+	if err != nil {
+		code := domain.ErrorCodeQualityError
+		if errors.Is(err, pipeline.ErrUnprocessable) {
+			code = domain.ErrorCodeValidation
+		}
+		b.logger.DebugContext(ctx, "classification failed", "worker_id", workerID, "content_id", item.ID, "source", item.SourceName, "error", err)
+		return Result{Raw: item, Err: err, Code: code}
+	}
+	return Result{Raw: item, Doc: doc}
+}

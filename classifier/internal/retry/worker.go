@@ -1,0 +1,164 @@
+// Package retry runs the dead-letter queue's retry worker: due entries are
+// claimed with a lease, their documents re-read from Elasticsearch by id,
+// claimed, and sent through the normal worker pool and commit path, which
+// resolves the entry on success and records the next failure otherwise.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/poller"
+	"github.com/north-cloud/classifier/internal/storage"
+)
+
+// Defaults of Config.
+const (
+	IntervalDefault = 10 * time.Second
+	BatchDefault    = 50
+	LeaseDefault    = 5 * time.Minute
+)
+
+// Config configures a Worker.
+type Config struct {
+	// ReplicaID is written to claimed_by. Required.
+	ReplicaID string
+	// Interval between looks at the queue. Defaults to IntervalDefault.
+	Interval time.Duration
+	// Batch is the most entries claimed at once. Defaults to BatchDefault.
+	Batch int
+	// Lease keeps a claimed entry from other workers. Defaults to LeaseDefault.
+	Lease time.Duration
+}
+
+// Worker is a lifecycle component.
+type Worker struct {
+	cfg    Config
+	repo   *deadletter.Repository
+	store  *storage.ContentStore
+	sink   poller.Sink
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a retry worker that submits to sink.
+func New(cfg Config, repo *deadletter.Repository, store *storage.ContentStore, sink poller.Sink, logger *slog.Logger) (*Worker, error) {
+	if cfg.ReplicaID == "" {
+		return nil, errors.New("new retry worker: ReplicaID is required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = IntervalDefault
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = BatchDefault
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = LeaseDefault
+	}
+	return &Worker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry"), now: time.Now}, nil
+}
+
+// Start launches the loop.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		return nil
+	}
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel, w.done = cancel, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		for {
+			if _, err := w.RunOnce(loopCtx); err != nil && loopCtx.Err() == nil {
+				w.logger.ErrorContext(loopCtx, "dead-letter retry failed", "error", err)
+			}
+			select {
+			case <-loopCtx.Done():
+				return
+			case <-time.After(w.cfg.Interval):
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the loop, bounded by ctx. Entries it claimed but did not submit
+// come due again when their lease passes.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop retry worker: %w", ctx.Err())
+	}
+}
+
+// RunOnce retries the entries due now and returns how many documents it
+// submitted.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	size := min(w.cfg.Batch, w.sink.FreeSlots())
+	if size <= 0 || w.sink.ShouldThrottle() {
+		return 0, nil
+	}
+	entries, err := w.repo.ClaimDue(ctx, size, w.cfg.Lease)
+	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	refs := make([]storage.DocRef, len(entries))
+	byID := make(map[string]domain.DeadLetterEntry, len(entries))
+	for i, e := range entries {
+		refs[i] = storage.DocRef{Index: e.IndexName, ID: e.ContentID}
+		byID[e.ContentID] = e
+	}
+	found, missing, err := w.store.GetRaw(ctx, refs)
+	if err != nil {
+		return 0, fmt.Errorf("re-read dead-lettered documents: %w", err)
+	}
+	if len(missing) > 0 {
+		failures := make([]domain.Failure, len(missing))
+		for i, m := range missing {
+			e := byID[m.ID]
+			failures[i] = domain.Failure{ContentID: m.ID, Source: e.SourceName, Index: m.Index, Code: domain.ErrorCodeNotFound,
+				Message: fmt.Sprintf("raw document %s/%s no longer exists", m.Index, m.ID)}
+			w.logger.WarnContext(ctx, "dead-lettered document no longer exists", "content_id", m.ID, "index", m.Index)
+		}
+		if _, err := w.repo.Record(ctx, failures); err != nil {
+			return 0, err
+		}
+	}
+	won, err := w.store.Claim(ctx, w.cfg.ReplicaID, found, w.now().UTC())
+	if err != nil {
+		return 0, fmt.Errorf("claim dead-lettered documents: %w", err)
+	}
+	submitted := 0
+	for _, doc := range won {
+		doc.FromDLQ = true
+		if err := w.sink.Submit(ctx, doc); err != nil {
+			w.logger.WarnContext(ctx, "work queue refused a retried document; it returns after the lease", "content_id", doc.ID, "error", err)
+			continue
+		}
+		submitted++
+	}
+	if submitted > 0 {
+		w.logger.InfoContext(ctx, "retrying dead-lettered documents", "documents", submitted, "claimed", len(entries))
+	}
+	return submitted, nil
+}

@@ -1,0 +1,227 @@
+package rules
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The benchmarks size their own workload (scripts/bench.sh runs them with
+// -benchtime 1x) and report figures with b.ReportMetric:
+//
+//	ns/doc, MB/s        Engine.Match (normalize + match + score) on one core
+//	matcher_ns/doc      the matcher alone on pre-normalized text
+//	build_ms, heap_MB   NewEngine time and the heap it retains
+//	x_faster_than_naive, x_faster_than_aho_corasick   ns/doc ratios
+//
+// The workload is topical, like news and rules: 50 topics each own 200
+// pseudo-words (10,000 keyword-eligible words) and a pool of 1,200 phrases of
+// 2-3 of those words. A rule of topic t draws 20 keywords from topic t (70%
+// words, 30% phrases). A 5 KB document is about two topics: 40% of its
+// tokens are function words, 40% general words no rule uses (Zipf over
+// 20,000), 20% words of its two topics, plus a phrase of its topics every
+// 40 tokens or so, with punctuation and capitals. Documents therefore hit a
+// few dozen rules each, not all of them.
+
+const (
+	benchTopics          = 50
+	benchWordsPerTopic   = 200
+	benchPhrasesPerTopic = 1200
+	benchFunctionWords   = 300
+	benchGeneralWords    = 20000
+	benchKeywords        = 20
+	benchDocBytes        = 5 << 10
+	benchDocs            = 200
+	benchBudget          = time.Second     // per fast matcher
+	benchNaiveBudget     = 4 * time.Second // the naive scan is capped by time
+	benchNaiveMinDocs    = 3
+)
+
+type benchWorkload struct {
+	rules          []Rule
+	titles, bodies []string
+	normalized     []string // Normalize(title) + separator + Normalize(body)
+}
+
+func benchWords(r *rand.Rand, count int) []string {
+	onsets := strings.Fields("b c d f g h j k l m n p r s t v w z br ch cl dr fr gr pl pr sh st th tr")
+	vowels := strings.Fields("a e i o u ai ea io ou")
+	codas := []string{"", "", "", "n", "r", "s", "t", "l", "nd", "st"}
+	seen := make(map[string]bool, count)
+	words := make([]string, 0, count)
+	for len(words) < count {
+		var b strings.Builder
+		for range 1 + r.IntN(3) {
+			b.WriteString(onsets[r.IntN(len(onsets))])
+			b.WriteString(vowels[r.IntN(len(vowels))])
+		}
+		b.WriteString(codas[r.IntN(len(codas))])
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+func newBenchWorkload(nRules int) *benchWorkload {
+	r := rand.New(rand.NewPCG(2026, 11))
+	all := benchWords(r, benchFunctionWords+benchTopics*benchWordsPerTopic+benchGeneralWords)
+	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	function := all[:benchFunctionWords]
+	topical := all[benchFunctionWords : benchFunctionWords+benchTopics*benchWordsPerTopic]
+	general := all[benchFunctionWords+benchTopics*benchWordsPerTopic:]
+	topicWords := func(t int) []string { return topical[t*benchWordsPerTopic : (t+1)*benchWordsPerTopic] }
+	phrases := make([][]string, benchTopics)
+	for t := range phrases {
+		tw := topicWords(t)
+		phrases[t] = make([]string, benchPhrasesPerTopic)
+		for i := range phrases[t] {
+			ws := make([]string, 2+r.IntN(2))
+			for j := range ws {
+				ws[j] = tw[r.IntN(len(tw))]
+			}
+			phrases[t][i] = strings.Join(ws, " ")
+		}
+	}
+	w := &benchWorkload{rules: make([]Rule, nRules)}
+	for i := range w.rules {
+		t := i % benchTopics
+		kws := make([]string, benchKeywords)
+		for j := range kws {
+			if r.IntN(10) < 7 {
+				kws[j] = topicWords(t)[r.IntN(benchWordsPerTopic)]
+			} else {
+				kws[j] = phrases[t][r.IntN(benchPhrasesPerTopic)]
+			}
+		}
+		w.rules[i] = Rule{ID: int64(i + 1), Name: fmt.Sprint("rule ", i), Topic: fmt.Sprint("topic_", t),
+			Keywords: kws, MinConfidence: 0.2, Priority: i % 10, Enabled: true}
+	}
+	zipfFunction := rand.NewZipf(r, 1.2, 2, uint64(len(function)-1))
+	zipfGeneral := rand.NewZipf(r, 1.1, 2, uint64(len(general)-1))
+	seps := []string{" ", " ", " ", " ", " ", " ", " ", ", ", ". ", " - ", "'s "}
+	for range benchDocs {
+		topics := [2]int{r.IntN(benchTopics), r.IntN(benchTopics)}
+		var b strings.Builder
+		capital := true
+		for b.Len() < benchDocBytes {
+			var word string
+			switch p := r.IntN(100); {
+			case p < 40:
+				word = function[zipfFunction.Uint64()]
+			case p < 80:
+				word = general[zipfGeneral.Uint64()]
+			case p < 97:
+				word = topicWords(topics[r.IntN(2)])[r.IntN(benchWordsPerTopic)]
+			default:
+				word = phrases[topics[r.IntN(2)]][r.IntN(benchPhrasesPerTopic)]
+			}
+			if capital {
+				word = strings.ToUpper(word[:1]) + word[1:]
+			}
+			b.WriteString(word)
+			sep := seps[r.IntN(len(seps))]
+			capital = sep == ". "
+			b.WriteString(sep)
+		}
+		body := b.String()
+		title := body[:strings.LastIndexByte(body[:80], ' ')]
+		w.titles = append(w.titles, title)
+		w.bodies = append(w.bodies, body)
+		w.normalized = append(w.normalized, Normalize(title)+" "+fieldSeparator+" "+Normalize(body))
+	}
+	return w
+}
+
+var benchSink int
+
+// runDocs calls match on documents in turn until budget has passed (and at
+// least minDocs and one full pass for fast matchers), returning ns per
+// document and bytes per second.
+func runDocs(w *benchWorkload, budget time.Duration, minDocs int, match func(i int) int) (nsPerDoc, bytesPerSec float64, docs int) {
+	var bytes int
+	start := time.Now()
+	for i := 0; ; i++ {
+		d := i % len(w.bodies)
+		benchSink += match(d)
+		bytes += len(w.titles[d]) + len(w.bodies[d])
+		docs++
+		if el := time.Since(start); docs >= minDocs && el >= budget {
+			break
+		}
+	}
+	el := time.Since(start)
+	return float64(el.Nanoseconds()) / float64(docs), float64(bytes) / el.Seconds(), docs
+}
+
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkMatch compares the engine with each matcher at 100, 1,000 and
+// 5,000 rules x 20 keywords over 5 KB documents. The naive scan runs first
+// in each size so that the others can report their speed-up over it.
+func BenchmarkMatch(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		w := newBenchWorkload(n)
+		nsPerDoc := map[MatcherKind]float64{}
+		for _, kind := range []MatcherKind{MatcherNaive, MatcherAhoCorasick, MatcherTokenIndex} {
+			b.Run(fmt.Sprintf("%s/rules=%d", kind, n), func(b *testing.B) {
+				for range b.N {
+					before := heapAlloc()
+					start := time.Now()
+					e, err := NewEngine(kind, w.rules)
+					build := time.Since(start)
+					if err != nil {
+						b.Fatal(err)
+					}
+					retained := float64(heapAlloc()) - float64(before)
+
+					budget, minDocs := benchBudget, benchDocs
+					if kind == MatcherNaive {
+						budget, minDocs = benchNaiveBudget, benchNaiveMinDocs
+					}
+					e.Match(w.titles[0], w.bodies[0]) // warm the pools
+					ns, bps, docs := runDocs(w, budget, minDocs, func(i int) int {
+						return len(e.Match(w.titles[i], w.bodies[i]))
+					})
+					m := e.snap.Load().matcher
+					matcherNs, _, _ := runDocs(w, budget/4, min(minDocs, 10), func(i int) int {
+						return len(m.Match(w.normalized[i]))
+					})
+					nsPerDoc[kind] = ns
+					var found, matched int
+					for i := range 10 {
+						found += len(m.Match(w.normalized[i]))
+						matched += len(e.Match(w.titles[i], w.bodies[i]))
+					}
+
+					b.ReportMetric(ns, "ns/doc")
+					b.ReportMetric(bps/1e6, "MB/s")
+					b.ReportMetric(matcherNs, "matcher_ns/doc")
+					b.ReportMetric(float64(build.Microseconds())/1e3, "build_ms")
+					b.ReportMetric(retained/(1<<20), "heap_MB")
+					b.ReportMetric(float64(docs), "docs")
+					b.ReportMetric(float64(found)/10, "keywords_found/doc")
+					b.ReportMetric(float64(matched)/10, "matches/doc")
+					b.ReportMetric(float64(e.KeywordCount()), "distinct_keywords")
+					if naive, ok := nsPerDoc[MatcherNaive]; ok && kind != MatcherNaive {
+						b.ReportMetric(naive/ns, "x_faster_than_naive")
+					}
+					if ac, ok := nsPerDoc[MatcherAhoCorasick]; ok && kind == MatcherTokenIndex {
+						b.ReportMetric(ac/ns, "x_faster_than_aho_corasick")
+					}
+					runtime.KeepAlive(e)
+				}
+			})
+		}
+	}
+}

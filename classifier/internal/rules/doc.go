@@ -1,0 +1,63 @@
+// Package rules is the topic rule engine of the classifier: keyword rules in,
+// scored topic matches out. It is pure computation (no I/O, no database) and
+// safe for concurrent use.
+//
+// # Matching semantics
+//
+// Text and keywords go through the same Normalize, and a keyword matches only
+// as a whole word or a whole phrase of the normalized text: "gun" does not
+// match "begun", "rob" does not match "problem". The decisions behind
+// Normalize:
+//
+//   - Case is folded with unicode.ToLower after NFKD decomposition, so
+//     compatibility forms (ligatures, full-width letters) fold too.
+//   - Accents are removed: NFKD decomposition followed by dropping nonspacing
+//     marks (Mn), so "café" matches "cafe" and "Montréal" matches "montreal".
+//     Letters that do not decompose ("ø", "ł", "ß", "æ") are kept as they are.
+//     Spacing marks (Mc) are kept inside words so that Indic scripts are not
+//     split apart.
+//   - Every rune that is not a letter, a decimal digit or a kept mark is a
+//     word boundary, and a run of boundaries is one space. Hyphens are
+//     boundaries: the keyword "break-in" normalizes to "break in" and matches
+//     "break-in", "break in" and "break—in", but not "breakin". Apostrophes
+//     (' ’ ʼ) are boundaries too: "O'Brien" is the phrase "o brien", and the
+//     keyword "city" matches "the city's mayor".
+//   - Invisible format characters that occur inside words in scraped text
+//     (soft hyphen U+00AD, ZWNJ, ZWJ, word joiner, BOM) are deleted, not
+//     turned into boundaries. Invalid UTF-8 bytes are boundaries.
+//   - Scripts written without spaces (Chinese, Japanese, Thai) only match
+//     where the text itself has boundaries: whole-word matching cannot see
+//     inside them. That is a known limit.
+//
+// A multi-word keyword matches across any run of whitespace and punctuation
+// ("drug trafficking" matches "drug-trafficking" and "drug, trafficking"),
+// but never across the title/body boundary of Engine.Match.
+//
+// # Scoring
+//
+// The score is the spec's formula (architecture.md 3.4):
+//
+//	logTF    = min(1, log1p(hits) / 2.5)
+//	coverage = uniqueMatches / keywords
+//	score    = 0.5*logTF + 0.5*coverage
+//
+// with hits = the number of distinct keywords of the rule found in the text,
+// which is also uniqueMatches. It is not a term frequency: cloudflare's
+// thread-safe Aho-Corasick call reports each pattern once per text, so every
+// matcher here reports presence, not counts, and all three agree exactly.
+// The effect is that repeating one keyword ("hockey" ten times) does not
+// raise a rule's score; finding more of its distinct keywords does, and logTF
+// saturates at 12 distinct keywords. keywords is the number of distinct,
+// non-empty normalized keywords of the rule (empty and duplicate keywords do
+// not dilute coverage). A rule matches when at least one keyword is found and
+// score >= MinConfidence.
+//
+// # Matchers
+//
+// A Matcher finds which keywords occur in normalized text. Three implement
+// the same semantics and are checked against each other by the tests:
+// NewAhoCorasickMatcher (cloudflare/ahocorasick, the default), NewTokenIndexMatcher
+// (a hash index of first tokens with phrase continuations: much smaller and
+// faster to build, see the package benchmarks) and NewNaiveMatcher (one scan
+// per keyword: the test oracle and benchmark baseline).
+package rules

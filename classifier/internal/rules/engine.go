@@ -1,0 +1,301 @@
+package rules
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrInvalidRule marks a rule set the engine refuses to build; the previous
+// snapshot stays in use.
+var ErrInvalidRule = errors.New("invalid rule")
+
+// Rule is a topic and the keywords (words or phrases) that indicate it.
+type Rule struct {
+	ID       int64
+	Name     string
+	Topic    string
+	Keywords []string
+	// MinConfidence is the lowest score (0..1) at which the rule matches.
+	MinConfidence float64
+	// Priority orders matches: higher first.
+	Priority int
+	// Enabled rules only are matched; disabled ones are left out of the
+	// snapshot entirely.
+	Enabled bool
+}
+
+// Match is a rule found in a text, with the figures of its score.
+type Match struct {
+	// Rule is the engine snapshot's own copy of the rule: read it, do not
+	// modify it.
+	Rule *Rule
+	// Score is 0.5*min(1, log1p(Hits)/2.5) + 0.5*Coverage.
+	Score float64
+	// Coverage is UniqueMatches over the rule's distinct non-empty keywords.
+	Coverage float64
+	// Hits is what the score's log term counts: the distinct keywords of the
+	// rule found in the text (presence, not term frequency; see the package
+	// documentation). It equals UniqueMatches.
+	Hits int
+	// UniqueMatches is the number of distinct keywords of the rule found.
+	UniqueMatches int
+	// MatchedKeywords are the matched keywords as the rule spells them, in
+	// the rule's order.
+	MatchedKeywords []string
+}
+
+// Topic is the matched rule's topic.
+func (m Match) Topic() string { return m.Rule.Topic }
+
+// Score returns the spec's score for a rule with keywords distinct keywords
+// of which hits were found in a text. It is exported so callers and tests can
+// explain a score.
+func Score(hits, keywords int) (score, coverage float64) {
+	if hits <= 0 || keywords <= 0 {
+		return 0, 0
+	}
+	coverage = float64(hits) / float64(keywords)
+	logTF := math.Min(1, math.Log1p(float64(hits))/2.5)
+	return 0.5*logTF + 0.5*coverage, coverage
+}
+
+// Engine matches texts against a rule set. It holds an immutable snapshot
+// (rules, keyword postings and matcher) behind an atomic pointer: Match is
+// lock-free and safe for concurrent use, and Update builds a new snapshot off
+// to the side and swaps it in, while Match calls already running finish on
+// the old one. Two snapshots are alive during a swap.
+type Engine struct {
+	kind     MatcherKind
+	snap     atomic.Pointer[snapshot]
+	updateMu sync.Mutex // serializes Update, so the last call wins
+}
+
+// NewEngine builds an engine over rules with the matcher kind given ("" is
+// MatcherKindDefault). It fails on an unknown kind and on rule sets wrapping
+// ErrInvalidRule: duplicate IDs or MinConfidence outside 0..1 among enabled
+// rules.
+func NewEngine(kind MatcherKind, rules []Rule) (*Engine, error) {
+	kind, err := ParseMatcherKind(string(kind))
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{kind: kind}
+	s, err := compile(kind, rules, 1)
+	if err != nil {
+		return nil, err
+	}
+	e.snap.Store(s)
+	return e, nil
+}
+
+// Update replaces the rule set. The new snapshot is built without blocking
+// Match; on error the current snapshot stays in use.
+func (e *Engine) Update(rules []Rule) error {
+	e.updateMu.Lock()
+	defer e.updateMu.Unlock()
+	s, err := compile(e.kind, rules, e.snap.Load().version+1)
+	if err != nil {
+		return err
+	}
+	e.snap.Store(s)
+	return nil
+}
+
+// Kind is the engine's matcher kind.
+func (e *Engine) Kind() MatcherKind { return e.kind }
+
+// RuleCount is the number of rules in use: enabled rules with at least one
+// non-empty keyword.
+func (e *Engine) RuleCount() int { return len(e.snap.Load().rules) }
+
+// KeywordCount is the number of distinct normalized keywords the matcher
+// holds across all rules in use.
+func (e *Engine) KeywordCount() int { return len(e.snap.Load().terms) }
+
+// Version counts the snapshots: 1 after NewEngine, plus one per successful
+// Update.
+func (e *Engine) Version() uint64 { return e.snap.Load().version }
+
+// Match matches a document's title and body. No phrase matches across the
+// two. The result is sorted by priority, then score (both descending), then
+// rule ID; it is nil when nothing matches.
+func (e *Engine) Match(title, body string) []Match {
+	t, b := Normalize(title), Normalize(body)
+	switch {
+	case t == "":
+		return e.snap.Load().match(b)
+	case b == "":
+		return e.snap.Load().match(t)
+	}
+	return e.snap.Load().match(t + " " + fieldSeparator + " " + b)
+}
+
+// MatchText matches a single text, sorted as Match.
+func (e *Engine) MatchText(text string) []Match {
+	return e.snap.Load().match(Normalize(text))
+}
+
+// snapshot is one immutable build of a rule set.
+type snapshot struct {
+	version uint64
+	rules   []compiledRule
+	terms   []string // distinct normalized keywords; the matcher's keywords
+	// postings[postingStart[t]:postingStart[t+1]] are the rules holding term t.
+	postings     []int32
+	postingStart []int32
+	matcher      Matcher
+	scratch      sync.Pool // *matchScratch
+}
+
+type compiledRule struct {
+	rule     Rule
+	terms    []int32  // the rule's distinct keywords as term indices, rule order
+	keywords []string // their spelling in the rule
+}
+
+// matchScratch is the per-call working memory of snapshot.match, pooled.
+type matchScratch struct {
+	counts  []int32 // per rule: distinct keywords found
+	touched []int32 // rules with counts > 0
+	gen     uint32
+	stamp   []uint32 // per term: == gen when found in this call
+}
+
+func compile(kind MatcherKind, rules []Rule, version uint64) (*snapshot, error) {
+	s := &snapshot{version: version}
+	termIndex := make(map[string]int32)
+	ids := make(map[int64]bool, len(rules))
+	var termRules [][]int32
+	for i := range rules {
+		r := &rules[i]
+		if !r.Enabled {
+			continue
+		}
+		if ids[r.ID] {
+			return nil, fmt.Errorf("rules: rule %d %q: duplicate rule id: %w", r.ID, r.Name, ErrInvalidRule)
+		}
+		ids[r.ID] = true
+		if math.IsNaN(r.MinConfidence) || r.MinConfidence < 0 || r.MinConfidence > 1 {
+			return nil, fmt.Errorf("rules: rule %d %q: min_confidence %v outside 0..1: %w",
+				r.ID, r.Name, r.MinConfidence, ErrInvalidRule)
+		}
+		c := compiledRule{rule: *r}
+		c.rule.Keywords = slices.Clone(r.Keywords)
+		ruleIndex := int32(len(s.rules))
+		for _, kw := range r.Keywords {
+			n := Normalize(kw)
+			if n == "" {
+				continue
+			}
+			t, ok := termIndex[n]
+			if !ok {
+				t = int32(len(s.terms))
+				termIndex[n] = t
+				s.terms = append(s.terms, n)
+				termRules = append(termRules, nil)
+			}
+			if rs := termRules[t]; len(rs) > 0 && rs[len(rs)-1] == ruleIndex {
+				continue // the rule lists this keyword twice
+			}
+			c.terms = append(c.terms, t)
+			c.keywords = append(c.keywords, kw)
+			termRules[t] = append(termRules[t], ruleIndex)
+		}
+		if len(c.terms) == 0 {
+			continue // nothing to match; not counted
+		}
+		s.rules = append(s.rules, c)
+	}
+	s.postingStart = make([]int32, len(s.terms)+1)
+	for t, rs := range termRules {
+		s.postingStart[t+1] = s.postingStart[t] + int32(len(rs))
+	}
+	s.postings = make([]int32, 0, s.postingStart[len(s.terms)])
+	for _, rs := range termRules {
+		s.postings = append(s.postings, rs...)
+	}
+	m, err := NewMatcher(kind, s.terms)
+	if err != nil {
+		return nil, err
+	}
+	s.matcher = m
+	nRules, nTerms := len(s.rules), len(s.terms)
+	s.scratch.New = func() any {
+		return &matchScratch{counts: make([]int32, nRules), stamp: make([]uint32, nTerms)}
+	}
+	return s, nil
+}
+
+func (s *snapshot) match(text string) []Match {
+	if len(s.terms) == 0 || text == "" {
+		return nil
+	}
+	found := s.matcher.Match(text)
+	if len(found) == 0 {
+		return nil
+	}
+	sc := s.scratch.Get().(*matchScratch)
+	defer s.scratch.Put(sc)
+	sc.gen++
+	if sc.gen == 0 {
+		clear(sc.stamp)
+		sc.gen = 1
+	}
+	sc.touched = sc.touched[:0]
+	for _, t := range found {
+		sc.stamp[t] = sc.gen
+		for _, r := range s.postings[s.postingStart[t]:s.postingStart[t+1]] {
+			if sc.counts[r] == 0 {
+				sc.touched = append(sc.touched, r)
+			}
+			sc.counts[r]++
+		}
+	}
+	var out []Match
+	for _, r := range sc.touched {
+		n := int(sc.counts[r])
+		sc.counts[r] = 0
+		c := &s.rules[r]
+		score, coverage := Score(n, len(c.terms))
+		if score < c.rule.MinConfidence {
+			continue
+		}
+		kws := make([]string, 0, n)
+		for i, t := range c.terms {
+			if sc.stamp[t] == sc.gen {
+				kws = append(kws, c.keywords[i])
+			}
+		}
+		out = append(out, Match{
+			Rule: &c.rule, Score: score, Coverage: coverage,
+			Hits: n, UniqueMatches: n, MatchedKeywords: kws,
+		})
+	}
+	slices.SortFunc(out, func(a, b Match) int {
+		return cmp.Or(
+			cmp.Compare(b.Rule.Priority, a.Rule.Priority),
+			cmp.Compare(b.Score, a.Score),
+			cmp.Compare(a.Rule.ID, b.Rule.ID), // unique among enabled rules
+		)
+	})
+	return out
+}
+
+// crimeSubcategories are the topics that make a document crime related.
+var crimeSubcategories = map[string]bool{
+	"violent_crime":    true,
+	"property_crime":   true,
+	"drug_crime":       true,
+	"organized_crime":  true,
+	"criminal_justice": true,
+}
+
+// IsCrimeSubcategory reports whether topic is a crime subcategory
+// (violent_crime, property_crime, drug_crime, organized_crime,
+// criminal_justice): a match sets is_crime_related and crime_subcategory.
+func IsCrimeSubcategory(topic string) bool { return crimeSubcategories[topic] }

@@ -1,0 +1,262 @@
+package rulestore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/lib/pq"
+
+	"github.com/north-cloud/classifier/internal/rules"
+)
+
+// NotifyChannel is the Postgres channel the classification_rules triggers
+// NOTIFY on, with the new rule-set version as payload.
+const NotifyChannel = "classification_rules"
+
+// SeedDefaultRules is the seed of the rows migration 005 inserts.
+const SeedDefaultRules = "005_default_rules"
+
+// Repository reads and writes classification_rules. It is safe for
+// concurrent use. Every write changes the rule-set version in the same
+// transaction (a database trigger), which is what Watchers reload on.
+type Repository struct {
+	db *sql.DB
+}
+
+// NewRepository returns a Repository over db, the classifier's database with
+// migration 002 applied.
+func NewRepository(db *sql.DB) *Repository {
+	return &Repository{db: db}
+}
+
+const ruleColumns = `id, name, topic, keywords, min_confidence, priority, enabled, COALESCE(seed, ''), created_at, updated_at`
+
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+func scanRule(s scanner) (Rule, error) {
+	var r Rule
+	var kws pq.StringArray
+	err := s.Scan(&r.ID, &r.Name, &r.Topic, &kws, &r.MinConfidence, &r.Priority, &r.Enabled, &r.Seed, &r.CreatedAt, &r.UpdatedAt)
+	if kws == nil {
+		kws = pq.StringArray{}
+	}
+	r.Keywords = kws
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, err
+}
+
+// List returns the rules f selects, highest priority first, then by name.
+func (r *Repository) List(ctx context.Context, f Filter) ([]Rule, error) {
+	q := `SELECT ` + ruleColumns + ` FROM classification_rules WHERE TRUE`
+	var args []any
+	if f.Topic != "" {
+		args = append(args, f.Topic)
+		q += fmt.Sprintf(` AND topic = $%d`, len(args))
+	}
+	if f.Enabled != nil {
+		args = append(args, *f.Enabled)
+		q += fmt.Sprintf(` AND enabled = $%d`, len(args))
+	}
+	q += ` ORDER BY priority DESC, name, id`
+	rows, err := r.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, dbError("list rules", err)
+	}
+	defer rows.Close()
+	out := []Rule{}
+	for rows.Next() {
+		rule, err := scanRule(rows)
+		if err != nil {
+			return nil, dbError("list rules", err)
+		}
+		out = append(out, rule)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("list rules", err)
+	}
+	return out, nil
+}
+
+// Get returns rule id, or ErrNotFound.
+func (r *Repository) Get(ctx context.Context, id int64) (Rule, error) {
+	rule, err := scanRule(r.db.QueryRowContext(ctx, `SELECT `+ruleColumns+` FROM classification_rules WHERE id = $1`, id))
+	if err != nil {
+		return Rule{}, dbError(fmt.Sprintf("get rule %d", id), err)
+	}
+	return rule, nil
+}
+
+// Create validates in and inserts it. It fails with a *ValidationError
+// (ErrInvalid) or ErrConflict when the name is taken.
+func (r *Repository) Create(ctx context.Context, in Input) (Rule, error) {
+	in, err := Validate(in)
+	if err != nil {
+		return Rule{}, fmt.Errorf("create rule: %w", err)
+	}
+	rule, err := scanRule(r.db.QueryRowContext(ctx, `
+		INSERT INTO classification_rules (name, topic, keywords, min_confidence, priority, enabled)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING `+ruleColumns,
+		in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled))
+	if err != nil {
+		return Rule{}, dbError(fmt.Sprintf("create rule %q", in.Name), err)
+	}
+	return rule, nil
+}
+
+// Update validates in and replaces every editable field of rule id with it.
+// It fails with ErrNotFound, a *ValidationError (ErrInvalid) or ErrConflict.
+func (r *Repository) Update(ctx context.Context, id int64, in Input) (Rule, error) {
+	in, err := Validate(in)
+	if err != nil {
+		return Rule{}, fmt.Errorf("update rule %d: %w", id, err)
+	}
+	rule, err := scanRule(r.db.QueryRowContext(ctx, `
+		UPDATE classification_rules
+		   SET name = $2, topic = $3, keywords = $4, min_confidence = $5, priority = $6, enabled = $7
+		 WHERE id = $1
+		RETURNING `+ruleColumns,
+		id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled))
+	if err != nil {
+		return Rule{}, dbError(fmt.Sprintf("update rule %d", id), err)
+	}
+	return rule, nil
+}
+
+// SetEnabled enables or disables rule id and returns it. Setting the state
+// it already has writes nothing, so it triggers no reload.
+func (r *Repository) SetEnabled(ctx context.Context, id int64, enabled bool) (Rule, error) {
+	op := fmt.Sprintf("enable rule %d", id)
+	if !enabled {
+		op = fmt.Sprintf("disable rule %d", id)
+	}
+	rule, err := scanRule(r.db.QueryRowContext(ctx, `
+		UPDATE classification_rules SET enabled = $2
+		 WHERE id = $1 AND enabled IS DISTINCT FROM $2
+		RETURNING `+ruleColumns, id, enabled))
+	if errors.Is(err, sql.ErrNoRows) {
+		// Either no such rule or already in that state.
+		return r.Get(ctx, id)
+	}
+	if err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	return rule, nil
+}
+
+// Delete removes rule id, or fails with ErrNotFound.
+func (r *Repository) Delete(ctx context.Context, id int64) error {
+	res, err := r.db.ExecContext(ctx, `DELETE FROM classification_rules WHERE id = $1`, id)
+	if err != nil {
+		return dbError(fmt.Sprintf("delete rule %d", id), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return dbError(fmt.Sprintf("delete rule %d", id), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete rule %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// Version returns the current rule-set version: it changes, in the same
+// transaction, with every statement that changes classification_rules.
+func (r *Repository) Version(ctx context.Context) (int64, error) {
+	var v int64
+	if err := r.db.QueryRowContext(ctx, `SELECT version FROM classification_rules_state WHERE id`).Scan(&v); err != nil {
+		return 0, dbError("read rules version", err)
+	}
+	return v, nil
+}
+
+// LoadEnabled returns the enabled rules, in engine form, and the rule-set
+// version they belong to, read from one snapshot of the database.
+func (r *Repository) LoadEnabled(ctx context.Context) ([]rules.Rule, int64, error) {
+	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, 0, dbError("load rules", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var version int64
+	if err := tx.QueryRowContext(ctx, `SELECT version FROM classification_rules_state WHERE id`).Scan(&version); err != nil {
+		return nil, 0, dbError("load rules: version", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+ruleColumns+` FROM classification_rules WHERE enabled ORDER BY id`)
+	if err != nil {
+		return nil, 0, dbError("load rules", err)
+	}
+	defer rows.Close()
+	out := []rules.Rule{}
+	for rows.Next() {
+		rule, err := scanRule(rows)
+		if err != nil {
+			return nil, 0, dbError("load rules", err)
+		}
+		out = append(out, rule.EngineRule())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, dbError("load rules", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, 0, dbError("load rules", err)
+	}
+	return out, version, nil
+}
+
+// dbError maps a database error to the package's sentinels, prefixed with
+// op: no rows is ErrNotFound, a taken name ErrConflict, a check constraint
+// ErrInvalid, and a connection problem or timeout ErrUnavailable.
+func dbError(op string, err error) error {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	case IsUnavailable(err):
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	if pqErr := pq.As(err); pqErr != nil {
+		switch pqErr.Code {
+		case "23505": // unique_violation: the only unique key is the name
+			return fmt.Errorf("%s: %w", op, ErrConflict)
+		case "23514": // check_violation: Validate should have caught it
+			return fmt.Errorf("%s: %w: %s", op, ErrInvalid, pqErr.Message)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// IsUnavailable reports whether err means the database could not be reached
+// or did not answer in time: a network error, a dropped connection, a server
+// shutting down or refusing connections, or a context deadline.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true
+	}
+	if pqErr := pq.As(err); pqErr != nil {
+		code := string(pqErr.Code)
+		// 08: connection exception; 57P01-57P03: admin/crash shutdown,
+		// cannot connect now; 53300: too many connections.
+		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300"
+	}
+	return false
+}

@@ -1,0 +1,398 @@
+package rulestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lib/pq"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/north-cloud/classifier/internal/rules"
+)
+
+// Watcher defaults.
+const (
+	// PollIntervalDefault is how often the rule-set version is read when no
+	// notification arrives. A change reaches the engine within about this
+	// long even when LISTEN is down, well inside the 2 s target.
+	PollIntervalDefault = time.Second
+	// QueryTimeoutDefault bounds one version read or one rule load.
+	QueryTimeoutDefault = 5 * time.Second
+	// ListenerMinReconnectDefault and ListenerMaxReconnectDefault bound the
+	// LISTEN connection's reconnect backoff.
+	ListenerMinReconnectDefault = 100 * time.Millisecond
+	ListenerMaxReconnectDefault = 5 * time.Second
+	// ListenWaitDefault is how long Start waits for LISTEN to be in place.
+	ListenWaitDefault = 2 * time.Second
+)
+
+// Reload results, the values of the result label of
+// classifier_rules_reload_total.
+const (
+	ReloadSuccess = "success"
+	// ReloadDBError: the rules could not be read; retried at the next poll.
+	ReloadDBError = "db_error"
+	// ReloadRejected: the engine refused the rule set (a rule edited by hand
+	// into something invalid); the engine keeps its rules and this version
+	// is not retried until the rules change again.
+	ReloadRejected = "rejected"
+)
+
+// Updater receives each new rule set: *rules.Engine and *rules.Shadow are
+// Updaters. Update must keep the previous rules when it fails.
+type Updater interface {
+	Update(rules []rules.Rule) error
+}
+
+// Loader reads the rule set; *Repository is a Loader.
+type Loader interface {
+	Version(ctx context.Context) (int64, error)
+	LoadEnabled(ctx context.Context) ([]rules.Rule, int64, error)
+}
+
+// WatcherConfig configures a Watcher.
+type WatcherConfig struct {
+	// DatabaseURL is the classifier database's connection string, for the
+	// dedicated LISTEN connection. Required.
+	DatabaseURL string
+	// PollInterval is the fallback version check. Defaults to
+	// PollIntervalDefault.
+	PollInterval time.Duration
+	// QueryTimeout bounds each database call. Defaults to QueryTimeoutDefault.
+	QueryTimeout time.Duration
+	// ListenerMinReconnect and ListenerMaxReconnect bound the LISTEN
+	// connection's reconnect backoff. Default to ListenerMinReconnectDefault
+	// and ListenerMaxReconnectDefault.
+	ListenerMinReconnect time.Duration
+	ListenerMaxReconnect time.Duration
+	// ListenWait is how long Start waits for LISTEN before going on with
+	// polling alone (LISTEN keeps trying). Defaults to ListenWaitDefault.
+	ListenWait time.Duration
+	// Meter records classifier_rules_reload_total,
+	// classifier_rules_reload_duration_seconds, classifier_rules_loaded and
+	// classifier_rules_version. Defaults to a no-op meter.
+	Meter metric.Meter
+}
+
+func (c *WatcherConfig) setDefaults() {
+	if c.PollInterval <= 0 {
+		c.PollInterval = PollIntervalDefault
+	}
+	if c.QueryTimeout <= 0 {
+		c.QueryTimeout = QueryTimeoutDefault
+	}
+	if c.ListenerMinReconnect <= 0 {
+		c.ListenerMinReconnect = ListenerMinReconnectDefault
+	}
+	if c.ListenerMaxReconnect <= 0 {
+		c.ListenerMaxReconnect = ListenerMaxReconnectDefault
+	}
+	if c.ListenerMaxReconnect < c.ListenerMinReconnect {
+		c.ListenerMaxReconnect = c.ListenerMinReconnect
+	}
+	if c.ListenWait <= 0 {
+		c.ListenWait = ListenWaitDefault
+	}
+	if c.Meter == nil {
+		c.Meter = noop.NewMeterProvider().Meter("rulestore")
+	}
+}
+
+// Watcher keeps an engine's rules equal to the enabled rules in the
+// database. It LISTENs on NotifyChannel for changes and also reads the
+// rule-set version every PollInterval, so a change made through any replica
+// (or psql) reaches this replica's engine within about a second even when a
+// notification is lost. A reload that fails leaves the engine's rules as they
+// were; it is logged and counted.
+//
+// Watcher is a lifecycle component: Start loads the rules once (and fails if
+// it cannot, so that no document is classified with no rules), then watches
+// in the background until Stop.
+type Watcher struct {
+	cfg     WatcherConfig
+	loader  Loader
+	target  Updater
+	logger  *slog.Logger
+	metrics watcherMetrics
+
+	loadedVersion atomic.Int64
+	loadedRules   atomic.Int64
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	cancel   context.CancelFunc
+	done     chan struct{}
+	listener *pq.Listener
+	// rejectedVersion is the last version the engine refused; the loop
+	// does not retry it until the version changes.
+	rejectedVersion atomic.Int64
+	// reloadMu serializes reloads (Start's, the loop's and Reload's).
+	reloadMu sync.Mutex
+}
+
+type watcherMetrics struct {
+	reloads  metric.Int64Counter
+	duration metric.Float64Histogram
+	reg      metric.Registration
+}
+
+// NewWatcher returns a Watcher that loads rules through loader into target.
+func NewWatcher(cfg WatcherConfig, loader Loader, target Updater, logger *slog.Logger) (*Watcher, error) {
+	cfg.setDefaults()
+	var errs []error
+	if cfg.DatabaseURL == "" {
+		errs = append(errs, errors.New("DatabaseURL is required"))
+	}
+	if loader == nil {
+		errs = append(errs, errors.New("loader is required"))
+	}
+	if target == nil {
+		errs = append(errs, errors.New("target is required"))
+	}
+	if logger == nil {
+		errs = append(errs, errors.New("logger is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("new rules watcher: %w", err)
+	}
+	w := &Watcher{cfg: cfg, loader: loader, target: target, logger: logger.With(slog.String("component", "rules_watcher"))}
+	w.loadedVersion.Store(-1)
+	if err := w.initMetrics(); err != nil {
+		return nil, fmt.Errorf("new rules watcher: metrics: %w", err)
+	}
+	return w, nil
+}
+
+func (w *Watcher) initMetrics() error {
+	m := w.cfg.Meter
+	var errs []error
+	var err error
+	w.metrics.reloads, err = m.Int64Counter("classifier_rules_reload_total",
+		metric.WithDescription("Rule reloads into the engine, by result (success, db_error, rejected)"))
+	errs = append(errs, err)
+	w.metrics.duration, err = m.Float64Histogram("classifier_rules_reload_duration_seconds",
+		metric.WithDescription("Time to read the enabled rules and rebuild the engine"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	errs = append(errs, err)
+	loaded, err := m.Int64ObservableGauge("classifier_rules_loaded",
+		metric.WithDescription("Enabled rules in the engine after the last successful reload"))
+	errs = append(errs, err)
+	version, err := m.Int64ObservableGauge("classifier_rules_version",
+		metric.WithDescription("Rule-set version in the engine; equal on every replica once reloads converge"))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	w.metrics.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		if v := w.loadedVersion.Load(); v >= 0 {
+			o.ObserveInt64(loaded, w.loadedRules.Load())
+			o.ObserveInt64(version, v)
+		}
+		return nil
+	}, loaded, version)
+	return err
+}
+
+// Version is the rule-set version in the engine, or -1 before the first
+// successful load.
+func (w *Watcher) Version() int64 { return w.loadedVersion.Load() }
+
+// Start loads the rules into the engine, failing if that is impossible, and
+// starts watching for changes. It is idempotent; starting a stopped Watcher
+// is an error. ctx bounds the first load only.
+func (w *Watcher) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return errors.New("start rules watcher: watcher was stopped")
+	}
+	if w.started {
+		return nil
+	}
+	if err := w.reload(ctx, "start"); err != nil {
+		return fmt.Errorf("start rules watcher: %w", err)
+	}
+	w.listener = pq.NewListener(w.cfg.DatabaseURL, w.cfg.ListenerMinReconnect, w.cfg.ListenerMaxReconnect, w.listenerEvent)
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	w.done = make(chan struct{})
+	w.started = true
+	listening := make(chan struct{})
+	go w.listen(loopCtx, listening)
+	// Wait a moment for LISTEN, so a change made right after Start is
+	// notified rather than polled; if the connection is slow the loop's
+	// polling covers the gap.
+	select {
+	case <-listening:
+	case <-time.After(w.cfg.ListenWait):
+		w.logger.WarnContext(ctx, "LISTEN not established yet; polling until it is", slog.Duration("waited", w.cfg.ListenWait))
+	}
+	go w.loop(loopCtx)
+	w.logger.InfoContext(ctx, "rules watcher started", slog.Int64("version", w.Version()),
+		slog.Int64("rules", w.loadedRules.Load()), slog.String("channel", NotifyChannel),
+		slog.Duration("poll_interval", w.cfg.PollInterval))
+	return nil
+}
+
+// listen issues LISTEN. pq's Listen blocks until the connection is up (it
+// reconnects on its own), so it runs apart from the loop, which polls in the
+// meantime.
+func (w *Watcher) listen(ctx context.Context, listening chan<- struct{}) {
+	defer close(listening)
+	if err := w.listener.Listen(NotifyChannel); err != nil && ctx.Err() == nil {
+		w.logger.ErrorContext(ctx, "listen for rule changes failed; relying on polling",
+			slog.String("channel", NotifyChannel), slog.Any("error", err))
+	}
+}
+
+func (w *Watcher) listenerEvent(ev pq.ListenerEventType, err error) {
+	switch ev {
+	case pq.ListenerEventConnected:
+		w.logger.Debug("rules listener connected")
+	case pq.ListenerEventReconnected:
+		w.logger.Info("rules listener reconnected")
+	default:
+		w.logger.Warn("rules listener connection problem", slog.String("event", ev.String()), slog.Any("error", err))
+	}
+}
+
+// Stop ends the watching. It is idempotent and safe before Start.
+func (w *Watcher) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return nil
+	}
+	w.stopped = true
+	if !w.started {
+		return nil
+	}
+	w.cancel()
+	var err error
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		err = fmt.Errorf("stop rules watcher: %w", ctx.Err())
+	}
+	if cerr := w.listener.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("stop rules watcher: close listener: %w", cerr))
+	}
+	if uerr := w.metrics.reg.Unregister(); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("stop rules watcher: unregister metrics: %w", uerr))
+	}
+	return err
+}
+
+func (w *Watcher) loop(ctx context.Context) {
+	defer close(w.done)
+	ticker := time.NewTicker(w.cfg.PollInterval)
+	defer ticker.Stop()
+	notify := w.listener.NotificationChannel()
+	w.check(ctx) // a change between the first load and LISTEN
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-notify:
+			// nil after a reconnect: notifications may have been lost.
+			if n != nil {
+				if v, err := strconv.ParseInt(n.Extra, 10, 64); err == nil &&
+					(v <= w.loadedVersion.Load() || v == w.rejectedVersion.Load()) {
+					continue // already loaded (by a poll, or a coalesced change) or refused
+				}
+			}
+			w.drain(notify)
+			w.reloadLogged(ctx, "notify")
+		case <-ticker.C:
+			w.check(ctx)
+		}
+	}
+}
+
+// drain discards notifications already queued: the reload about to run reads
+// the latest version anyway.
+func (w *Watcher) drain(notify <-chan *pq.Notification) {
+	for {
+		select {
+		case <-notify:
+		default:
+			return
+		}
+	}
+}
+
+// check reads the version and reloads when it differs from the loaded one.
+func (w *Watcher) check(ctx context.Context) {
+	qctx, cancel := context.WithTimeout(ctx, w.cfg.QueryTimeout)
+	v, err := w.loader.Version(qctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.logger.WarnContext(ctx, "read rules version failed", slog.Any("error", err))
+		}
+		return
+	}
+	if v == w.loadedVersion.Load() || v == w.rejectedVersion.Load() {
+		return
+	}
+	w.reloadLogged(ctx, "poll")
+}
+
+func (w *Watcher) reloadLogged(ctx context.Context, trigger string) {
+	if err := w.reload(ctx, trigger); err != nil && ctx.Err() == nil {
+		w.logger.ErrorContext(ctx, "rules reload failed; keeping the previous rules",
+			slog.String("trigger", trigger), slog.Int64("version", w.Version()), slog.Any("error", err))
+	}
+}
+
+// Reload reads the enabled rules and hands them to the engine now. The
+// Watcher does this on its own; Reload is for callers that cannot wait.
+func (w *Watcher) Reload(ctx context.Context) error {
+	return w.reload(ctx, "manual")
+}
+
+func (w *Watcher) reload(ctx context.Context, trigger string) error {
+	w.reloadMu.Lock()
+	defer w.reloadMu.Unlock()
+	start := time.Now()
+	qctx, cancel := context.WithTimeout(ctx, w.cfg.QueryTimeout)
+	rs, version, err := w.loader.LoadEnabled(qctx)
+	cancel()
+	if err != nil {
+		w.record(ctx, ReloadDBError, start)
+		return fmt.Errorf("load rules: %w", err)
+	}
+	if trigger != "start" && trigger != "manual" &&
+		(version == w.loadedVersion.Load() || version == w.rejectedVersion.Load()) {
+		// Another trigger got there first, or the engine already refused
+		// this very rule set: wait for the next change.
+		return nil
+	}
+	if err := w.target.Update(rs); err != nil {
+		w.rejectedVersion.Store(version)
+		w.record(ctx, ReloadRejected, start)
+		return fmt.Errorf("engine refused rules version %d: %w", version, err)
+	}
+	previous := w.loadedVersion.Swap(version)
+	w.loadedRules.Store(int64(len(rs)))
+	w.record(ctx, ReloadSuccess, start)
+	w.logger.InfoContext(ctx, "rules reloaded", slog.String("trigger", trigger),
+		slog.Int64("version", version), slog.Int64("previous_version", previous),
+		slog.Int("rules", len(rs)), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+	return nil
+}
+
+func (w *Watcher) record(ctx context.Context, result string, start time.Time) {
+	attrs := metric.WithAttributes(attribute.String("result", result))
+	w.metrics.reloads.Add(ctx, 1, attrs)
+	w.metrics.duration.Record(ctx, time.Since(start).Seconds(), attrs)
+}

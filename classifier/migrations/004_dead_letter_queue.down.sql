@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS dead_letter_queue;

@@ -37,7 +37,10 @@ var binaries = sync.OnceValues(func() (string, error) {
 	return dir, nil
 })
 
-func binary(t *testing.T, name string) string {
+func binary(t *testing.T, name string) string { return binaryB(t, name) }
+
+// binaryB returns the path of a built service binary.
+func binaryB(t testing.TB, name string) string {
 	t.Helper()
 	dir, err := binaries()
 	if err != nil {
@@ -47,7 +50,9 @@ func binary(t *testing.T, name string) string {
 }
 
 // freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t *testing.T) string { return freeAddrB(t) }
+
+func freeAddrB(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -16,6 +16,7 @@ BENCH_PACKAGES=(
   publisher:./internal/worker/
   classifier:./internal/rules/
   index-manager:./internal/api/
+  e2e:.
 )
 
 "$root/scripts/services.sh" up >&2

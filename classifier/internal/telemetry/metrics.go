@@ -124,6 +124,14 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	// Counters start at zero, so every series exists from the first scrape
+	// and rate() and increase() work from the first increment.
+	ctx := context.Background()
+	for _, c := range []metric.Int64Counter{m.DocumentsProcessed, m.DocumentsFailed, m.DocumentsRetried, m.RulesEvaluated,
+		m.RulesMatched, m.WorkDropped, m.ThrottleCount, m.ShadowDisagreements, m.DLQEnqueued, m.DLQProcessed, m.DLQExhausted} {
+		c.Add(ctx, 0)
+	}
+	m.ActiveWorkers.Add(ctx, 0)
 	return m, nil
 }
 

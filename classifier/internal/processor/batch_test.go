@@ -1,0 +1,149 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/pipeline"
+	classtel "github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// gate is a pipeline that blocks until released, then classifies trivially.
+type gate struct{ release chan struct{} }
+
+func (g gate) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {
+	<-g.release
+	if raw.URL == "" {
+		return nil, pipeline.ErrUnprocessable
+	}
+	return &domain.ClassifiedContent{ID: raw.ID}, nil
+}
+
+func newProcessor(t *testing.T, c Classifier, out chan Result, depth int) *BatchProcessor {
+	t.Helper()
+	metrics, err := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewBatchProcessor(BatchProcessorConfig{Concurrency: 2, MaxQueueDepth: depth, SubmitTimeout: 50 * time.Millisecond},
+		c, out, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+}
+
+func doc(id string) *domain.RawContent {
+	return &domain.RawContent{RawDocument: contentindex.RawDocument{ID: id, URL: "https://x.test/" + id}}
+}
+
+// The queue is bounded: once it and the busy workers are full, Submit waits
+// SubmitTimeout and gives up; ShouldThrottle reports the queue over 80%.
+func TestBatchProcessorBackpressure(t *testing.T) {
+	t.Parallel()
+	g := gate{release: make(chan struct{})}
+	out := make(chan Result, 100)
+	b := newProcessor(t, g, out, 5)
+	if err := b.Submit(context.Background(), doc("early")); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Submit before Start = %v, want ErrStopped", err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for i := range 20 {
+		if err := b.Submit(context.Background(), doc(string(rune('a'+i)))); err != nil {
+			break
+		}
+		accepted++
+	}
+	// Two workers hold one document each, five wait in the queue.
+	if accepted != 7 {
+		t.Errorf("accepted %d documents, want 7 (2 in workers + 5 queued)", accepted)
+	}
+	if !b.ShouldThrottle() || b.FreeSlots() != 0 || b.QueueDepth() != 5 {
+		t.Errorf("throttle=%t free=%d depth=%d, want throttled with a full queue", b.ShouldThrottle(), b.FreeSlots(), b.QueueDepth())
+	}
+	close(g.release)
+
+	// Stop drains everything that was accepted: nothing is lost.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != accepted {
+		t.Errorf("results = %d, want one per accepted document (%d)", len(out), accepted)
+	}
+	if err := b.Submit(context.Background(), doc("late")); !errors.Is(err, ErrStopped) {
+		t.Errorf("Submit after Stop = %v, want ErrStopped", err)
+	}
+}
+
+// A Submit blocked on a full queue is released by Stop, not left hanging.
+func TestBatchProcessorStopReleasesBlockedSubmit(t *testing.T) {
+	t.Parallel()
+	g := gate{release: make(chan struct{})}
+	out := make(chan Result, 100)
+	metrics, _ := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
+	b := NewBatchProcessor(BatchProcessorConfig{Concurrency: 1, MaxQueueDepth: 1, SubmitTimeout: time.Hour},
+		g, out, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	_ = b.Start(context.Background())
+	_ = b.Submit(context.Background(), doc("a")) // taken by the worker
+	_ = b.Submit(context.Background(), doc("b")) // queued
+	var wg sync.WaitGroup
+	var blocked error
+	wg.Add(1)
+	go func() { defer wg.Done(); blocked = b.Submit(context.Background(), doc("c")) }()
+	time.Sleep(50 * time.Millisecond) // let it block on the full queue
+	stopped := make(chan error, 1)
+	go func() { stopped <- b.Stop(context.Background()) }()
+	wg.Wait()
+	if !errors.Is(blocked, ErrStopped) {
+		t.Errorf("blocked Submit = %v, want ErrStopped", blocked)
+	}
+	close(g.release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 {
+		t.Errorf("results = %d, want the 2 accepted documents", len(out))
+	}
+}
+
+// Failures come back as results with their DLQ code; a panic becomes
+// RULE_PANIC and the worker keeps going.
+func TestBatchProcessorResultsCarryErrorCodes(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	close(release)
+	out := make(chan Result, 10)
+	b := newProcessor(t, panicOn{id: "poison", inner: gate{release: release}}, out, 10)
+	_ = b.Start(context.Background())
+	bad := doc("bad")
+	bad.URL = ""
+	for _, d := range []*domain.RawContent{doc("ok"), bad, doc("poison"), doc("ok2")} {
+		if err := b.Submit(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]domain.ErrorCode{}
+	for len(out) > 0 {
+		r := <-out
+		codes[r.Raw.ID] = r.Code
+	}
+	want := map[string]domain.ErrorCode{"ok": "", "bad": domain.ErrorCodeValidation, "poison": domain.ErrorCodeRulePanic, "ok2": ""}
+	for id, code := range want {
+		if got, ok := codes[id]; !ok || got != code {
+			t.Errorf("%s: code %q (present %t), want %q", id, got, ok, code)
+		}
+	}
+}

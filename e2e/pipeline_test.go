@@ -59,7 +59,6 @@ func TestPipelineDeliversEveryDocumentOnce(t *testing.T) {
 		"PUBLISHER_DATABASE_URL":         publisherDB,
 		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
 	})
-	_ = publisher
 	classifier := startService(t, "classifier", map[string]string{
 		"CLASSIFIER_DATABASE_URL": classifierDB,
 		// The harness's INSERT-only role, as in production.
@@ -143,6 +142,30 @@ collect:
 	}
 	assertCount(t, classifierDB, `SELECT COUNT(DISTINCT content_id) FROM classification_history`, count)
 	assertCount(t, publisherDB, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published'`, count)
+
+	// Every metric of spec 3.1 is on /metrics under its exact name. The
+	// outbox metrics come from the publisher, which owns the outbox table
+	// (the classifier may only insert into it). classifier_dlq_depth has a
+	// series per source with entries, so it is absent while the DLQ is empty.
+	_, classifierMetrics := classifier.get(t, "/metrics")
+	for _, name := range []string{
+		"classifier_documents_processed_total", "classifier_documents_failed_total", "classifier_documents_retried_total",
+		"classifier_processing_duration_seconds_bucket", "classifier_batch_size_bucket",
+		"classifier_rule_match_duration_seconds_bucket", "classifier_rules_evaluated_total", "classifier_rules_matched_total",
+		"classifier_queue_depth", "classifier_active_workers", "classifier_work_dropped_total", "classifier_throttle_count_total",
+		"classifier_poller_lag_seconds_bucket", "classifier_classification_lag_seconds_bucket",
+		"classifier_dlq_enqueued_total", "classifier_dlq_processed_total", "classifier_dlq_exhausted_total",
+	} {
+		if !hasMetric(classifierMetrics, name) {
+			t.Errorf("classifier /metrics lacks %s", name)
+		}
+	}
+	_, publisherMetrics := publisher.get(t, "/metrics")
+	for _, name := range []string{"classifier_outbox_backlog", "classifier_outbox_published_total", "classifier_outbox_publish_lag_seconds_bucket"} {
+		if !hasMetric(publisherMetrics, name) {
+			t.Errorf("publisher /metrics lacks %s", name)
+		}
+	}
 
 	// /ready names Elasticsearch while it is unreachable, and recovers.
 	esRelay.cut()
@@ -258,4 +281,15 @@ func rawStatuses(t *testing.T, es esSearcher, prefix string) map[string]string {
 		out[id] = d.ClassificationStatus
 	}
 	return out
+}
+
+// hasMetric reports whether a Prometheus text exposition has a sample of
+// the metric name (with or without labels).
+func hasMetric(exposition, name string) bool {
+	for _, line := range strings.Split(exposition, "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/logger"
+	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/telemetry"
 )
 
@@ -104,4 +106,23 @@ func Main(def string, commands map[string]Command) {
 		os.Exit(ExitConfig)
 	}
 	os.Exit(1)
+}
+
+// MigrateCommand returns the `migrate up|down [N]|version` subcommand of a
+// service whose database URL is in urlVar and whose migrations are the
+// *.sql files at the root of fsys.
+func MigrateCommand(name, urlVar string, fsys fs.FS) Command {
+	return func(_ context.Context, args []string) error {
+		l := config.New()
+		dbURL := l.Required(urlVar)
+		logCfg := logger.ConfigFromEnv(l, name)
+		if err := l.Err(); err != nil {
+			return err
+		}
+		log, err := logger.New(os.Stderr, logCfg)
+		if err != nil {
+			return err
+		}
+		return postgres.RunCommand(dbURL, fsys, ".", args, os.Stdout, log)
+	}
 }

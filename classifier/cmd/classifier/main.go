@@ -28,7 +28,6 @@ import (
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/lifecycle"
-	"github.com/north-cloud/infrastructure/logger"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/service"
 )
@@ -36,22 +35,8 @@ import (
 func main() {
 	service.Main("serve", map[string]service.Command{
 		"serve":   serve,
-		"migrate": migrate,
+		"migrate": service.MigrateCommand("classifier", "CLASSIFIER_DATABASE_URL", migrations.FS),
 	})
-}
-
-func migrate(_ context.Context, args []string) error {
-	l := config.New()
-	dbURL := l.Required("CLASSIFIER_DATABASE_URL")
-	logCfg := logger.ConfigFromEnv(l, "classifier")
-	if err := l.Err(); err != nil {
-		return err
-	}
-	log, err := logger.New(os.Stderr, logCfg)
-	if err != nil {
-		return err
-	}
-	return postgres.RunCommand(dbURL, migrations.FS, ".", args, os.Stdout, log)
 }
 
 func serve(ctx context.Context, _ []string) error {

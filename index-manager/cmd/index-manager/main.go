@@ -29,7 +29,6 @@ import (
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/lifecycle"
-	"github.com/north-cloud/infrastructure/logger"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/service"
 )
@@ -37,7 +36,7 @@ import (
 func main() {
 	service.Main("serve", map[string]service.Command{
 		"serve":         serve,
-		"migrate":       migrate,
+		"migrate":       service.MigrateCommand("index-manager", "INDEX_MANAGER_DATABASE_URL", migrations.FS),
 		"hash-password": hashPassword,
 	})
 }
@@ -92,20 +91,6 @@ func cursorKey(secret string) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("index-manager documents cursor key"))
 	return m.Sum(nil)
-}
-
-func migrate(_ context.Context, args []string) error {
-	l := config.New()
-	dbURL := l.Required("INDEX_MANAGER_DATABASE_URL")
-	logCfg := logger.ConfigFromEnv(l, "index-manager")
-	if err := l.Err(); err != nil {
-		return err
-	}
-	log, err := logger.New(os.Stderr, logCfg)
-	if err != nil {
-		return err
-	}
-	return postgres.RunCommand(dbURL, migrations.FS, ".", args, os.Stdout, log)
 }
 
 // hashPassword reads one password (the first line of stdin) and prints its

@@ -13,7 +13,6 @@ import (
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/lifecycle"
-	"github.com/north-cloud/infrastructure/logger"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/redisclient"
 	"github.com/north-cloud/infrastructure/service"
@@ -27,7 +26,7 @@ import (
 func main() {
 	service.Main("serve", map[string]service.Command{
 		"serve":   serve,
-		"migrate": migrate,
+		"migrate": service.MigrateCommand("publisher", "PUBLISHER_DATABASE_URL", migrations.FS),
 	})
 }
 
@@ -79,20 +78,6 @@ func loadConfig(l *config.Loader) (Config, error) {
 			c.Rescuer.StaleAfter, c.Worker.PublishTimeout))
 	c.Worker.ListenURL = c.DB.URL
 	return c, l.Err()
-}
-
-func migrate(_ context.Context, args []string) error {
-	l := config.New()
-	dbURL := l.Required("PUBLISHER_DATABASE_URL")
-	logCfg := logger.ConfigFromEnv(l, "publisher")
-	if err := l.Err(); err != nil {
-		return err
-	}
-	log, err := logger.New(os.Stderr, logCfg)
-	if err != nil {
-		return err
-	}
-	return postgres.RunCommand(dbURL, migrations.FS, ".", args, os.Stdout, log)
 }
 
 func serve(ctx context.Context, _ []string) error {

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -22,6 +20,7 @@ import (
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // Defaults of Config.
@@ -86,9 +85,8 @@ type Poller struct {
 	logger  *slog.Logger
 	now     func() time.Time
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop     lifecycle.Loop
+	failures int // consecutive failed polls; touched by the loop only
 }
 
 // New returns a Poller; call Start to run it.
@@ -100,74 +98,44 @@ func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Met
 	if sink == nil {
 		return nil, errors.New("new poller: sink is required")
 	}
-	return &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
-		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now}, nil
+	p := &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
+		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now}
+	p.loop = lifecycle.Loop{Name: "poller", Step: p.step, Logger: p.logger}
+	return p, nil
 }
 
 // Start launches the poll loop. Starting a started poller does nothing.
 func (p *Poller) Start(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cancel != nil {
-		return nil
-	}
-	// The loop's context is detached from ctx's cancellation so that only
-	// Stop ends it; it keeps ctx's values.
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.cancel, p.done = cancel, make(chan struct{})
-	go p.run(loopCtx, p.done)
-	p.logger.InfoContext(ctx, "poller started", "replica", p.cfg.ReplicaID, "index_pattern", p.cfg.IndexPattern,
+	p.logger.InfoContext(ctx, "poller starting", "replica", p.cfg.ReplicaID, "index_pattern", p.cfg.IndexPattern,
 		"batch_size", p.cfg.BatchSize, "poll_interval", p.cfg.PollInterval.String())
-	return nil
+	return p.loop.Start(ctx)
 }
 
-// Stop ends the loop after the batch in hand and waits for it, bounded by ctx.
-// Documents of an interrupted batch stay claimed and return after the lease.
-func (p *Poller) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel, done := p.cancel, p.done
-	p.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop poller: %w", ctx.Err())
-	}
-}
+// Stop ends the loop after the poll in hand and waits for it, bounded by
+// ctx. Documents already submitted are the work queue's; none is lost.
+func (p *Poller) Stop(ctx context.Context) error { return p.loop.Stop(ctx) }
 
-func (p *Poller) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	failures := 0
-	for {
-		n, err := p.PollOnce(ctx)
-		wait := p.cfg.PollInterval
-		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, errThrottled):
-			wait = min(p.cfg.PollInterval, 50*time.Millisecond)
-		case err != nil:
-			failures++
-			wait = min(p.cfg.PollInterval*time.Duration(1<<min(failures, 5)), time.Minute)
-			p.logger.ErrorContext(ctx, "poll failed", "error", err, "retry_in", wait.String())
-		case n >= p.cfg.BatchSize:
-			failures = 0
-			wait = 0 // a full batch: more is probably waiting
-		default:
-			failures = 0
-		}
-		if wait >= 5*time.Millisecond {
-			wait -= time.Duration(rand.Int64N(int64(wait) / 5)) // jitter replicas apart
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
+// step polls once and returns the wait before the next poll: none after a
+// full batch (more is probably waiting), a short one while the work queue
+// is too full, a growing one after failures, the poll interval otherwise.
+func (p *Poller) step(ctx context.Context) time.Duration {
+	n, err := p.PollOnce(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return 0
+	case errors.Is(err, errThrottled):
+		return min(p.cfg.PollInterval, 50*time.Millisecond)
+	case err != nil:
+		p.failures++
+		wait := min(p.cfg.PollInterval*time.Duration(1<<min(p.failures, 5)), time.Minute)
+		p.logger.ErrorContext(ctx, "poll failed", "error", err, "retry_in", wait.String())
+		return lifecycle.Jitter(wait)
+	case n >= p.cfg.BatchSize:
+		p.failures = 0
+		return 0
+	default:
+		p.failures = 0
+		return lifecycle.Jitter(p.cfg.PollInterval) // jitter keeps replicas apart
 	}
 }
 

@@ -10,9 +10,10 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // ErrNotFound is returned for a source with no statistics.
@@ -131,10 +132,7 @@ type Cache struct {
 	interval time.Duration
 	logger   *slog.Logger
 	scores   atomic.Pointer[map[string]float64]
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop     lifecycle.Loop
 }
 
 // NewCache returns a cache refreshed every interval (30s when zero).
@@ -145,6 +143,21 @@ func NewCache(repo *Repository, interval time.Duration, logger *slog.Logger) *Ca
 	c := &Cache{repo: repo, interval: interval, logger: logger.With("component", "reputation_cache")}
 	empty := map[string]float64{}
 	c.scores.Store(&empty)
+	c.loop = lifecycle.Loop{Name: "reputation cache", Logger: c.logger, Step: func(ctx context.Context) time.Duration {
+		// The first refresh happened in Start.
+		wait := lifecycle.Jitter(c.interval)
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-t.C:
+		}
+		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
+			c.logger.WarnContext(ctx, "reputation refresh failed", "error", err)
+		}
+		return 0
+	}}
 	return c
 }
 
@@ -172,47 +185,11 @@ func (c *Cache) Refresh(ctx context.Context) error {
 
 // Start loads the scores once and refreshes them in the background.
 func (c *Cache) Start(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancel != nil {
-		return nil
-	}
 	if err := c.Refresh(ctx); err != nil {
 		c.logger.WarnContext(ctx, "initial reputation load failed; using defaults until the next refresh", "error", err)
 	}
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.cancel, c.done = cancel, make(chan struct{})
-	go func() {
-		defer close(c.done)
-		t := time.NewTicker(c.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-t.C:
-				if err := c.Refresh(loopCtx); err != nil && loopCtx.Err() == nil {
-					c.logger.WarnContext(loopCtx, "reputation refresh failed", "error", err)
-				}
-			}
-		}
-	}()
-	return nil
+	return c.loop.Start(ctx)
 }
 
 // Stop ends the refresh loop.
-func (c *Cache) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	cancel, done := c.cancel, c.done
-	c.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop reputation cache: %w", ctx.Err())
-	}
-}
+func (c *Cache) Stop(ctx context.Context) error { return c.loop.Stop(ctx) }

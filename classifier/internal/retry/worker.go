@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // Defaults of Config.
@@ -45,10 +45,7 @@ type Worker struct {
 	sink   poller.Sink
 	logger *slog.Logger
 	now    func() time.Time
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop   lifecycle.Loop
 }
 
 // New returns a retry worker that submits to sink.
@@ -65,51 +62,21 @@ func New(cfg Config, repo *deadletter.Repository, store *storage.ContentStore, s
 	if cfg.Lease <= 0 {
 		cfg.Lease = LeaseDefault
 	}
-	return &Worker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry"), now: time.Now}, nil
+	w := &Worker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry"), now: time.Now}
+	w.loop = lifecycle.Loop{Name: "dead-letter retry worker", Logger: w.logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
+		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			w.logger.ErrorContext(ctx, "dead-letter retry failed", "error", err)
+		}
+	})}
+	return w, nil
 }
 
 // Start launches the loop.
-func (w *Worker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cancel != nil {
-		return nil
-	}
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w.cancel, w.done = cancel, make(chan struct{})
-	go func() {
-		defer close(w.done)
-		for {
-			if _, err := w.RunOnce(loopCtx); err != nil && loopCtx.Err() == nil {
-				w.logger.ErrorContext(loopCtx, "dead-letter retry failed", "error", err)
-			}
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-time.After(w.cfg.Interval):
-			}
-		}
-	}()
-	return nil
-}
+func (w *Worker) Start(ctx context.Context) error { return w.loop.Start(ctx) }
 
 // Stop ends the loop, bounded by ctx. Entries it claimed but did not submit
 // come due again when their lease passes.
-func (w *Worker) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	cancel, done := w.cancel, w.done
-	w.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop retry worker: %w", ctx.Err())
-	}
-}
+func (w *Worker) Stop(ctx context.Context) error { return w.loop.Stop(ctx) }
 
 // RunOnce retries the entries due now and returns how many documents it
 // submitted.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
 )
@@ -30,7 +31,7 @@ type CleanerConfig struct {
 // OutboxCleaner deletes published rows older than the retention. Failed rows
 // are never deleted: they wait for an operator.
 type OutboxCleaner struct {
-	periodic
+	lifecycle.Loop
 }
 
 // NewCleaner returns a cleaner; call Start to run it.
@@ -43,7 +44,7 @@ func NewCleaner(cfg CleanerConfig, repo *outbox.Repository, metrics *telemetry.M
 	}
 	logger = logger.With("component", "outbox_cleaner")
 	c := &OutboxCleaner{}
-	c.periodic = periodic{name: "outbox cleaner", interval: cfg.Interval, logger: logger, fn: func(ctx context.Context) {
+	c.Loop = lifecycle.Loop{Name: "outbox cleaner", Logger: logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
 		n, err := repo.CleanupPublished(ctx, cfg.Retention, cleanupChunk)
 		if n > 0 {
 			metrics.OutboxCleaned.Add(ctx, n)
@@ -52,6 +53,6 @@ func NewCleaner(cfg CleanerConfig, repo *outbox.Repository, metrics *telemetry.M
 		if err != nil && ctx.Err() == nil {
 			logger.ErrorContext(ctx, "outbox cleanup failed", "error", err)
 		}
-	}}
+	})}
 	return c
 }

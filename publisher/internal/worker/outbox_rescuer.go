@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
 )
@@ -32,7 +33,7 @@ type RescuerConfig struct {
 // pending, so they are published again: at-least-once delivery, with
 // duplicates only from the batch that was in flight.
 type OutboxRescuer struct {
-	periodic
+	lifecycle.Loop
 }
 
 // NewRescuer returns a rescuer; call Start to run it.
@@ -45,7 +46,7 @@ func NewRescuer(cfg RescuerConfig, repo *outbox.Repository, metrics *telemetry.M
 	}
 	logger = logger.With("component", "outbox_rescuer")
 	r := &OutboxRescuer{}
-	r.periodic = periodic{name: "outbox rescuer", interval: cfg.Interval, logger: logger, fn: func(ctx context.Context) {
+	r.Loop = lifecycle.Loop{Name: "outbox rescuer", Logger: logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
 		n, err := repo.Rescue(ctx, cfg.StaleAfter)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -57,6 +58,6 @@ func NewRescuer(cfg RescuerConfig, repo *outbox.Repository, metrics *telemetry.M
 			metrics.OutboxRescued.Add(ctx, n)
 			logger.WarnContext(ctx, "returned rows left publishing by a dead worker to pending", "rows", n, "stale_after", cfg.StaleAfter.String())
 		}
-	}}
+	})}
 	return r
 }

@@ -9,6 +9,9 @@
 #   scripts/run.sh status    which run, and their /ready answers
 #
 # Logs and pid files: $NC_STATE_DIR/app/<service>.{log,pid}.
+# Prometheus (Debian's `prometheus` package, when installed) scrapes them on
+# 127.0.0.1:${NC_PROMETHEUS_PORT:-9090} with deploy/prometheus/prometheus.native.yml;
+# data, log and pid under $NC_STATE_DIR/prometheus.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
@@ -41,6 +44,47 @@ wait_ready() {
   done
 }
 
+# ---- Prometheus (optional: only when the binary is installed) ------------------
+prom_dir() { echo "$NC_STATE_DIR/prometheus"; }
+prom_running() { [ -f "$(prom_dir)/prometheus.pid" ] && kill -0 "$(cat "$(prom_dir)/prometheus.pid")" 2>/dev/null; }
+
+prometheus_start() {
+  local port=${NC_PROMETHEUS_PORT:-9090} dir deadline
+  dir=$(prom_dir)
+  if ! command -v prometheus >/dev/null; then
+    say "prometheus not installed (apt-get install prometheus); not starting it"
+    return 0
+  fi
+  if prom_running; then
+    say "prometheus already running (pid $(cat "$dir/prometheus.pid"))"
+    return 0
+  fi
+  mkdir -p "$dir/data"
+  setsid prometheus --config.file="$root/deploy/prometheus/prometheus.native.yml" \
+    --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=7d \
+    --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle \
+    >>"$dir/prometheus.log" 2>&1 </dev/null &
+  echo $! >"$dir/prometheus.pid"
+  deadline=$((SECONDS + 30))
+  until curl -fsS "http://127.0.0.1:$port/-/ready" >/dev/null 2>&1; do
+    if ! prom_running || [ $SECONDS -ge $deadline ]; then
+      say "prometheus did not start; last lines of $dir/prometheus.log:"
+      tail -n 20 "$dir/prometheus.log" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  say "prometheus ready on http://127.0.0.1:$port (alerts: /alerts; log: $dir/prometheus.log)"
+}
+
+prometheus_stop() {
+  prom_running || return 0
+  kill -TERM "$(cat "$(prom_dir)/prometheus.pid")"
+  for _ in $(seq 1 60); do prom_running || break; sleep 0.5; done
+  rm -f "$(prom_dir)/prometheus.pid"
+  say "prometheus stopped"
+}
+
 start() {
   "$root/scripts/services.sh" up
   load_env
@@ -64,6 +108,7 @@ start() {
     wait_ready "$svc"
     say "$svc ready on http://127.0.0.1:${ports[$svc]} (log: $app/$svc.log)"
   done
+  prometheus_start
   "$bin/loader" -count "${LOADER_COUNT:-200}" -sources "${LOADER_SOURCES:-demo_news,demo_metro,demo_sports}"
   cat >&2 <<MSG
 
@@ -90,6 +135,7 @@ stop() {
     fi
     rm -f "$app/$svc.pid"
   done
+  prometheus_stop
 }
 
 status() {

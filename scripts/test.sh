@@ -30,6 +30,23 @@ for m in $modules; do
   (cd "$m" && go vet ./...)
 done
 
+status=0
+# ---- Prometheus configuration and alert rules (promtool) ---------------------
+# Debian's prometheus package ships promtool (and the prometheus binary the
+# Prometheus end-to-end test in e2e/ runs). RUNLEVEL=1 keeps its maintainer
+# scripts from starting a prometheus daemon on :9090.
+step "promtool: Prometheus configs, alert rules and rule unit tests"
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  echo "installing Debian's prometheus package (promtool)" >&2
+  { apt-get -o DPkg::Lock::Timeout=600 -q update &&
+    RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -q -y \
+      install --no-install-recommends prometheus; } >&2 || status=1
+fi
+promtool check config deploy/prometheus/prometheus.yml || status=1
+promtool check config deploy/prometheus/prometheus.native.yml || status=1
+promtool check rules deploy/prometheus/alerts.yml || status=1
+promtool test rules deploy/prometheus/alerts_test.yml || status=1
+
 gotestsum="$cache/bin/gotestsum"
 if [ ! -x "$gotestsum" ]; then
   step "installing gotestsum (once)"
@@ -40,7 +57,6 @@ fi
 step "go test -race (all modules)"
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
-status=0
 for m in $modules; do
   echo "-- $m" >&2
   (cd "$m" && go test -race -count=1 -timeout 20m -json ./... >>"$json") || status=1

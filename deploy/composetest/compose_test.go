@@ -45,6 +45,7 @@ var secrets = []string{
 	"CLASSIFIER_OUTBOX_DB_PASSWORD",
 	"PUBLISHER_DB_PASSWORD",
 	"INDEX_MANAGER_DB_PASSWORD",
+	"GRAFANA_ADMIN_PASSWORD",
 }
 
 func path(t *testing.T, rel string) string {
@@ -105,6 +106,7 @@ func TestProjectLoads(t *testing.T) {
 		"redis", "elasticsearch",
 		"classifier", "publisher", "index-manager",
 		"loader", "classifier-migrate", "publisher-migrate",
+		"prometheus", "grafana",
 	}
 	got := p.ServiceNames()
 	slices.Sort(want)
@@ -225,6 +227,8 @@ func TestNamedVolumes(t *testing.T) {
 		"postgres-index-manager": "/var/lib/postgresql/data",
 		"redis":                  "/data",
 		"elasticsearch":          "/usr/share/elasticsearch/data",
+		"prometheus":             "/prometheus",
+		"grafana":                "/var/lib/grafana",
 	}
 	for svc, target := range want {
 		found := false

@@ -462,6 +462,12 @@ func TestExportedMetricsDeclaredInServices(t *testing.T) {
 		}
 		sources[svc] = sb.String()
 	}
+	// Request metrics are named <service prefix> + a suffix declared in the
+	// shared HTTP server.
+	httpSrc, err := os.ReadFile(filepath.Join(root, "infrastructure", "httpserver", "metrics.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range loadExported(t) {
 		src, ok := sources[m.Service]
 		if !ok {
@@ -470,6 +476,9 @@ func TestExportedMetricsDeclaredInServices(t *testing.T) {
 		declared := strings.Contains(src, strconv.Quote(m.Name))
 		if !declared && m.Type == "counter" {
 			declared = strings.Contains(src, strconv.Quote(strings.TrimSuffix(m.Name, "_total")))
+		}
+		if prefix := strings.ReplaceAll(m.Service, "-", "_") + "_http_"; !declared && strings.HasPrefix(m.Name, prefix) {
+			declared = strings.Contains(string(httpSrc), strconv.Quote(strings.TrimPrefix(m.Name, strings.ReplaceAll(m.Service, "-", "_"))))
 		}
 		if !declared {
 			t.Errorf("%s (%s) is not declared in %s's code", m.Name, m.Type, m.Service)

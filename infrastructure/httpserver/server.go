@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/north-cloud/infrastructure/config"
 )
@@ -47,6 +48,9 @@ type Config struct {
 	ReadHeaderTimeout time.Duration
 	// ReadyTimeout bounds each /ready check. Defaults to 2s.
 	ReadyTimeout time.Duration
+	// Meter, when set, records <service>_http_requests_total and
+	// <service>_http_request_duration_seconds per route.
+	Meter metric.Meter
 }
 
 // ConfigFromEnv reads the listen address from addrVar (defaulting to
@@ -150,6 +154,15 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 	// from a header any client can forge.
 	if err := engine.SetTrustedProxies(nil); err != nil {
 		return nil, fmt.Errorf("new http server: %w", err)
+	}
+	// Request metrics go first, outside recovery, so that a request whose
+	// handler panicked is counted with the 500 recovery answers.
+	if cfg.Meter != nil {
+		mw, err := requestMetrics(cfg.Meter, cfg.ServiceName)
+		if err != nil {
+			return nil, fmt.Errorf("new http server: %w", err)
+		}
+		engine.Use(mw)
 	}
 	engine.Use(
 		recovery(logger),

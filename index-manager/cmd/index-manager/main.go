@@ -175,6 +175,7 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
+	cfg.HTTP.Meter = rt.Telemetry.Meter("http")
 	srv, err := httpserver.New(cfg.HTTP, log, rt.Telemetry.Handler(),
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "elasticsearch", Check: esclient.Ping(es)},

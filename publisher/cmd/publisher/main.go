@@ -122,6 +122,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	w := worker.New(cfg.Worker, repo, rdb, metrics, rt.Telemetry.Tracer("publisher"), log)
 
+	cfg.HTTP.Meter = rt.Telemetry.Meter("http")
 	srv, err := httpserver.New(cfg.HTTP, log, rt.Telemetry.Handler(),
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "redis", Check: redisclient.Ping(rdb)},

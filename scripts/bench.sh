@@ -22,14 +22,19 @@ BENCH_PACKAGES=(
 "$root/scripts/services.sh" up >&2
 eval "$("$root/scripts/services.sh" env)"
 
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+lines=$(mktemp)
+trap 'rm -f "$lines"' EXIT
 for entry in "${BENCH_PACKAGES[@]}"; do
   module=${entry%%:*}
   pkg=${entry#*:}
   echo "== $module $pkg" >&2
-  (cd "$root/$module" && go test -run '^$' -bench . -benchtime 1x -timeout 60m "$pkg") | tee -a "$out" >&2 |
-    sed -n "s/^/$module /p" >>"$out.lines" || { echo "benchmark $module $pkg failed" >&2; exit 1; }
+  # The full output goes to stderr as it comes; the benchmark result lines
+  # are kept, prefixed with the module, for the summary.
+  if ! (cd "$root/$module" && go test -run '^$' -bench . -benchtime 1x -timeout 60m "$pkg") 2>&1 |
+    tee /dev/stderr | sed -n "s/^Benchmark/$module Benchmark/p" >>"$lines"; then
+    echo "benchmark $module $pkg failed" >&2
+    exit 1
+  fi
 done
 
 # Lines look like: "<module> BenchmarkName-2  1  123 ns/op  4567 msgs/s ..."
@@ -42,5 +47,4 @@ awk '
       if (unit == "ns/op" || unit == "B/op" || unit == "allocs/op") continue
       printf "bench: %s/%s: %s %s\n", mod, name, $i, unit
     }
-  }' "$out.lines"
-rm -f "$out.lines"
+  }' "$lines"

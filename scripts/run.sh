@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh - run the whole system natively, without Docker: the backing services
-# (scripts/services.sh), then classifier, publisher and index-manager from
-# bin/ (built by `scripts/task build`) in the background, then demo raw
-# content from the loader so the pipeline visibly runs.
+# (scripts/services.sh), then classifier, publisher, index-manager and the
+# dashboard server (:3000) from bin/ (built by `scripts/task build`) in the
+# background, then demo raw content from the loader so the pipeline visibly
+# runs.
 #
 #   scripts/run.sh start     start (idempotent) and load demo data
 #   scripts/run.sh stop      stop the three services (SIGTERM, graceful)
@@ -15,8 +16,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin"
-services=(publisher classifier index-manager)
-declare -A ports=([classifier]=8071 [publisher]=8070 [index-manager]=8090)
+services=(publisher classifier index-manager dashboard)
+declare -A ports=([classifier]=8071 [publisher]=8070 [index-manager]=8090 [dashboard]=3000)
 
 say() { echo "run.sh: $*" >&2; }
 
@@ -85,6 +86,27 @@ prometheus_stop() {
   say "prometheus stopped"
 }
 
+# dashboard_setup builds dashboard/dist when it is missing or older than its
+# sources, and gives the dashboard an operator login: INDEX_MANAGER_ADMIN_*
+# from the environment, else user "admin" with a password generated once
+# into $app/admin.password.
+dashboard_setup() {
+  local dash="$root/dashboard"
+  if [ ! -f "$dash/dist/index.html" ] || [ -n "$(cd "$dash" && find src index.html package-lock.json vite.config.ts -newer dist/index.html 2>/dev/null | head -1)" ]; then
+    say "building the dashboard (npm ci && npm run build)"
+    (cd "$dash" && { [ -d node_modules ] && [ ! package-lock.json -nt node_modules/.package-lock.json ] || npm ci --no-audit --no-fund; } && npm run build) >&2
+  fi
+  export DASHBOARD_DIST="$dash/dist"
+  if [ -z "${INDEX_MANAGER_ADMIN_USER:-}" ]; then
+    if [ ! -s "$app/admin.password" ]; then
+      (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$app/admin.password")
+    fi
+    export INDEX_MANAGER_ADMIN_USER=admin
+    INDEX_MANAGER_ADMIN_PASSWORD_HASH=$(tr -d '\n' <"$app/admin.password" | "$bin/index-manager" hash-password)
+    export INDEX_MANAGER_ADMIN_PASSWORD_HASH
+  fi
+}
+
 start() {
   "$root/scripts/services.sh" up
   load_env
@@ -97,6 +119,7 @@ start() {
   # infrastructure/testenv), so `scripts/task test` can run beside this stack.
   export CLASSIFIER_INDEX_PATTERN="${CLASSIFIER_INDEX_PATTERN:-*_raw_content,-nctest*}"
   export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
+  dashboard_setup
   for svc in "${services[@]}"; do
     if running "$svc"; then
       say "$svc already running (pid $(cat "$app/$svc.pid"))"
@@ -112,7 +135,9 @@ start() {
   "$bin/loader" -count "${LOADER_COUNT:-200}" -sources "${LOADER_SOURCES:-demo_news,demo_metro,demo_sports}"
   cat >&2 <<MSG
 
-The pipeline is running. Watch documents arrive on Redis:
+The pipeline is running. Dashboard: http://127.0.0.1:3000 (user ${INDEX_MANAGER_ADMIN_USER:-admin},
+password in $app/admin.password unless INDEX_MANAGER_ADMIN_* were set).
+Watch documents arrive on Redis:
   redis-cli -u $REDIS_URL PSUBSCRIBE 'articles:*' 'content:*'
 and load more with:
   eval "\$(scripts/services.sh env)"; bin/loader -count 20 -sources demo_news

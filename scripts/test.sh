@@ -56,14 +56,39 @@ fi
 
 step "go test -race (all modules)"
 json=$(mktemp)
-trap 'rm -f "$json"' EXIT
+trap 'rm -f "$json" "${dashlog:-}"' EXIT
 for m in $modules; do
   echo "-- $m" >&2
   (cd "$m" && go test -race -count=1 -timeout 20m -json ./... >>"$json") || status=1
 done
 
+# Dashboard (dashboard/): type check, unit tests, production build, and the
+# browser end-to-end test, which starts its own copies of the services from
+# bin/ and drives Debian's chromium (installed here when missing).
+dashboard_checks() {
+  cd "$root/dashboard" || return 1
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund || return 1
+  fi
+  if [ ! -x /usr/bin/chromium ]; then
+    local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium ||
+      { $sudo apt-get update -q && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || return 1
+  fi
+  "$root/scripts/task" build || return 1
+  npm run typecheck || return 1
+  npm run test:unit || return 1
+  npm run build || return 1
+  npm run test:e2e || return 1
+}
+step "dashboard: typecheck, unit, build, e2e"
+dashlog=$(mktemp)
+(dashboard_checks) 2>&1 | tee "$dashlog"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
+
+
 # One summary over every module, in gotestsum's format.
-"$gotestsum" --format testname --raw-command -- cat "$json" || status=1
+"$gotestsum" --format pkgname --raw-command -- cat "$json" || status=1
 
 if [ "${CI:-}" = "true" ] && grep -q '"Action":"skip","Package":"[^"]*","Test"' "$json"; then
   echo "CI=true: these tests skipped, and CI must not pass by skipping:" >&2
@@ -71,5 +96,19 @@ if [ "${CI:-}" = "true" ] && grep -q '"Action":"skip","Package":"[^"]*","Test"' 
   status=1
 fi
 
+# One closing line over everything: Go tests (subtests included), the
+# dashboard's unit tests and its browser end-to-end test.
+go_pass=$(grep -c '"Action":"pass","Package":"[^"]*","Test"' "$json" || true)
+go_fail=$(grep -c '"Action":"fail","Package":"[^"]*","Test"' "$json" || true)
+unit_pass=$(sed -n 's/^vitest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p' "$dashlog" | tail -1)
+unit_fail=$(sed -n 's/^vitest: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p' "$dashlog" | tail -1)
+e2e_pass=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$dashlog" | tail -1)
+e2e_fail=$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$dashlog" | tail -1)
+passed=$((go_pass + ${unit_pass:-0} + ${e2e_pass:-0}))
+failed=$((go_fail + ${unit_fail:-0} + ${e2e_fail:-0}))
+if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
+  failed=1 # a step failed outside any counted test (vet, build, promtool, npm)
+fi
 echo "test.sh finished in $(( $(date +%s) - start ))s with status $status" >&2
+echo "tests: $passed passed, $failed failed"
 exit $status

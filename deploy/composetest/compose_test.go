@@ -106,7 +106,7 @@ func TestProjectLoads(t *testing.T) {
 		"redis", "elasticsearch",
 		"classifier", "publisher", "index-manager",
 		"loader", "classifier-migrate", "publisher-migrate",
-		"prometheus", "grafana",
+		"prometheus", "grafana", "dashboard",
 	}
 	got := p.ServiceNames()
 	slices.Sort(want)
@@ -461,10 +461,11 @@ func TestDockerignore(t *testing.T) {
 		"classifier/internal/migrations/0001_init.up.sql",
 		"publisher/go.mod", "publisher/cmd/publisher/main.go",
 		"index-manager/go.mod", "index-manager/cmd/index-manager/main.go",
+		"dashboard/package.json", "dashboard/package-lock.json", "dashboard/src/main.ts", "dashboard/server/go.mod",
 	}
 	kept := []string{
 		".env", ".env.example", ".git/config", "docker-compose.yml", "docs/configuration.md",
-		"dashboard/node_modules/x/index.js", "bin/classifier", "deploy/composetest/go.mod",
+		"dashboard/node_modules/x/index.js", "dashboard/dist/index.html", "bin/classifier", "deploy/composetest/go.mod",
 		"classifier/internal/rules/engine_test.go", "publisher/.env",
 	}
 	for _, p := range sent {
@@ -511,5 +512,36 @@ func TestDockerfiles(t *testing.T) {
 		if strings.Index(df, "go mod download") > strings.Index(df, "COPY "+name+"/ ") {
 			t.Errorf("%s/Dockerfile: sources copied before go mod download", name)
 		}
+	}
+}
+
+// The dashboard image builds the Vue app and the Go server in their own
+// stages and runs as non-root on :3000, like the service images.
+func TestDashboardDockerfile(t *testing.T) {
+	raw, err := os.ReadFile(path(t, "dashboard/Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(raw)
+	for _, want := range []string{
+		"FROM node:${NODE_VERSION}-bookworm-slim AS web",
+		"COPY dashboard/package.json dashboard/package-lock.json ./",
+		"RUN npm ci",
+		"RUN npm run build",
+		"FROM golang:${GO_VERSION}-bookworm AS build",
+		"CGO_ENABLED=0",
+		"COPY --from=web /web/dist /app/dist",
+		"FROM alpine:${ALPINE_VERSION}",
+		"USER 10001:10001",
+		"EXPOSE 3000",
+		"http://127.0.0.1:3000/health",
+		`CMD ["/app/dashboard"]`,
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("dashboard/Dockerfile: missing %q", want)
+		}
+	}
+	if strings.Index(df, "RUN npm ci") > strings.Index(df, "COPY dashboard/ ./") {
+		t.Error("dashboard/Dockerfile: sources copied before npm ci")
 	}
 }

@@ -1,0 +1,264 @@
+// End-to-end tests of the dashboard in headless Chromium against real
+// services (see harness.mjs). Steps run in order and share one browser
+// page, as an operator's session would; each saves a screenshot of its view
+// into docs/screenshots/.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { Harness, artifacts, screenshots, waitFor } from './harness.mjs'
+
+const h = new Harness()
+let page
+const metro = `${h.prefix}_metro`
+const sports = `${h.prefix}_sports`
+
+async function shot(name) {
+  await page.waitForTimeout(300) // let charts and toasts settle
+  await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: false })
+}
+
+async function goto(p) {
+  await page.goto(`${h.url}${p}`)
+}
+
+describe('dashboard', { concurrency: false }, () => {
+  before(async () => {
+    await h.start()
+    h.load(24, [metro, sports])
+    const ctx = await h.launchBrowser()
+    page = ctx.pages()[0] ?? (await ctx.newPage())
+  }, { timeout: 240_000 })
+
+  after(async () => {
+    await h.stop()
+  }, { timeout: 120_000 })
+
+  test('an unauthenticated visit redirects to login, and a wrong password is refused', async () => {
+    await goto('/indices')
+    await page.waitForURL(/\/login\?redirect=(%2F|\/)indices$/)
+    await page.getByLabel('Username').fill(h.username)
+    await page.getByLabel('Password').fill('wrong password')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByTestId('login-error').filter({ hasText: 'invalid username or password' }).waitFor()
+    await shot('login')
+  })
+
+  test('log in', async () => {
+    await page.getByLabel('Password').fill(h.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${h.url}/indices`)
+    await page.getByRole('heading', { name: 'Index Manager' }).waitFor()
+  })
+
+  test('see the indices the loader created, and their classified twins', async () => {
+    // The classifier creates the classified indices as it works.
+    await waitFor('classified indices', async () => {
+      await page.getByRole('button', { name: 'Reload' }).click()
+      return (await page.locator(`tr[data-index="${metro}_classified_content"]`).count()) === 1
+    }, { timeout: 60_000, interval: 1000 })
+    for (const name of [`${metro}_raw_content`, `${sports}_raw_content`, `${sports}_classified_content`]) {
+      await page.locator(`tr[data-index="${name}"]`).waitFor()
+    }
+    // Search narrows the list.
+    await page.getByTestId('index-search').fill(h.prefix)
+    await page.getByTestId('index-type').selectOption('raw_content')
+    await waitFor('only raw indices listed', async () => (await page.locator('tr[data-index]').count()) === 2)
+    await page.getByTestId('index-type').selectOption('all')
+    await page.locator(`tr[data-index="${metro}_raw_content"] [data-testid="doc-count"]`).filter({ hasText: /^\d+$/ }).waitFor()
+    await shot('indices')
+  })
+
+  test('inspect an index: mappings, settings and documents', async () => {
+    await page.getByRole('button', { name: `Details of ${metro}_raw_content` }).click()
+    const modal = page.getByTestId('modal')
+    await modal.getByRole('tab', { name: 'Mappings' }).click()
+    await modal.getByTestId('mappings').filter({ hasText: 'classification_status' }).waitFor()
+    await modal.getByRole('tab', { name: 'Documents' }).click()
+    await modal.getByTestId('document-list').locator('li').first().waitFor()
+    await shot('index-details')
+    await page.keyboard.press('Escape')
+    await modal.waitFor({ state: 'detached' })
+  })
+
+  test('run a text query and a JSON query, and open a document', async () => {
+    const found = await h.es('POST', `/${metro}_raw_content/_search`, { size: 1, sort: [{ crawled_at: 'asc' }] })
+    const hit = found.hits.hits[0]
+    assert.ok(hit, 'the loader wrote documents')
+    const word = hit._source.title.split(/\s+/).find((w) => /^[A-Za-z]{4,}$/.test(w)) ?? hit._source.title.split(/\s+/)[0]
+
+    await page.getByRole('button', { name: `Query ${metro}_raw_content` }).click()
+    await page.getByTestId('query-text').fill(word)
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('query-summary').filter({ hasText: 'text search' }).waitFor()
+    assert.ok((await page.getByTestId('query-results').locator('li').count()) >= 1, 'the text query finds documents')
+
+    await page.getByTestId('query-text').fill(JSON.stringify({ ids: { values: [hit._id] } }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('query-summary').filter({ hasText: /^\s*1 documents .* query DSL/ }).waitFor()
+    await shot('query-explorer')
+
+    await page.getByTestId('query-results').locator('li button').first().click()
+    const detail = page.getByTestId('document-detail')
+    await detail.filter({ hasText: hit._id }).waitFor()
+    await detail.getByRole('heading', { name: hit._source.title }).waitFor()
+    await shot('document')
+    await page.keyboard.press('Escape')
+    await detail.waitFor({ state: 'detached' })
+  })
+
+  test('create an index and delete it through the confirmation dialog', async () => {
+    const scratch = `${h.prefix}_scratch_raw_content`
+    await page.getByRole('tab', { name: 'Indices' }).click()
+    await page.getByRole('button', { name: 'Create index' }).click()
+    await page.getByLabel('Index name').fill(scratch)
+    await page.getByRole('button', { name: 'Create', exact: true }).click()
+    await page.locator(`tr[data-index="${scratch}"]`).waitFor()
+
+    await page.getByRole('button', { name: `Delete ${scratch}` }).click()
+    const dialog = page.getByTestId('confirm-dialog')
+    await dialog.getByTestId('delete-doc-count').filter({ hasText: '0 documents' }).waitFor()
+    await shot('delete-dialog')
+    // Cancel keeps it.
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+    await dialog.waitFor({ state: 'detached' })
+    assert.equal(await page.locator(`tr[data-index="${scratch}"]`).count(), 1)
+
+    await page.getByRole('button', { name: `Delete ${scratch}` }).click()
+    await page.getByTestId('confirm-action').click()
+    await page.locator(`tr[data-index="${scratch}"]`).waitFor({ state: 'detached' })
+    const res = await h.es('HEAD', `/${scratch}`).catch(() => null)
+    assert.deepEqual(res, {}, 'the index is gone from Elasticsearch')
+  })
+
+  test('create a rule, see it in the playground and in the classification of a new document', async () => {
+    const topic = `e2etopic_${h.id}`
+    const ruleName = `E2E rule ${h.id}`
+    await page.getByRole('link', { name: 'Rules' }).click()
+    await page.getByRole('heading', { name: 'Rules' }).waitFor()
+    await page.getByRole('button', { name: 'New rule' }).click()
+    const form = page.getByTestId('modal')
+    await form.getByLabel('Name').fill(ruleName)
+    await form.getByLabel('Topic').fill(topic)
+    const kw = form.getByLabel('Keywords')
+    await kw.fill('zorblax')
+    await kw.press('Enter')
+    await kw.fill('quantum heist')
+    await kw.press('Enter')
+    assert.equal(await page.getByTestId('chip').count(), 2)
+    await form.getByRole('button', { name: 'Create rule' }).click()
+    await page.locator(`tr[data-rule="${ruleName}"]`).waitFor()
+
+    // The playground runs on the live engine, which reloads within seconds.
+    const title = `Zorblax gang pulls off a quantum heist ${h.id}`
+    await page.getByTestId('playground-title').fill(title)
+    await page.getByTestId('playground-body').fill('Police say the zorblax crew planned the quantum heist for months.')
+    await waitFor('the new rule in the playground', async () => {
+      await page.getByRole('button', { name: 'Test rules' }).click()
+      await page.getByTestId('playground-result').waitFor()
+      return (await page.getByTestId('playground-matches').getByText(ruleName).count()) === 1
+    }, { timeout: 30_000, interval: 1000 })
+    assert.ok((await page.getByTestId('playground-result').locator('mark').count()) >= 4, 'matched keywords are highlighted')
+    await shot('rules')
+
+    // A newly loaded document gets the rule's topic.
+    const id = await h.writeRawDocument(metro, { title, raw_text: 'Police say the zorblax crew planned the quantum heist for months. '.repeat(8) })
+    await page.getByRole('link', { name: 'Index Manager' }).click()
+    await page.getByRole('tab', { name: 'Query Explorer' }).click()
+    await page.getByTestId('query-index').selectOption(`${metro}_classified_content`)
+    await page.getByTestId('query-text').fill(JSON.stringify({ term: { topics: topic } }))
+    await waitFor('the new document classified with the rule topic', async () => {
+      await page.getByRole('button', { name: 'Run query' }).click()
+      await page.getByTestId('query-summary').waitFor()
+      return /^\s*1 documents/.test(await page.getByTestId('query-summary').innerText())
+    }, { timeout: 60_000, interval: 1000 })
+    await page.getByTestId('query-results').locator('li button').first().click()
+    await page.getByTestId('document-detail').filter({ hasText: id }).filter({ hasText: topic }).waitFor()
+    await page.keyboard.press('Escape')
+  })
+
+  test('see a dead-letter entry and retry it', async () => {
+    const id = await h.writeRawDocument(metro, { url: 'ftp://x', title: `Bad scheme ${h.id}` })
+    await page.getByRole('link', { name: 'Dead letters' }).click()
+    const row = page.locator(`tr[data-dlq="${id}"]`)
+    await row.waitFor({ timeout: 60_000 })
+    await row.getByText('VALIDATION_ERROR').waitFor()
+    await page.getByRole('button', { name: `Error details of ${id}` }).click()
+    await page.getByTestId('dlq-error').first().waitFor()
+    // Selecting a row pauses the auto-refresh.
+    await page.getByRole('checkbox', { name: `Select ${id}` }).check()
+    await page.getByTestId('refresh-paused').waitFor()
+    await shot('dlq')
+    await page.getByRole('checkbox', { name: `Select ${id}` }).uncheck()
+    await page.getByRole('button', { name: `Retry ${id}` }).click()
+    await page.getByText(`Re-queued ${id}`).waitFor()
+  })
+
+  test('see outbox counts move as documents are published', async () => {
+    await page.getByRole('link', { name: 'Outbox' }).click()
+    const published = page.getByTestId('outbox-published').getByTestId('stat-value')
+    await published.filter({ hasText: /^\s*[1-9][\d,]*\s*$/ }).waitFor()
+    const before = Number((await published.innerText()).replace(/\D/g, ''))
+    h.load(6, [`${h.prefix}_late`])
+    await waitFor('the published count to grow by 6', async () => Number((await published.innerText()).replace(/\D/g, '')) >= before + 6, { timeout: 60_000, interval: 500 })
+    await page.getByTestId('channels').locator('li').first().waitFor()
+    await shot('outbox')
+  })
+
+  test('the overview, sources and audit log show the pipeline', async () => {
+    await page.getByRole('link', { name: 'Overview' }).click()
+    await page.getByTestId('overview-stats').getByTestId('stat-value').first().filter({ hasText: /[1-9]/ }).waitFor()
+    await page.locator('canvas').first().waitFor()
+    await page.waitForTimeout(1500)
+    await shot('overview')
+
+    await page.getByRole('link', { name: 'Sources' }).click()
+    try {
+      await page.locator(`tr[data-source="${metro}"]`).waitFor({ timeout: 45_000 })
+    } catch (e) {
+      await page.screenshot({ path: path.join(artifacts, 'failed-sources.png') })
+      console.error(page.url(), await page.locator('main').innerText().catch(() => ''))
+      throw e
+    }
+    await shot('sources')
+
+    await page.getByRole('link', { name: 'Audit log' }).click()
+    await page.locator(`tr[data-audit="create:${h.prefix}_scratch_raw_content"]`).waitFor()
+    await page.locator(`tr[data-audit="delete:${h.prefix}_scratch_raw_content"]`).waitFor()
+    await shot('audit')
+  })
+
+  test('dark mode', async () => {
+    await page.getByRole('link', { name: 'Index Manager' }).click()
+    await page.getByRole('button', { name: 'Switch to dark mode' }).click()
+    assert.equal(await page.evaluate(() => document.documentElement.classList.contains('dark')), true)
+    await page.getByRole('tab', { name: 'Indices' }).click()
+    await page.locator(`tr[data-index="${metro}_raw_content"]`).waitFor()
+    await shot('indices-dark')
+    await page.getByRole('button', { name: 'Switch to light mode' }).click()
+  })
+
+  test('signing out, or a 401 from any service, returns to the login page', async () => {
+    await page.evaluate(() => {
+      const s = JSON.parse(localStorage.getItem('nc-session'))
+      s.token = 'not-a-valid-token'
+      localStorage.setItem('nc-session', JSON.stringify(s))
+    })
+    await goto('/dlq')
+    await page.waitForURL(/\/login\?redirect=(%2F|\/)dlq$/)
+    await page.getByText('Your session has expired').waitFor()
+  })
+
+  test('read-only mode hides destructive actions', async () => {
+    const ro = await page.context().newPage()
+    // Another origin: the session does not carry over, so sign in there too.
+    await ro.goto(`http://${h.readOnlyDashboard.addr}/indices`)
+    await ro.getByLabel('Username').fill(h.username)
+    await ro.getByLabel('Password').fill(h.password)
+    await ro.getByRole('button', { name: 'Sign in' }).click()
+    await ro.getByTestId('read-only-badge').waitFor()
+    await ro.locator(`tr[data-index="${metro}_raw_content"]`).waitFor()
+    assert.equal(await ro.getByRole('button', { name: /^Delete / }).count(), 0)
+    assert.equal(await ro.getByRole('button', { name: 'Create index' }).count(), 0)
+    await ro.close()
+  })
+})

@@ -1,0 +1,278 @@
+// The e2e harness: its own copies of the classifier, publisher,
+// index-manager and dashboard server on free ports, fresh Postgres
+// databases, a unique Elasticsearch prefix, and headless Chromium (Debian's
+// package, driven by playwright-core). Everything is removed at the end.
+import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const dashboardDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+export const root = path.resolve(dashboardDir, '..')
+export const bin = path.join(root, 'bin')
+export const artifacts = path.join(dashboardDir, 'e2e', '.artifacts')
+export const screenshots = path.join(dashboardDir, 'docs', 'screenshots')
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** Waits until fn returns a truthy value, or throws naming what. */
+export async function waitFor(what, fn, { timeout = 60_000, interval = 300 } = {}) {
+  const deadline = Date.now() + timeout
+  let last
+  for (;;) {
+    try {
+      const v = await fn()
+      if (v) return v
+    } catch (e) {
+      last = e
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last.message}` : ''}`)
+    await sleep(interval)
+  }
+}
+
+/** The services' settings: from the environment, else from scripts/services.sh. */
+export function serviceEnv() {
+  if (process.env.POSTGRES_ADMIN_URL && process.env.ELASTICSEARCH_URL && process.env.JWT_SECRET && process.env.REDIS_URL) {
+    return process.env
+  }
+  execFileSync(path.join(root, 'scripts', 'services.sh'), ['up'], { stdio: ['ignore', 'inherit', 'inherit'] })
+  const out = execFileSync(path.join(root, 'scripts', 'services.sh'), ['env'], { encoding: 'utf8' })
+  const env = { ...process.env }
+  for (const line of out.split('\n')) {
+    const m = /^export ([A-Z_]+)='(.*)'$/.exec(line.trim())
+    if (m) env[m[1]] = m[2]
+  }
+  return env
+}
+
+/** Builds bin/ when a binary is missing (scripts/task build does the same). */
+export function ensureBinaries() {
+  const need = { classifier: 'classifier', publisher: 'publisher', 'index-manager': 'index-manager', loader: 'classifier', dashboard: 'dashboard/server' }
+  for (const [name, module] of Object.entries(need)) {
+    if (existsSync(path.join(bin, name))) continue
+    execFileSync('go', ['build', '-o', `${bin}/`, './cmd/...'], { cwd: path.join(root, module), stdio: 'inherit' })
+  }
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+function dbURL(adminURL, name) {
+  const u = new URL(adminURL)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+function withUser(dsn, user, password) {
+  const u = new URL(dsn)
+  u.username = user
+  u.password = password
+  return u.toString()
+}
+
+function psql(adminURL, sql) {
+  execFileSync('psql', [adminURL, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+export class Harness {
+  constructor() {
+    this.id = randomBytes(4).toString('hex')
+    // nctest: the prefix every test index uses, which a native stack running
+    // beside the tests leaves alone (scripts/run.sh, infrastructure/testenv).
+    this.prefix = `nctest${this.id}`
+    this.procs = []
+    this.databases = []
+    this.cleanups = []
+  }
+
+  async start() {
+    this.env = serviceEnv()
+    ensureBinaries()
+    mkdirSync(artifacts, { recursive: true })
+    mkdirSync(screenshots, { recursive: true })
+    const admin = this.env.POSTGRES_ADMIN_URL
+    const db = (svc) => {
+      const name = `${this.prefix}_${svc}`
+      psql(admin, `CREATE DATABASE ${name}`)
+      this.databases.push(name)
+      return dbURL(admin, name)
+    }
+    const classifierDB = db('classifier')
+    const publisherDB = db('publisher')
+    const indexManagerDB = db('index_manager')
+
+    this.username = 'operator'
+    this.password = `pw-${randomBytes(6).toString('hex')}`
+    const hash = execFileSync(path.join(bin, 'index-manager'), ['hash-password'], { input: this.password, encoding: 'utf8' }).trim()
+
+    const base = { LOG_FORMAT: 'text', LOG_LEVEL: 'info' }
+    // The publisher first: its migrations create the outbox the classifier writes to.
+    this.publisher = await this.service('publisher', 'PUBLISHER_HTTP_ADDR', {
+      ...base,
+      PUBLISHER_DATABASE_URL: publisherDB,
+      PUBLISHER_OUTBOX_POLL_INTERVAL: '200ms',
+    })
+    this.classifier = await this.service('classifier', 'CLASSIFIER_HTTP_ADDR', {
+      ...base,
+      CLASSIFIER_DATABASE_URL: classifierDB,
+      CLASSIFIER_OUTBOX_DATABASE_URL: withUser(publisherDB, 'classifier', 'classifier'),
+      CLASSIFIER_INDEX_PATTERN: `${this.prefix}*_raw_content`,
+      CLASSIFIER_POLL_INTERVAL: '200ms',
+      CLASSIFIER_DLQ_RETRY_INTERVAL: '1s',
+      CLASSIFIER_REPUTATION_REFRESH: '1s',
+      CLASSIFIER_ID: `e2e-${this.prefix}`,
+    })
+    this.indexManager = await this.service('index-manager', 'INDEX_MANAGER_HTTP_ADDR', {
+      ...base,
+      INDEX_MANAGER_DATABASE_URL: indexManagerDB,
+      INDEX_MANAGER_ADMIN_USER: this.username,
+      INDEX_MANAGER_ADMIN_PASSWORD_HASH: hash,
+    })
+    const upstreams = {
+      CLASSIFIER_URL: `http://${this.classifier.addr}`,
+      PUBLISHER_URL: `http://${this.publisher.addr}`,
+      INDEX_MANAGER_URL: `http://${this.indexManager.addr}`,
+      DASHBOARD_DIST: path.join(dashboardDir, 'dist'),
+    }
+    this.dashboard = await this.service('dashboard', 'DASHBOARD_ADDR', upstreams)
+    this.readOnlyDashboard = await this.service('dashboard', 'DASHBOARD_ADDR', { ...upstreams, DASHBOARD_READ_ONLY: 'true' }, 'dashboard-read-only')
+    this.url = `http://${this.dashboard.addr}`
+    return this
+  }
+
+  async service(binary, addrVar, env, label = binary) {
+    const port = await freePort()
+    const addr = `127.0.0.1:${port}`
+    const log = createWriteStream(path.join(artifacts, `${this.prefix}-${label}.log`))
+    const child = spawn(path.join(bin, binary), [], {
+      env: { ...this.env, ...env, [addrVar]: addr },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    child.stdout.pipe(log)
+    child.stderr.pipe(log)
+    const proc = { label, addr, child, exited: false }
+    child.on('exit', () => { proc.exited = true })
+    this.procs.push(proc)
+    await waitFor(`${label} /ready`, async () => {
+      if (proc.exited) throw new Error(`${label} exited; see ${log.path}`)
+      const res = await fetch(`http://${addr}/ready`)
+      return res.ok
+    })
+    return proc
+  }
+
+  /** Calls Elasticsearch's REST API. */
+  async es(method, p, body) {
+    const res = await fetch(`${this.env.ELASTICSEARCH_URL}${p}`, {
+      method,
+      headers: { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    })
+    const text = await res.text()
+    if (!res.ok && res.status !== 404) throw new Error(`ES ${method} ${p}: ${res.status} ${text}`)
+    return text ? JSON.parse(text) : {}
+  }
+
+  /** Writes one raw document as the crawler would, pending classification. */
+  async writeRawDocument(source, doc) {
+    const id = doc.id ?? `${this.prefix}-${randomBytes(6).toString('hex')}`
+    const now = new Date().toISOString()
+    const text = doc.raw_text ?? 'A test article body with enough words to be classified as content by the pipeline.'
+    await this.es('PUT', `/${source}_raw_content/_doc/${encodeURIComponent(id)}?refresh=true`, {
+      id,
+      url: doc.url ?? `https://example.org/${id}`,
+      source_name: source,
+      title: doc.title ?? 'Test article',
+      raw_text: text,
+      og_type: 'article',
+      published_date: now,
+      crawled_at: now,
+      word_count: text.split(/\s+/).length,
+      classification_status: 'pending',
+    })
+    return id
+  }
+
+  load(count, sources) {
+    return execFileSync(path.join(bin, 'loader'), ['-count', String(count), '-sources', sources.join(','), '-refresh'], {
+      env: this.env,
+      encoding: 'utf8',
+    })
+  }
+
+  async api(service, method, p, body, token) {
+    const res = await fetch(`${this.url}/api/${service}${p}`, {
+      method,
+      headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const text = await res.text()
+    return { status: res.status, body: text ? JSON.parse(text) : null }
+  }
+
+  async launchBrowser() {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`)
+    const { chromium } = await import('playwright-core')
+    const profile = mkdtempSync(path.join(tmpdir(), 'nc-e2e-chromium-'))
+    this.cleanups.push(() => rmSync(profile, { recursive: true, force: true }))
+    this.context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1440, height: 900 },
+      args: [
+        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      ],
+    })
+    this.context.setDefaultTimeout(20_000)
+    return this.context
+  }
+
+  async stop() {
+    const errors = []
+    try {
+      await this.context?.close()
+    } catch (e) {
+      errors.push(e)
+    }
+    await Promise.all(
+      this.procs.reverse().map(
+        (p) =>
+          new Promise((resolve) => {
+            if (p.exited) return resolve()
+            const t = setTimeout(() => { p.child.kill('SIGKILL'); resolve() }, 30_000)
+            p.child.once('exit', () => { clearTimeout(t); resolve() })
+            p.child.kill('SIGTERM')
+          }),
+      ),
+    )
+    for (const name of this.databases) {
+      try {
+        psql(this.env.POSTGRES_ADMIN_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      } catch (e) {
+        errors.push(e)
+      }
+    }
+    try {
+      await this.es('DELETE', `/${this.prefix}*?allow_no_indices=true&expand_wildcards=all`)
+    } catch (e) {
+      errors.push(e)
+    }
+    for (const fn of this.cleanups) fn()
+    if (errors.length) console.error('e2e cleanup problems:', errors.map((e) => e.message).join('; '))
+  }
+}

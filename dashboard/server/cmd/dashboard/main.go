@@ -1,0 +1,58 @@
+// Command dashboard serves the built dashboard (dashboard/dist) on :3000 and
+// proxies /api/classifier, /api/publisher and /api/index-manager to the
+// services. See package server for the settings.
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	server "github.com/north-cloud/dashboard-server"
+)
+
+// shutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+const shutdownTimeout = 15 * time.Second
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("service", "dashboard")
+	cfg, err := server.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		logger.Error("invalid configuration", "error", err)
+		os.Exit(2)
+	}
+	handler, err := server.New(cfg, logger)
+	if err != nil {
+		logger.Error("invalid configuration", "error", err)
+		os.Exit(2)
+	}
+	srv := &http.Server{Addr: cfg.Addr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	logger.Info("dashboard listening", "addr", cfg.Addr, "dist", cfg.Dist, "classifier", cfg.ClassifierURL,
+		"publisher", cfg.PublisherURL, "index_manager", cfg.IndexManagerURL, "read_only", cfg.ReadOnly)
+
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("server failed", "error", err)
+			os.Exit(1)
+		}
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			logger.Error("shutdown", "error", err)
+			os.Exit(1)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+// Package server serves the dashboard's built files (dist/) and proxies the
+// three service APIs under one origin, so the browser never makes a
+// cross-origin call: /api/classifier/*, /api/publisher/* and
+// /api/index-manager/* go to the services with the prefix stripped.
+// Everything else is a file of dist/, or index.html for the single-page
+// app's own routes.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	AddrDefault          = ":3000"
+	DistDefault          = "dist"
+	ClassifierURLDefault = "http://127.0.0.1:8071"
+	PublisherURLDefault  = "http://127.0.0.1:8070"
+	IndexManagerDefault  = "http://127.0.0.1:8090"
+	// ProxyTimeoutDefault bounds how long a service may take to start
+	// answering a proxied request.
+	ProxyTimeoutDefault = 60 * time.Second
+)
+
+// Config configures the server.
+type Config struct {
+	// Addr is the listen address. Defaults to AddrDefault.
+	Addr string
+	// Dist is the directory of `npm run build`'s output. Defaults to
+	// DistDefault.
+	Dist string
+	// ClassifierURL, PublisherURL and IndexManagerURL are the services'
+	// base URLs. Default to ClassifierURLDefault, PublisherURLDefault and
+	// IndexManagerDefault.
+	ClassifierURL   string
+	PublisherURL    string
+	IndexManagerURL string
+	// ReadOnly hides destructive actions in the dashboard (served as
+	// /config.json). It is a convenience for operators, not a security
+	// boundary: the services' own authorization still applies.
+	ReadOnly bool
+	// ProxyTimeout bounds the wait for a service's response headers.
+	// Defaults to ProxyTimeoutDefault.
+	ProxyTimeout time.Duration
+}
+
+// ConfigFromEnv reads DASHBOARD_ADDR, DASHBOARD_DIST, CLASSIFIER_URL,
+// PUBLISHER_URL, INDEX_MANAGER_URL and DASHBOARD_READ_ONLY.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		Addr:            getenv("DASHBOARD_ADDR"),
+		Dist:            getenv("DASHBOARD_DIST"),
+		ClassifierURL:   getenv("CLASSIFIER_URL"),
+		PublisherURL:    getenv("PUBLISHER_URL"),
+		IndexManagerURL: getenv("INDEX_MANAGER_URL"),
+	}
+	switch strings.ToLower(strings.TrimSpace(getenv("DASHBOARD_READ_ONLY"))) {
+	case "", "0", "false", "no", "off":
+	case "1", "true", "yes", "on":
+		c.ReadOnly = true
+	default:
+		return c, fmt.Errorf("DASHBOARD_READ_ONLY: must be true or false (got %q)", getenv("DASHBOARD_READ_ONLY"))
+	}
+	c.setDefaults()
+	return c, c.validate()
+}
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = AddrDefault
+	}
+	if c.Dist == "" {
+		c.Dist = DistDefault
+	}
+	if c.ClassifierURL == "" {
+		c.ClassifierURL = ClassifierURLDefault
+	}
+	if c.PublisherURL == "" {
+		c.PublisherURL = PublisherURLDefault
+	}
+	if c.IndexManagerURL == "" {
+		c.IndexManagerURL = IndexManagerDefault
+	}
+	if c.ProxyTimeout == 0 {
+		c.ProxyTimeout = ProxyTimeoutDefault
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	for name, raw := range map[string]string{"CLASSIFIER_URL": c.ClassifierURL, "PUBLISHER_URL": c.PublisherURL, "INDEX_MANAGER_URL": c.IndexManagerURL} {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s: must be an http(s) URL (got %q)", name, raw))
+		}
+	}
+	if c.ProxyTimeout < 0 {
+		errs = append(errs, errors.New("ProxyTimeout: must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// New returns the dashboard's handler.
+func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dashboard server: %w", err)
+	}
+	mux := http.NewServeMux()
+	upstreams := []struct{ prefix, target string }{
+		{"/api/classifier", cfg.ClassifierURL},
+		{"/api/publisher", cfg.PublisherURL},
+		{"/api/index-manager", cfg.IndexManagerURL},
+	}
+	for _, u := range upstreams {
+		target, _ := url.Parse(u.target)
+		mux.Handle(u.prefix+"/", newProxy(u.prefix, target, cfg.ProxyTimeout, logger))
+	}
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no service is mounted at "+r.URL.Path)
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		if _, err := os.Stat(filepath.Join(cfg.Dist, "index.html")); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": []string{"dist"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, map[string]bool{"read_only": cfg.ReadOnly})
+	})
+	mux.Handle("/", spa(cfg.Dist))
+	return securityHeaders(mux), nil
+}
+
+// newProxy forwards prefix/* to target/*, keeping the escaped path intact
+// (index names and document ids may hold escaped characters).
+func newProxy(prefix string, target *url.URL, timeout time.Duration, logger *slog.Logger) http.Handler {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.ResponseHeaderTimeout = timeout
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			p := strings.TrimPrefix(r.In.URL.Path, prefix)
+			raw := strings.TrimPrefix(r.In.URL.EscapedPath(), prefix)
+			r.SetURL(target)
+			r.Out.URL.Path = joinPath(target.Path, p)
+			r.Out.URL.RawPath = joinPath(target.EscapedPath(), raw)
+			if r.Out.URL.RawPath == r.Out.URL.Path {
+				r.Out.URL.RawPath = ""
+			}
+			r.SetXForwarded()
+		},
+		Transport: transport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			logger.WarnContext(r.Context(), "upstream unavailable", "upstream", target.Host, "path", r.URL.Path, "error", err)
+			writeError(w, http.StatusBadGateway, "upstream_unavailable",
+				fmt.Sprintf("the service behind %s is unavailable", prefix))
+		},
+	}
+}
+
+func joinPath(base, p string) string {
+	if p == "" {
+		p = "/"
+	}
+	return strings.TrimSuffix(base, "/") + p
+}
+
+// spa serves files of dist, and index.html for any path that is not a file
+// (the app's own routes, such as /indices). Hashed assets are cached for a
+// year; index.html never, so a new build is picked up at once.
+func spa(dist string) http.Handler {
+	root := os.DirFS(dist)
+	files := http.FileServerFS(root)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed")
+			return
+		}
+		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		if name != "" && name != "index.html" {
+			if st, err := fs.Stat(root, name); err == nil && !st.IsDir() {
+				if strings.HasPrefix(name, "assets/") {
+					w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+				}
+				files.ServeHTTP(w, r)
+				return
+			}
+			if strings.HasPrefix(name, "assets/") || path.Ext(name) != "" {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		index, err := fs.ReadFile(root, "index.html")
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "not_built", "the dashboard is not built: run `npm run build` in dashboard/")
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(index)
+		}
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in the services' error shape.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
+}

@@ -1,0 +1,178 @@
+package server_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	server "github.com/north-cloud/dashboard-server"
+)
+
+type bundle struct {
+	srv       *httptest.Server
+	upstreams map[string]*[]string // name -> request URIs it saw
+}
+
+// setup starts the dashboard server over a fake dist/ and three upstreams
+// that echo the request they got.
+func setup(t *testing.T, readOnly bool) bundle {
+	t.Helper()
+	dist := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dist, "index.html"), []byte("<html>app</html>"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(dist, "assets"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dist, "assets", "app-abc.js"), []byte("console.log(1)"), 0o644))
+
+	b := bundle{upstreams: map[string]*[]string{}}
+	urls := map[string]string{}
+	for _, name := range []string{"classifier", "publisher", "index-manager"} {
+		seen := &[]string{}
+		b.upstreams[name] = seen
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			*seen = append(*seen, r.RequestURI)
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]string{
+				"service": name, "uri": r.RequestURI, "auth": r.Header.Get("Authorization"), "method": r.Method,
+			})
+		}))
+		t.Cleanup(up.Close)
+		urls[name] = up.URL
+	}
+	h, err := server.New(server.Config{
+		Dist: dist, ClassifierURL: urls["classifier"], PublisherURL: urls["publisher"],
+		IndexManagerURL: urls["index-manager"], ReadOnly: readOnly,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(t, err)
+	b.srv = httptest.NewServer(h)
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, url string, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(body)
+}
+
+func TestProxyStripsPrefixAndKeepsTheRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	tests := []struct{ path, service, wantURI string }{
+		{"/api/classifier/api/v1/rules?enabled=true", "classifier", "/api/v1/rules?enabled=true"},
+		{"/api/publisher/api/v1/outbox/stats", "publisher", "/api/v1/outbox/stats"},
+		{"/api/index-manager/api/v1/indices/a%2Fb_raw_content", "index-manager", "/api/v1/indices/a%2Fb_raw_content"},
+		{"/api/classifier/metrics", "classifier", "/metrics"},
+	}
+	for _, tt := range tests {
+		status, _, body := get(t, b.srv.URL+tt.path, "Authorization", "Bearer tok")
+		if status != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", tt.path, status, body)
+		}
+		var got map[string]string
+		must(t, json.Unmarshal([]byte(body), &got))
+		if got["service"] != tt.service || got["uri"] != tt.wantURI || got["auth"] != "Bearer tok" {
+			t.Errorf("%s reached %+v, want %s %s with the token", tt.path, got, tt.service, tt.wantURI)
+		}
+	}
+}
+
+func TestSPAFallbackAndFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	for _, p := range []string{"/", "/indices", "/dlq?source=x", "/index.html"} {
+		status, h, body := get(t, b.srv.URL+p)
+		if status != http.StatusOK || body != "<html>app</html>" || h.Get("Cache-Control") != "no-cache" {
+			t.Errorf("GET %s = %d %q (cache %q), want index.html", p, status, body, h.Get("Cache-Control"))
+		}
+	}
+	status, h, body := get(t, b.srv.URL+"/assets/app-abc.js")
+	if status != http.StatusOK || body != "console.log(1)" || !strings.Contains(h.Get("Cache-Control"), "immutable") {
+		t.Errorf("asset = %d %q %q", status, body, h.Get("Cache-Control"))
+	}
+	if status, _, _ := get(t, b.srv.URL+"/assets/missing.js"); status != http.StatusNotFound {
+		t.Errorf("missing asset = %d, want 404", status)
+	}
+	if status, _, _ := get(t, b.srv.URL+"/../../etc/passwd"); status != http.StatusOK {
+		t.Errorf("path traversal answered %d; want the app (cleaned path)", status)
+	}
+	status, _, body = get(t, b.srv.URL+"/api/other/x")
+	if status != http.StatusNotFound || !strings.Contains(body, `"code":"not_found"`) {
+		t.Errorf("unknown api = %d %s", status, body)
+	}
+}
+
+func TestHealthReadyAndConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	if status, _, body := get(t, b.srv.URL+"/health"); status != 200 || !strings.Contains(body, "ok") {
+		t.Errorf("/health = %d %s", status, body)
+	}
+	if status, _, _ := get(t, b.srv.URL+"/ready"); status != 200 {
+		t.Errorf("/ready = %d", status)
+	}
+	status, h, body := get(t, b.srv.URL+"/config.json")
+	if status != 200 || strings.TrimSpace(body) != `{"read_only":true}` || h.Get("Cache-Control") != "no-store" {
+		t.Errorf("/config.json = %d %s", status, body)
+	}
+}
+
+func TestUpstreamDownIs502InTheErrorShape(t *testing.T) {
+	t.Parallel()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	h, err := server.New(server.Config{Dist: t.TempDir(), ClassifierURL: dead.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	status, _, body := get(t, srv.URL+"/api/classifier/api/v1/rules")
+	if status != http.StatusBadGateway || !strings.Contains(body, `"code":"upstream_unavailable"`) {
+		t.Errorf("dead upstream = %d %s", status, body)
+	}
+	// Without a build, /ready names it and pages say how to build.
+	if status, _, _ := get(t, srv.URL+"/ready"); status != http.StatusServiceUnavailable {
+		t.Errorf("/ready without dist = %d, want 503", status)
+	}
+	if status, _, body := get(t, srv.URL+"/indices"); status != http.StatusServiceUnavailable || !strings.Contains(body, "npm run build") {
+		t.Errorf("page without dist = %d %s", status, body)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	c, err := server.ConfigFromEnv(env(map[string]string{}))
+	if err != nil || c.Addr != ":3000" || c.ClassifierURL != server.ClassifierURLDefault || c.ReadOnly {
+		t.Errorf("defaults = %+v, %v", c, err)
+	}
+	c, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "true", "DASHBOARD_ADDR": "127.0.0.1:1"}))
+	if err != nil || !c.ReadOnly || c.Addr != "127.0.0.1:1" {
+		t.Errorf("read only = %+v, %v", c, err)
+	}
+	_, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "maybe", "PUBLISHER_URL": "ftp://x"}))
+	if err == nil || !strings.Contains(err.Error(), "DASHBOARD_READ_ONLY") {
+		t.Errorf("bad read-only: %v", err)
+	}
+	_, err = server.ConfigFromEnv(env(map[string]string{"PUBLISHER_URL": "ftp://x"}))
+	if err == nil || !strings.Contains(err.Error(), "PUBLISHER_URL") {
+		t.Errorf("bad url: %v", err)
+	}
+}

@@ -1,0 +1,42 @@
+import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
+import type {
+  ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
+  DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
+  RuleTestResponse, SourceListResponse, SourceReputation,
+} from '@/types/classifier'
+
+/** Root of the classifier behind the dashboard's same-origin proxy. */
+export const CLASSIFIER_ROOT = '/api/classifier'
+
+export function createClassifierApi(http: HttpClient) {
+  return {
+    listRules: (filter: RuleFilter = {}) => http.get<RuleListResponse>('/api/v1/rules', { ...filter }),
+    getRule: (id: number) => http.get<Rule>(`/api/v1/rules/${seg(id)}`),
+    createRule: (input: RuleInput) => http.post<Rule>('/api/v1/rules', input),
+    updateRule: (id: number, input: RuleInput) => http.put<Rule>(`/api/v1/rules/${seg(id)}`, input),
+    deleteRule: (id: number) => http.delete<void>(`/api/v1/rules/${seg(id)}`),
+    setRuleEnabled: (id: number, enabled: boolean) =>
+      http.post<Rule>(`/api/v1/rules/${seg(id)}/${enabled ? 'enable' : 'disable'}`),
+    testRules: (req: RuleTestRequest) => http.post<RuleTestResponse>('/api/v1/rules/test', req),
+    classify: (doc: Record<string, unknown>) => http.post<ClassifyResponse>('/api/v1/classify', doc),
+
+    listDeadLetters: (params: DeadLetterListParams = {}) => http.get<DeadLetterListResponse>('/api/v1/dlq', { ...params }),
+    deadLetterStats: () => http.get<DeadLetterStats>('/api/v1/dlq/stats'),
+    requeueDeadLetter: (id: string) => http.post<RequeueResponse>(`/api/v1/dlq/${seg(id)}/requeue`),
+    /** Re-queues every entry matching filter; an empty filter re-queues all. */
+    requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<RequeueResponse>('/api/v1/dlq/requeue', filter),
+    deleteDeadLetter: (id: string) => http.delete<void>(`/api/v1/dlq/${seg(id)}`),
+
+    listSources: () => http.get<SourceListResponse>('/api/v1/sources'),
+    getSource: (name: string) => http.get<SourceReputation>(`/api/v1/sources/${seg(name)}`),
+    stats: (window = '1h', interval = '1m') => http.get<ClassificationStats>('/api/v1/stats', { window, interval }),
+    /** Prometheus text of the classifier's /metrics. */
+    metrics: () => http.text('/metrics'),
+  }
+}
+
+export type ClassifierApi = ReturnType<typeof createClassifierApi>
+
+export function classifierClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }): ClassifierApi {
+  return createClassifierApi(createHttpClient({ baseUrl: CLASSIFIER_ROOT, ...opts }))
+}

@@ -1,0 +1,34 @@
+// The dashboard's service clients (spec 5.3), wired to the session: every
+// call carries the operator's token, and a 401 from any service ends the
+// session, which sends the operator to the login page.
+import { session } from '@/auth/session'
+import { classifierClient } from './classifier'
+import { indexManagerClient } from './indexManager'
+import { publisherClient } from './publisher'
+
+const common = {
+  getToken: () => session.token(),
+  onUnauthorized: () => session.end('expired'),
+}
+
+export const indexManagerApi = indexManagerClient(common)
+export const classifierApi = classifierClient(common)
+export const publisherApi = publisherClient(common)
+
+export { ApiError } from './http'
+
+/** Fetches the runtime configuration the dashboard server serves. */
+export interface RuntimeConfig {
+  read_only: boolean
+}
+
+export async function fetchRuntimeConfig(fetchImpl: typeof fetch = fetch): Promise<RuntimeConfig> {
+  try {
+    const res = await fetchImpl('/config.json', { headers: { Accept: 'application/json' } })
+    if (!res.ok) return { read_only: false }
+    const body = (await res.json()) as Partial<RuntimeConfig>
+    return { read_only: body.read_only === true }
+  } catch {
+    return { read_only: false }
+  }
+}

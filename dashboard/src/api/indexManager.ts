@@ -1,0 +1,35 @@
+import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
+import type {
+  AckResponse, AuditFilter, AuditListResponse, CreateIndexRequest, DocumentHit, DocumentListParams,
+  DocumentQueryRequest, DocumentQueryResponse, IndexDetail, IndexListResponse, IndexStats,
+  LoginRequest, LoginResponse,
+} from '@/types/indexManager'
+
+/** Path of the index-manager behind the dashboard's same-origin proxy. */
+export const INDEX_MANAGER_BASE = '/api/index-manager/api/v1'
+
+export function createIndexManagerApi(http: HttpClient) {
+  return {
+    login: (req: LoginRequest) => http.post<LoginResponse>('/auth/login', req),
+    listIndices: (params?: { prefix?: string; index_type?: string }) => http.get<IndexListResponse>('/indices', params),
+    getIndex: (name: string) => http.get<IndexDetail>(`/indices/${seg(name)}`),
+    getMappings: (name: string) => http.get<Record<string, unknown>>(`/indices/${seg(name)}/mappings`),
+    getStats: (name: string) => http.get<IndexStats>(`/indices/${seg(name)}/stats`),
+    listDocuments: (name: string, params: DocumentListParams = {}) =>
+      http.get<DocumentQueryResponse>(`/indices/${seg(name)}/documents`, { size: params.size, cursor: params.cursor }),
+    queryDocuments: (index: string, query: DocumentQueryRequest) =>
+      http.post<DocumentQueryResponse>(`/indices/${seg(index)}/_query`, query),
+    getDocument: (index: string, id: string) => http.get<DocumentHit>(`/indices/${seg(index)}/documents/${seg(id)}`),
+    createIndex: (request: CreateIndexRequest) => http.post<AckResponse>('/indices', request),
+    /** confirm=true is required by the service from 1,000 documents on. */
+    deleteIndex: (name: string, confirm = false) => http.delete<AckResponse>(`/indices/${seg(name)}`, { confirm }),
+    refreshIndex: (name: string) => http.post<AckResponse>(`/indices/${seg(name)}/_refresh`),
+    listAudit: (filter: AuditFilter = {}) => http.get<AuditListResponse>('/audit', { ...filter }),
+  }
+}
+
+export type IndexManagerApi = ReturnType<typeof createIndexManagerApi>
+
+export function indexManagerClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }): IndexManagerApi {
+  return createIndexManagerApi(createHttpClient({ baseUrl: INDEX_MANAGER_BASE, ...opts }))
+}

@@ -1,0 +1,27 @@
+import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
+import type {
+  ChannelsResponse, OutboxEntry, OutboxListParams, OutboxListResponse, OutboxRequeueRequest, OutboxStats,
+} from '@/types/publisher'
+import type { RequeueResponse } from '@/types/classifier'
+
+/** Root of the publisher behind the dashboard's same-origin proxy. */
+export const PUBLISHER_ROOT = '/api/publisher'
+
+export function createPublisherApi(http: HttpClient) {
+  return {
+    outboxStats: () => http.get<OutboxStats>('/api/v1/outbox/stats'),
+    listOutbox: (params: OutboxListParams = {}) => http.get<OutboxListResponse>('/api/v1/outbox', { ...params }),
+    /** Puts one failed row back to pending. */
+    retryOutbox: (id: string) => http.post<OutboxEntry>(`/api/v1/outbox/${seg(id)}/retry`),
+    /** Puts every failed row matching the filter back to pending. */
+    retryOutboxMatching: (filter: OutboxRequeueRequest = {}) => http.post<RequeueResponse>('/api/v1/outbox/retry', filter),
+    channels: () => http.get<ChannelsResponse>('/api/v1/channels'),
+    metrics: () => http.text('/metrics'),
+  }
+}
+
+export type PublisherApi = ReturnType<typeof createPublisherApi>
+
+export function publisherClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }): PublisherApi {
+  return createPublisherApi(createHttpClient({ baseUrl: PUBLISHER_ROOT, ...opts }))
+}

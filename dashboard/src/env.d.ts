@@ -1,0 +1,10 @@
+/// <reference types="vite/client" />
+import 'vue-router'
+
+declare module 'vue-router' {
+  interface RouteMeta {
+    public?: boolean
+    title?: string
+  }
+}
+export {}

@@ -1,0 +1,36 @@
+/**
+ * The index-manager's naming rule, checked before sending so the form can
+ * say what is wrong: a lowercase source, then _raw_content or
+ * _classified_content. The service checks again; this only helps typing.
+ */
+export function validateIndexName(raw: string): string | null {
+  const name = raw.trim()
+  if (!name) return 'Index name is required'
+  if (name.startsWith('.') || name.startsWith('_')) return 'System and underscore-prefixed indices cannot be managed'
+  if (name !== name.toLowerCase()) return 'Index name must be lowercase'
+  const m = /^(.+)_(raw|classified)_content$/.exec(name)
+  if (!m) return 'Index name must end in _raw_content or _classified_content'
+  if (!/^[a-z0-9][a-z0-9_-]*$/.test(m[1]!)) return 'The source part may hold lowercase letters, digits, _ and -'
+  return null
+}
+
+export type OptionalJson = { ok: true; value: Record<string, unknown> | null } | { ok: false; error: string }
+
+/** Parses an optional JSON object typed into a textarea; blank is null. */
+export function parseOptionalJson(text: string): OptionalJson {
+  if (!text.trim()) return { ok: true, value: null }
+  try {
+    const v: unknown = JSON.parse(text)
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return { ok: false, error: 'Must be a JSON object' }
+    return { ok: true, value: v as Record<string, unknown> }
+  } catch (e) {
+    return { ok: false, error: `Invalid JSON: ${e instanceof Error ? e.message : String(e)}` }
+  }
+}
+
+/** The index type a name implies, as the service derives it. */
+export function indexTypeOf(name: string): 'raw_content' | 'classified_content' | 'other' {
+  if (name.endsWith('_raw_content')) return 'raw_content'
+  if (name.endsWith('_classified_content')) return 'classified_content'
+  return 'other'
+}

@@ -1,0 +1,22 @@
+import type { Rule, RuleInput } from '@/types/classifier'
+
+/** The classifier's rule checks, as messages for the form (the service checks again). */
+export function validateRuleInput(r: RuleInput): string[] {
+  const out: string[] = []
+  if (!r.name) out.push('Name is required')
+  else if (r.name.length > 100) out.push('Name must be at most 100 characters')
+  if (!r.topic) out.push('Topic is required')
+  else if (!/^[a-z][a-z0-9_]*$/.test(r.topic)) out.push('Topic must be snake_case: a lowercase letter, then letters, digits or _')
+  if (r.keywords.length === 0) out.push('Add at least one keyword')
+  if (r.keywords.length > 500) out.push('At most 500 keywords')
+  const mc = r.min_confidence ?? 0.3
+  if (!Number.isFinite(mc) || mc < 0 || mc > 1) out.push('Min confidence must be between 0 and 1')
+  const p = r.priority ?? 0
+  if (!Number.isInteger(p) || p < -1000 || p > 1000) out.push('Priority must be a whole number from -1000 to 1000')
+  return out
+}
+
+/** Rule topics for the filter, each once, sorted. */
+export function topicsOf(rules: Rule[]): string[] {
+  return [...new Set(rules.map((r) => r.topic))].sort()
+}

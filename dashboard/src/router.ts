@@ -1,0 +1,45 @@
+import { createRouter, createWebHistory, type RouteLocationRaw, type Router } from 'vue-router'
+import { session } from '@/auth/session'
+
+export const routes = [
+  { path: '/login', name: 'login', component: () => import('@/views/LoginView.vue'), meta: { public: true, title: 'Sign in' } },
+  {
+    path: '/',
+    component: () => import('@/components/layout/AppShell.vue'),
+    children: [
+      { path: '', name: 'overview', component: () => import('@/views/OverviewView.vue'), meta: { title: 'Overview' } },
+      { path: 'indices', name: 'indices', component: () => import('@/views/intelligence/IndexManagerView.vue'), meta: { title: 'Index Manager' } },
+      { path: 'rules', name: 'rules', component: () => import('@/views/intelligence/RulesManagementView.vue'), meta: { title: 'Rules' } },
+      { path: 'dlq', name: 'dlq', component: () => import('@/views/DeadLetterView.vue'), meta: { title: 'Dead letters' } },
+      { path: 'outbox', name: 'outbox', component: () => import('@/views/OutboxView.vue'), meta: { title: 'Outbox' } },
+      { path: 'sources', name: 'sources', component: () => import('@/views/SourcesView.vue'), meta: { title: 'Sources' } },
+      { path: 'audit', name: 'audit', component: () => import('@/views/AuditView.vue'), meta: { title: 'Audit log' } },
+    ],
+  },
+  { path: '/:pathMatch(.*)*', redirect: '/' },
+]
+
+/** Where a signed-out operator goes: the login page, remembering the way back. */
+export function loginRedirect(fullPath: string): RouteLocationRaw {
+  return fullPath && fullPath !== '/' && !fullPath.startsWith('/login')
+    ? { name: 'login', query: { redirect: fullPath } }
+    : { name: 'login' }
+}
+
+export function installGuards(router: Router): void {
+  router.beforeEach((to) => {
+    if (to.meta.public) return true
+    if (!session.isAuthenticated.value) return loginRedirect(to.fullPath)
+    return true
+  })
+  router.afterEach((to) => {
+    const title = typeof to.meta.title === 'string' ? to.meta.title : ''
+    document.title = title ? `${title} · North Cloud` : 'North Cloud'
+  })
+}
+
+export function createAppRouter(): Router {
+  const router = createRouter({ history: createWebHistory(), routes })
+  installGuards(router)
+  return router
+}

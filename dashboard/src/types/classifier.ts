@@ -1,0 +1,146 @@
+// Types of the classifier API: rules, the playground, dry-run classification
+// (classifier/internal/api), the dead-letter queue, sources and statistics.
+
+export interface Rule {
+  id: number
+  name: string
+  topic: string
+  keywords: string[]
+  min_confidence: number
+  priority: number
+  enabled: boolean
+  seed?: string
+  created_at: string
+  updated_at: string
+}
+
+export interface RuleInput {
+  name: string
+  topic: string
+  keywords: string[]
+  min_confidence?: number
+  priority?: number
+  enabled?: boolean
+}
+
+export interface RuleListResponse {
+  rules: Rule[]
+  total: number
+}
+
+export interface RuleFilter {
+  topic?: string
+  enabled?: boolean
+}
+
+export interface RuleTestRequest {
+  title?: string
+  body?: string
+  text?: string
+}
+
+export interface Highlight {
+  keyword: string
+  field: 'title' | 'body' | 'text'
+  /** UTF-16 offsets (String.prototype.slice), end exclusive. */
+  start: number
+  end: number
+  byte_start: number
+  byte_end: number
+  text: string
+}
+
+export interface RuleMatch {
+  rule_id: number
+  rule_name: string
+  topic: string
+  priority: number
+  min_confidence: number
+  score: number
+  coverage: number
+  hits: number
+  unique_matches: number
+  matched_keywords: string[]
+  highlights: Highlight[]
+}
+
+export interface RuleTestResponse {
+  matches: RuleMatch[]
+  topics: string[]
+  is_crime_related: boolean
+  crime_subcategory: string | null
+  rules_version?: number
+}
+
+export interface ClassifyResponse {
+  document: Record<string, unknown>
+  rules_version?: number
+}
+
+export interface DeadLetterEntry {
+  id: string
+  content_id: string
+  source_name: string
+  index_name: string
+  error_message: string
+  error_code: string
+  retry_count: number
+  max_retries: number
+  next_retry_at: string | null
+  created_at: string
+  last_attempt_at: string | null
+  exhausted: boolean
+}
+
+export interface DeadLetterFilter {
+  source?: string
+  error_code?: string
+  exhausted?: boolean
+}
+
+export interface DeadLetterListParams extends DeadLetterFilter {
+  cursor?: string
+  limit?: number
+}
+
+export interface DeadLetterListResponse {
+  entries: DeadLetterEntry[]
+  next_cursor: string | null
+}
+
+export interface DeadLetterStats {
+  pending: number
+  exhausted: number
+  ready: number
+  avg_retries: number
+  oldest_entry: string | null
+  by_source: Record<string, number>
+  by_error_code: Record<string, number>
+}
+
+export interface RequeueResponse {
+  requeued: number
+}
+
+export interface SourceReputation {
+  source_name: string
+  total_documents: number
+  classified_documents: number
+  failed_documents: number
+  crime_documents: number
+  average_quality: number
+  reputation_score: number
+  first_seen_at: string | null
+  last_seen_at: string | null
+}
+
+export interface SourceListResponse {
+  sources: SourceReputation[]
+}
+
+export interface ClassificationStats {
+  total: number
+  per_interval: { bucket: string; count: number }[]
+  by_topic: Record<string, number>
+  by_source: Record<string, number>
+}

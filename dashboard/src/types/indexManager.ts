@@ -1,0 +1,134 @@
+// Types of the index-manager API (spec 5.2, checked against
+// index-manager/internal/openapi/openapi.yaml).
+
+export type IndexType = 'raw_content' | 'classified_content' | 'other'
+
+export interface IndexSummary {
+  name: string
+  /** green, yellow, red; empty for a closed index. */
+  health: 'green' | 'yellow' | 'red' | ''
+  status: 'open' | 'close'
+  doc_count: number
+  storage_size: string
+  storage_bytes: number
+  primary_count: number
+  replica_count: number
+  created_at: string
+  index_type: IndexType
+}
+
+export interface IndexListResponse {
+  indices: IndexSummary[]
+  total: number
+}
+
+export interface IndexDetail {
+  name: string
+  health: string
+  status: string
+  index_type: IndexType
+  settings: Record<string, unknown>
+  mappings: Record<string, unknown>
+  stats: IndexStats
+  aliases: string[]
+}
+
+export interface IndexStats {
+  doc_count: number
+  deleted_docs: number
+  storage_size: string
+  storage_bytes: number
+  primary_shards: number
+  replica_shards: number
+  indexing_rate: number
+  search_rate: number
+}
+
+export interface DocumentQueryRequest {
+  query: Record<string, unknown>
+  size?: number
+  from?: number
+  sort?: SortField[]
+  _source?: string[]
+  highlight?: Record<string, unknown>
+}
+
+export interface SortField {
+  field: string
+  order: 'asc' | 'desc'
+}
+
+export interface DocumentQueryResponse {
+  total: number
+  max_score: number
+  hits: DocumentHit[]
+  took_ms: number
+  /** Present on the documents endpoint when more documents may follow. */
+  next_cursor?: string
+}
+
+export interface DocumentHit {
+  _id: string
+  _score: number
+  _source: Record<string, unknown>
+  highlight?: Record<string, string[]>
+}
+
+export interface CreateIndexRequest {
+  name: string
+  settings?: Record<string, unknown>
+  mappings?: Record<string, unknown>
+}
+
+export interface AckResponse {
+  acknowledged: boolean
+  index: string
+  index_type?: IndexType
+}
+
+export interface LoginRequest {
+  username: string
+  password: string
+}
+
+export interface LoginResponse {
+  token: string
+  token_type: 'Bearer'
+  expires_at: string
+}
+
+export type AuditAction = 'create' | 'delete' | 'refresh'
+export type AuditOutcome = 'pending' | 'success' | 'failure'
+
+export interface AuditEntry {
+  id: number
+  actor: string
+  action: AuditAction
+  index_name: string
+  parameters: Record<string, unknown>
+  outcome: AuditOutcome
+  status_code: number | null
+  error?: string
+  request_id?: string
+  created_at: string
+  finished_at: string | null
+}
+
+export interface AuditListResponse {
+  entries: AuditEntry[]
+  next_before_id?: number
+}
+
+export interface AuditFilter {
+  actor?: string
+  action?: AuditAction | ''
+  index?: string
+  outcome?: AuditOutcome | ''
+  limit?: number
+  before_id?: number
+}
+
+export interface DocumentListParams {
+  size?: number
+  cursor?: string
+}

@@ -1,0 +1,74 @@
+// Types of the publisher API (publisher/internal/api/handler.go).
+
+export type OutboxStatus = 'pending' | 'publishing' | 'published' | 'failed'
+
+export interface OutboxStats {
+  counts: Partial<Record<OutboxStatus, number>>
+  failed_retryable: number
+  failed_exhausted: number
+  avg_publish_lag_seconds: number
+  p95_publish_lag_seconds: number
+  oldest_pending_age_seconds: number
+}
+
+export interface OutboxEntry {
+  id: string
+  content_id: string
+  source: string
+  index: string
+  content_type: string
+  channel: string
+  topics: string[]
+  quality_score: number
+  is_crime_related: boolean
+  crime_subcategory: string | null
+  title: string
+  url: string
+  status: OutboxStatus
+  retry_count: number
+  max_retries: number
+  exhausted: boolean
+  error_message: string | null
+  created_at: string
+  updated_at: string
+  published_at: string | null
+  next_retry_at: string | null
+}
+
+export interface OutboxFilter {
+  status?: OutboxStatus
+  source?: string
+  channel?: string
+  crime?: boolean
+  exhausted?: boolean
+}
+
+export interface OutboxListParams extends OutboxFilter {
+  cursor?: string
+  limit?: number
+}
+
+export interface OutboxListResponse {
+  entries: OutboxEntry[]
+  /** Empty when this is the last page. */
+  next_cursor: string
+}
+
+export interface OutboxRequeueRequest {
+  source?: string
+  channel?: string
+  crime?: boolean
+  exhausted?: boolean
+}
+
+export interface ChannelStats {
+  channel: string
+  published_last_hour: number
+  published_last_day: number
+  unpublished: number
+  last_published_at: string | null
+}
+
+export interface ChannelsResponse {
+  channels: ChannelStats[]
+}

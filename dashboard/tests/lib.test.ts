@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest'
+import { ref } from 'vue'
+import { parseDocumentQuery } from '@/lib/documentQuery'
+import { segmentText } from '@/lib/highlight'
+import { addKeywords, removeKeyword } from '@/lib/keywords'
+import { parseMetrics, sumMetric } from '@/lib/prometheus'
+import { formatBytes, formatDuration, formatNumber, formatRelative } from '@/lib/format'
+import { indexTypeOf, parseOptionalJson, validateIndexName } from '@/lib/indexName'
+import { filterIndices, summarizeIndices } from '@/lib/indices'
+import { topicsOf, validateRuleInput } from '@/lib/rules'
+import { matchesIdSearch, refreshInterval } from '@/lib/tables'
+import { useSelection } from '@/composables/useSelection'
+import { appendSample } from '@/composables/useSampleHistory'
+import { isExpired } from '@/auth/session'
+import { shouldRetry } from '@/queryClient'
+import { ApiError } from '@/api/http'
+import type { IndexSummary } from '@/types/indexManager'
+import type { Rule } from '@/types/classifier'
+
+describe('parseDocumentQuery', () => {
+  it('turns text into a multi_match', () => {
+    const q = parseDocumentQuery(' crime shooting ')
+    expect(q.kind).toBe('text')
+    if (q.kind !== 'text') return
+    expect(q.request.query).toEqual({ multi_match: { query: 'crime shooting', fields: expect.arrayContaining(['title^2', 'raw_text']) } })
+    expect(q.request.size).toBe(20)
+  })
+  it('sends JSON as query DSL, bare or as a full body', () => {
+    const bare = parseDocumentQuery('{"match":{"title":"crime"}}', 10, 30)
+    expect(bare).toEqual({ kind: 'json', request: { query: { match: { title: 'crime' } }, size: 10, from: 30 } })
+    const full = parseDocumentQuery('{"query":{"match_all":{}},"size":5,"sort":[{"field":"crawled_at","order":"desc"}]}')
+    expect(full.kind === 'json' && full.request).toMatchObject({ query: { match_all: {} }, size: 5, sort: [{ field: 'crawled_at', order: 'desc' }] })
+  })
+  it('refuses malformed JSON and empty input', () => {
+    expect(parseDocumentQuery('{"match":').kind).toBe('error')
+    expect(parseDocumentQuery('   ').kind).toBe('error')
+  })
+})
+
+describe('segmentText', () => {
+  it('splits around highlights, merging overlaps and clipping', () => {
+    const text = 'A break-in and a burglary'
+    const segs = segmentText(text, [
+      { start: 17, end: 25, keyword: 'burglary' },
+      { start: 2, end: 10, keyword: 'break in' },
+      { start: 4, end: 8, keyword: 'eak' },
+      { start: 20, end: 99, keyword: 'x' },
+    ])
+    expect(segs.map((s) => s.text).join('')).toBe(text)
+    expect(segs.filter((s) => s.keyword).map((s) => s.text)).toEqual(['break-in', 'burglary'])
+  })
+  it('handles no highlights', () => {
+    expect(segmentText('abc', [])).toEqual([{ text: 'abc' }])
+  })
+})
+
+describe('keywords', () => {
+  it('adds comma and line separated keywords without duplicates', () => {
+    expect(addKeywords(['Gun'], 'gun, knife\n  armed   robbery ,,')).toEqual(['Gun', 'knife', 'armed robbery'])
+    expect(removeKeyword(['a', 'b', 'c'], 1)).toEqual(['a', 'c'])
+  })
+})
+
+describe('prometheus', () => {
+  it('parses samples and sums a metric over labels', () => {
+    const text = `# HELP x\n# TYPE classifier_dlq_depth gauge\nclassifier_dlq_depth{source="a"} 2\nclassifier_dlq_depth{source="b\\"q"} 3\nclassifier_queue_depth 7 1700000000\nup +Inf\n`
+    const s = parseMetrics(text)
+    expect(s).toHaveLength(4)
+    expect(s[1]!.labels.source).toBe('b"q')
+    expect(sumMetric(s, 'classifier_dlq_depth')).toBe(5)
+    expect(sumMetric(s, 'classifier_queue_depth')).toBe(7)
+    expect(sumMetric(s, 'missing')).toBeNull()
+  })
+})
+
+describe('format', () => {
+  it('formats bytes, numbers, durations and relative times', () => {
+    expect(formatBytes(0)).toBe('0 B')
+    expect(formatBytes(1536)).toBe('1.5 KB')
+    expect(formatNumber(1234567)).toBe('1,234,567')
+    expect(formatNumber(undefined)).toBe('—')
+    expect(formatDuration(0.42)).toBe('0.4s')
+    expect(formatDuration(185)).toBe('3m 5s')
+    expect(formatDuration(3 * 86400 + 4 * 3600)).toBe('3d 4h')
+    const now = Date.parse('2026-11-25T12:00:00Z')
+    expect(formatRelative('2026-11-25T11:59:00Z', now)).toBe('1m 0s ago')
+    expect(formatRelative('2026-11-25T12:00:30Z', now)).toBe('in 30s')
+    expect(formatRelative(null, now)).toBe('—')
+  })
+})
+
+describe('index names', () => {
+  it('follows the index-manager rules', () => {
+    expect(validateIndexName('metro_news_raw_content')).toBeNull()
+    expect(validateIndexName('metro-x_classified_content')).toBeNull()
+    expect(validateIndexName('Metro_raw_content')).toMatch(/lowercase/)
+    expect(validateIndexName('.kibana')).toMatch(/System/)
+    expect(validateIndexName('metro')).toMatch(/_raw_content/)
+    expect(validateIndexName('a b_raw_content')).toMatch(/source part/)
+    expect(indexTypeOf('x_raw_content')).toBe('raw_content')
+    expect(parseOptionalJson('')).toEqual({ ok: true, value: null })
+    expect(parseOptionalJson('[1]').ok).toBe(false)
+    expect(parseOptionalJson('{"a":1}')).toEqual({ ok: true, value: { a: 1 } })
+  })
+  it('filters and summarizes the index list', () => {
+    const idx = (name: string, index_type: IndexSummary['index_type'], doc_count: number, storage_bytes: number): IndexSummary => ({
+      name, index_type, doc_count, storage_bytes, health: 'green', status: 'open', storage_size: '', primary_count: 1, replica_count: 0, created_at: '',
+    })
+    const list = [idx('b_raw_content', 'raw_content', 10, 1024), idx('a_classified_content', 'classified_content', 5, 1024), idx('c_raw_content', 'raw_content', 1, 0)]
+    expect(filterIndices(list, '', 'raw_content').map((i) => i.name)).toEqual(['b_raw_content', 'c_raw_content'])
+    expect(filterIndices(list, 'A_', 'all').map((i) => i.name)).toEqual(['a_classified_content'])
+    expect(summarizeIndices(list)).toEqual({ total: 3, docs: 16, storage: '2 KB' })
+  })
+})
+
+describe('rules', () => {
+  it('validates a rule as the classifier does', () => {
+    expect(validateRuleInput({ name: 'x', topic: 'crime_x', keywords: ['a'], min_confidence: 0.3, priority: 1 })).toEqual([])
+    const p = validateRuleInput({ name: '', topic: 'Crime', keywords: [], min_confidence: 2, priority: 1.5 })
+    expect(p).toHaveLength(5)
+  })
+  it('lists topics once', () => {
+    const r = (topic: string) => ({ topic }) as Rule
+    expect(topicsOf([r('b'), r('a'), r('b')])).toEqual(['a', 'b'])
+  })
+})
+
+describe('tables and selection', () => {
+  it('pauses auto-refresh while rows are selected', () => {
+    expect(refreshInterval(5000, 0)).toBe(5000)
+    expect(refreshInterval(5000, 2)).toBe(false)
+    expect(matchesIdSearch('ABC', 'x', 'zabcz')).toBe(true)
+    expect(matchesIdSearch('', 'x')).toBe(true)
+    expect(matchesIdSearch('q', 'x', 'y')).toBe(false)
+  })
+  it('selects, selects all, and prunes vanished rows', () => {
+    const rows = ref(['a', 'b', 'c'])
+    const s = useSelection(rows)
+    s.toggle('a')
+    expect(s.someSelected.value).toBe(true)
+    s.toggleAll()
+    expect(s.allSelected.value).toBe(true)
+    rows.value = ['b']
+    s.prune()
+    expect(s.ids.value).toEqual(['b'])
+    s.toggleAll()
+    expect(s.count.value).toBe(0)
+  })
+  it('keeps an hour of samples', () => {
+    let pts = appendSample([], 0, 1)
+    pts = appendSample(pts, 1000, 2)
+    pts = appendSample(pts, 1000, 3)
+    expect(pts).toEqual([{ t: 0, v: 1 }, { t: 1000, v: 3 }])
+    pts = appendSample(pts, 3_600_000 + 500, 4)
+    expect(pts.map((p) => p.v)).toEqual([3, 4])
+  })
+})
+
+describe('session and retries', () => {
+  it('treats missing or past expiry as expired', () => {
+    expect(isExpired(null)).toBe(true)
+    expect(isExpired({ token: 't', user: 'u', expiresAt: '2026-11-25T10:00:00Z' }, Date.parse('2026-11-25T11:00:00Z'))).toBe(true)
+    expect(isExpired({ token: 't', user: 'u', expiresAt: '2026-11-25T12:00:00Z' }, Date.parse('2026-11-25T11:00:00Z'))).toBe(false)
+    expect(isExpired({ token: 't', user: 'u', expiresAt: 'garbage' })).toBe(true)
+  })
+  it('never retries a 4xx', () => {
+    expect(shouldRetry(0, new ApiError(401, 'x', 'y'))).toBe(false)
+    expect(shouldRetry(0, new ApiError(503, 'x', 'y'))).toBe(true)
+    expect(shouldRetry(2, new ApiError(503, 'x', 'y'))).toBe(false)
+  })
+})

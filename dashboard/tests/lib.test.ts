@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ref } from 'vue'
+import { nextTick, ref } from 'vue'
 import { parseDocumentQuery } from '@/lib/documentQuery'
 import { segmentText } from '@/lib/highlight'
 import { addKeywords, removeKeyword } from '@/lib/keywords'
@@ -9,6 +9,7 @@ import { indexTypeOf, parseOptionalJson, validateIndexName } from '@/lib/indexNa
 import { filterIndices, summarizeIndices } from '@/lib/indices'
 import { topicsOf, validateRuleInput } from '@/lib/rules'
 import { matchesIdSearch, refreshInterval } from '@/lib/tables'
+import { useCursorPages } from '@/composables/useCursorPages'
 import { useSelection } from '@/composables/useSelection'
 import { appendSample } from '@/composables/useSampleHistory'
 import { isExpired } from '@/auth/session'
@@ -167,5 +168,28 @@ describe('session and retries', () => {
     expect(shouldRetry(0, new ApiError(401, 'x', 'y'))).toBe(false)
     expect(shouldRetry(0, new ApiError(503, 'x', 'y'))).toBe(true)
     expect(shouldRetry(2, new ApiError(503, 'x', 'y'))).toBe(false)
+  })
+})
+
+describe('useCursorPages', () => {
+  it('keeps a stack of cursors for Previous and Next, and resets on change', async () => {
+    const filter = ref({ source: '' })
+    const pages = useCursorPages(filter)
+    expect(pages.cursor.value).toBeUndefined()
+    expect(pages.hasPrevious.value).toBe(false)
+    pages.next('c1')
+    pages.next('c2')
+    expect(pages.cursor.value).toBe('c2')
+    expect(pages.page.value).toBe(3)
+    pages.next(null) // the last page: nothing changes
+    expect(pages.page.value).toBe(3)
+    pages.previous()
+    expect(pages.cursor.value).toBe('c1')
+    filter.value = { source: 'cbc' }
+    await nextTick()
+    expect(pages.page.value).toBe(1)
+    expect(pages.cursor.value).toBeUndefined()
+    pages.previous() // already on the first page
+    expect(pages.page.value).toBe(1)
   })
 })

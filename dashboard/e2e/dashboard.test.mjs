@@ -1,7 +1,8 @@
 // End-to-end tests of the dashboard in headless Chromium against real
 // services (see harness.mjs). Steps run in order and share one browser
 // page, as an operator's session would; each saves a screenshot of its view
-// into docs/screenshots/.
+// (into e2e/.artifacts/screenshots/, or docs/screenshots/ for the README with
+// UPDATE_SCREENSHOTS=1).
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'

@@ -14,7 +14,11 @@ export const dashboardDir = path.resolve(path.dirname(fileURLToPath(import.meta.
 export const root = path.resolve(dashboardDir, '..')
 export const bin = path.join(root, 'bin')
 export const artifacts = path.join(dashboardDir, 'e2e', '.artifacts')
-export const screenshots = path.join(dashboardDir, 'docs', 'screenshots')
+// Screenshots go to the (ignored) artifacts directory, so a test run leaves
+// the tree clean; UPDATE_SCREENSHOTS=1 writes the ones the README shows.
+export const screenshots = process.env.UPDATE_SCREENSHOTS === '1'
+  ? path.join(dashboardDir, 'docs', 'screenshots')
+  : path.join(artifacts, 'screenshots')
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))

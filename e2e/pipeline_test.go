@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	_ "github.com/lib/pq"
 
+	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -68,6 +70,8 @@ func TestPipelineDeliversEveryDocumentOnce(t *testing.T) {
 		"CLASSIFIER_POLL_INTERVAL":       "200ms",
 		"CLASSIFIER_ID":                  "e2e-" + prefix,
 	})
+
+	indexManager := startService(t, "index-manager", map[string]string{"INDEX_MANAGER_DATABASE_URL": testenv.Postgres(t)})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -164,6 +168,17 @@ collect:
 	for _, name := range []string{"classifier_outbox_backlog", "classifier_outbox_published_total", "classifier_outbox_publish_lag_seconds_bucket"} {
 		if !hasMetric(publisherMetrics, name) {
 			t.Errorf("publisher /metrics lacks %s", name)
+		}
+	}
+
+	// The index-manager lists the test's raw and classified indices with
+	// their document counts.
+	indices := listIndices(t, indexManager, prefix, 4, count/2)
+	for _, source := range strings.Split(sources, ",") {
+		for _, name := range []string{contentindex.RawIndex(source), contentindex.ClassifiedIndex(source)} {
+			if n, ok := indices[name]; !ok || n != count/2 {
+				t.Errorf("index-manager lists %s with %d documents (present %t), want %d", name, n, ok, count/2)
+			}
 		}
 	}
 
@@ -292,4 +307,56 @@ func hasMetric(exposition, name string) bool {
 		}
 	}
 	return false
+}
+
+// listIndices asks the index-manager's API for the indices under prefix and
+// returns their document counts, polling (counts follow Elasticsearch's
+// refresh) until n indices of want documents each are listed or 15 s pass.
+func listIndices(t *testing.T, p *process, prefix string, n int, want int64) map[string]int64 {
+	t.Helper()
+	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := authn.Issue("e2e@example.org", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	settled := func() bool {
+		if len(out) != n {
+			return false
+		}
+		for _, c := range out {
+			if c != want {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !settled(); time.Sleep(200 * time.Millisecond) {
+		func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/api/v1/indices?prefix="+prefix, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			defer res.Body.Close()
+			var list struct {
+				Indices []struct {
+					Name     string `json:"name"`
+					DocCount int64  `json:"doc_count"`
+				} `json:"indices"`
+			}
+			if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&list) != nil {
+				return
+			}
+			clear(out)
+			for _, i := range list.Indices {
+				out[i.Name] = i.DocCount
+			}
+		}()
+	}
+	return out
 }

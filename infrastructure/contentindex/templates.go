@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/elastic/go-elasticsearch/v8"
 
@@ -88,4 +89,18 @@ func CreateIndex(ctx context.Context, es *elasticsearch.Client, name string) err
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.Body.Close()
+}
+
+// Connect returns a client once the cluster answers (retrying as esclient.New
+// does) and the content index templates are installed: the Elasticsearch
+// step of every writer's start-up.
+func Connect(ctx context.Context, cfg esclient.Config, logger *slog.Logger) (*elasticsearch.Client, error) {
+	es, err := esclient.New(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := EnsureTemplates(ctx, es); err != nil {
+		return nil, err
+	}
+	return es, nil
 }

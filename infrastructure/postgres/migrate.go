@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -141,4 +142,14 @@ func MigrateUp(dbURL string, fsys fs.FS, dir string, logger *slog.Logger) error 
 	}
 	logger.Info("database schema up to date", "version", v, "target", Redact(dbURL))
 	return nil
+}
+
+// OpenMigrated applies the service's migrations (the *.sql files at the root
+// of fsys) and then opens its pool: the database step of every service's
+// start-up.
+func OpenMigrated(ctx context.Context, cfg Config, fsys fs.FS, logger *slog.Logger) (*sql.DB, error) {
+	if err := MigrateUp(cfg.URL, fsys, ".", logger); err != nil {
+		return nil, err
+	}
+	return Open(ctx, cfg, logger)
 }

@@ -72,6 +72,13 @@ func NewRuntime(ctx context.Context, c Common, logOut io.Writer) (*Runtime, erro
 	return &Runtime{Logger: log, Telemetry: tp, Auth: authn}, nil
 }
 
+// HTTPServer builds the service's HTTP server with the runtime's logger, its
+// /metrics handler and per-route request metrics.
+func (rt *Runtime) HTTPServer(cfg httpserver.Config, checks ...httpserver.ReadyCheck) (*httpserver.Server, error) {
+	cfg.Meter = rt.Telemetry.Meter("http")
+	return httpserver.New(cfg, rt.Logger, rt.Telemetry.Handler(), checks...)
+}
+
 // Command is one subcommand of a service binary.
 type Command func(ctx context.Context, args []string) error
 

@@ -56,10 +56,7 @@ func serve(ctx context.Context, _ []string) error {
 		"shadow_matcher", cfg.ShadowMatcher, "dlq_enabled", cfg.DLQEnabled, "workers", cfg.Processor.Concurrency,
 		"max_queue_depth", cfg.Processor.MaxQueueDepth, "auth", cfg.Auth.String())
 
-	if err := postgres.MigrateUp(cfg.DB.URL, migrations.FS, ".", log); err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DB, log)
+	db, err := postgres.OpenMigrated(ctx, cfg.DB, migrations.FS, log)
 	if err != nil {
 		return err
 	}
@@ -69,11 +66,8 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer outboxDB.Close()
-	es, err := esclient.New(ctx, cfg.ES, log)
+	es, err := contentindex.Connect(ctx, cfg.ES, log)
 	if err != nil {
-		return err
-	}
-	if err := contentindex.EnsureTemplates(ctx, es); err != nil {
 		return err
 	}
 
@@ -142,8 +136,7 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
-	cfg.HTTP.Meter = rt.Telemetry.Meter("http")
-	srv, err := httpserver.New(cfg.HTTP, log, rt.Telemetry.Handler(),
+	srv, err := rt.HTTPServer(cfg.HTTP,
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "outbox_postgres", Check: postgres.Ping(outboxDB)},
 		httpserver.ReadyCheck{Name: "elasticsearch", Check: esclient.Ping(es)},

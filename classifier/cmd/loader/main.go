@@ -57,11 +57,8 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	es, err := esclient.New(ctx, esCfg, log)
+	es, err := contentindex.Connect(ctx, esCfg, log)
 	if err != nil {
-		return err
-	}
-	if err := contentindex.EnsureTemplates(ctx, es); err != nil {
 		return err
 	}
 

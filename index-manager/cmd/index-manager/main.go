@@ -139,19 +139,13 @@ func serve(ctx context.Context, _ []string) error {
 		log.WarnContext(ctx, "login disabled: INDEX_MANAGER_ADMIN_USER and INDEX_MANAGER_ADMIN_PASSWORD_HASH are not set")
 	}
 
-	if err := postgres.MigrateUp(cfg.DB.URL, migrations.FS, ".", log); err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DB, log)
+	db, err := postgres.OpenMigrated(ctx, cfg.DB, migrations.FS, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	es, err := esclient.New(ctx, cfg.ES, log)
+	es, err := contentindex.Connect(ctx, cfg.ES, log)
 	if err != nil {
-		return err
-	}
-	if err := contentindex.EnsureTemplates(ctx, es); err != nil {
 		return err
 	}
 
@@ -175,8 +169,7 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
-	cfg.HTTP.Meter = rt.Telemetry.Meter("http")
-	srv, err := httpserver.New(cfg.HTTP, log, rt.Telemetry.Handler(),
+	srv, err := rt.HTTPServer(cfg.HTTP,
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "elasticsearch", Check: esclient.Ping(es)},
 	)

@@ -101,10 +101,7 @@ func serve(ctx context.Context, _ []string) error {
 		"stale_after", cfg.Rescuer.StaleAfter.String(), "retention", cfg.Cleaner.Retention.String(),
 		"cleanup_interval", cfg.Cleaner.Interval.String())
 
-	if err := postgres.MigrateUp(cfg.DB.URL, migrations.FS, ".", log); err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DB, log)
+	db, err := postgres.OpenMigrated(ctx, cfg.DB, migrations.FS, log)
 	if err != nil {
 		return err
 	}
@@ -122,8 +119,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	w := worker.New(cfg.Worker, repo, rdb, metrics, rt.Telemetry.Tracer("publisher"), log)
 
-	cfg.HTTP.Meter = rt.Telemetry.Meter("http")
-	srv, err := httpserver.New(cfg.HTTP, log, rt.Telemetry.Handler(),
+	srv, err := rt.HTTPServer(cfg.HTTP,
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "redis", Check: redisclient.Ping(rdb)},
 	)

@@ -1,0 +1,279 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// clock is an injected clock the test moves by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newTestBreaker(t *testing.T, cfg Config) (*Breaker, *clock, *[]string) {
+	t.Helper()
+	c := &clock{now: time.Unix(0, 0)}
+	var changes []string
+	cfg.Now = c.Now
+	cfg.OnChange = func(name string, from, to State, _ error) {
+		changes = append(changes, name+":"+from.String()+">"+to.String())
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, c, &changes
+}
+
+// Closed until Threshold consecutive failures; open refuses until the
+// cooldown, then lets one probe through (half-open); a failed probe opens
+// it again with the cooldown doubled up to MaxCooldown; a success closes it.
+// (Ported from the publisher's own breaker, which this package replaces.)
+func TestTransitions(t *testing.T) {
+	t.Parallel()
+	b, clk, changes := newTestBreaker(t, Config{Name: "redis", Threshold: 2, Cooldown: time.Second, MaxCooldown: 3 * time.Second})
+	down := errors.New("connection refused")
+
+	b.Failure(down)
+	if ok, _ := b.Allow(); !ok || b.State() != Closed {
+		t.Fatalf("one failure under threshold 2 opened the breaker")
+	}
+	b.Failure(down)
+	if ok, wait := b.Allow(); ok || wait != time.Second {
+		t.Fatalf("open breaker allowed %v, wait %s", ok, wait)
+	}
+	clk.Add(time.Second)
+	if ok, _ := b.Allow(); !ok || b.State() != HalfOpen {
+		t.Fatalf("after cooldown: state %s, want a half-open probe", b.State())
+	}
+	b.Failure(down) // failed probe: open again, cooldown doubled
+	if ok, wait := b.Allow(); ok || wait != 2*time.Second {
+		t.Fatalf("after failed probe: allowed %v, wait %s, want 2s", ok, wait)
+	}
+	clk.Add(2 * time.Second)
+	b.Allow()
+	b.Failure(down) // cooldown capped at 3s
+	if _, wait := b.Allow(); wait != 3*time.Second {
+		t.Fatalf("cooldown %s, want the 3s cap", wait)
+	}
+	clk.Add(3 * time.Second)
+	b.Allow()
+	b.Success()
+	if ok, _ := b.Allow(); !ok || b.State() != Closed {
+		t.Fatalf("probe success: state %s, want closed", b.State())
+	}
+	want := "[redis:closed>open redis:open>half_open redis:half_open>open redis:open>half_open redis:half_open>open redis:open>half_open redis:half_open>closed]"
+	if got := fmt.Sprint(*changes); got != want {
+		t.Errorf("transitions %s, want %s", got, want)
+	}
+}
+
+// A success resets the count of consecutive failures and the cooldown.
+func TestSuccessResetsFailuresAndCooldown(t *testing.T) {
+	t.Parallel()
+	b, clk, _ := newTestBreaker(t, Config{Name: "postgres", Threshold: 3, Cooldown: time.Second, MaxCooldown: time.Minute})
+	down := errors.New("down")
+	b.Failure(down)
+	b.Failure(down)
+	b.Success()
+	b.Failure(down)
+	b.Failure(down)
+	if b.State() != Closed {
+		t.Fatalf("failures not consecutive, yet the breaker is %s", b.State())
+	}
+	b.Failure(down) // third in a row
+	if b.State() != Open {
+		t.Fatalf("state %s after three consecutive failures", b.State())
+	}
+	for range 3 { // three failed probes: 2s, 4s, 8s
+		_, wait := b.Allow()
+		clk.Add(wait)
+		b.Allow()
+		b.Failure(down)
+	}
+	if _, wait := b.Allow(); wait != 8*time.Second {
+		t.Fatalf("cooldown %s after three failed probes, want 8s", wait)
+	}
+	clk.Add(8 * time.Second)
+	b.Allow()
+	b.Success()
+	for range 3 {
+		b.Failure(down)
+	}
+	if _, wait := b.Allow(); wait != time.Second {
+		t.Errorf("cooldown after a success and a new outage: %s, want the initial 1s", wait)
+	}
+}
+
+// A failure reported while already open (a call in flight when it opened)
+// neither changes the state nor restarts the cooldown.
+func TestFailureWhileOpenKeepsCooldown(t *testing.T) {
+	t.Parallel()
+	b, clk, changes := newTestBreaker(t, Config{Name: "redis", Threshold: 1, Cooldown: 4 * time.Second})
+	b.Failure(errors.New("first"))
+	clk.Add(3 * time.Second)
+	b.Failure(errors.New("late"))
+	if ok, wait := b.Allow(); ok || wait != time.Second {
+		t.Fatalf("allowed %v wait %s, want the original cooldown's last second", ok, wait)
+	}
+	if len(*changes) != 1 {
+		t.Errorf("transitions %v, want one", *changes)
+	}
+}
+
+// Defaults, validation, and a cap below the cooldown.
+func TestNewDefaults(t *testing.T) {
+	t.Parallel()
+	if _, err := New(Config{}); err == nil {
+		t.Fatal("a breaker without a name was accepted")
+	}
+	b, err := New(Config{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.cfg.Threshold != ThresholdDefault || b.cfg.Cooldown != CooldownDefault || b.cfg.MaxCooldown != MaxCooldownDefault || b.Name() != "x" {
+		t.Errorf("defaults %+v", b.cfg)
+	}
+	b = MustNew(Config{Name: "y", Cooldown: time.Minute, MaxCooldown: time.Second})
+	if b.cfg.MaxCooldown != time.Minute {
+		t.Errorf("MaxCooldown %s below Cooldown not raised to it", b.cfg.MaxCooldown)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MustNew without a name did not panic")
+		}
+	}()
+	MustNew(Config{})
+}
+
+// Probe does nothing while closed or cooling down, and otherwise records
+// the ping's answer; Ready names the dependency while the breaker is not
+// closed; LastCause is the error that opened it.
+func TestProbeReadyAndLastCause(t *testing.T) {
+	t.Parallel()
+	b, clk, _ := newTestBreaker(t, Config{Name: "redis", Threshold: 1, Cooldown: time.Second})
+	ctx := context.Background()
+	var pings int
+	fail := func(context.Context) error { pings++; return errors.New("NOAUTH Authentication required.") }
+	ok := func(context.Context) error { pings++; return nil }
+
+	if s := b.Probe(ctx, fail); s != Closed || pings != 0 {
+		t.Fatalf("probe of a closed breaker: %s, %d pings", s, pings)
+	}
+	if err := b.Ready(ctx); err != nil || b.LastCause() != nil {
+		t.Fatalf("closed breaker: ready %v, cause %v", err, b.LastCause())
+	}
+	cause := errors.New("connection refused")
+	b.Failure(cause)
+	if err := b.Ready(ctx); err == nil || err.Error() != "redis circuit breaker open" {
+		t.Fatalf("ready of an open breaker: %v", err)
+	}
+	if !errors.Is(b.LastCause(), cause) {
+		t.Fatalf("last cause %v", b.LastCause())
+	}
+	if s := b.Probe(ctx, ok); s != Open || pings != 0 {
+		t.Fatalf("probe during the cooldown: %s, %d pings", s, pings)
+	}
+	clk.Add(time.Second)
+	if s := b.Probe(ctx, fail); s != Open || pings != 1 {
+		t.Fatalf("failed probe: %s, %d pings", s, pings)
+	}
+	if !strings.HasPrefix(b.LastCause().Error(), "NOAUTH") {
+		t.Errorf("last cause after the failed probe: %v", b.LastCause())
+	}
+	clk.Add(2 * time.Second)
+	if s := b.Probe(ctx, ok); s != Closed || pings != 2 || !b.Closed() {
+		t.Fatalf("successful probe: %s, %d pings", s, pings)
+	}
+	if err := b.Ready(ctx); err != nil || b.LastCause() != nil {
+		t.Errorf("after recovery: ready %v, cause %v", err, b.LastCause())
+	}
+	b.Failure(cause)
+	clk.Add(time.Second)
+	b.Allow()
+	if err := b.Ready(ctx); err == nil || err.Error() != "redis circuit breaker half_open" {
+		t.Errorf("ready of a half-open breaker: %v", err)
+	}
+}
+
+func TestAllClosed(t *testing.T) {
+	t.Parallel()
+	a, _, _ := newTestBreaker(t, Config{Name: "a", Threshold: 1})
+	b, _, _ := newTestBreaker(t, Config{Name: "b", Threshold: 1})
+	if ok, first := AllClosed(a, nil, b); !ok || first != nil {
+		t.Fatalf("all closed: %v %v", ok, first)
+	}
+	b.Failure(errors.New("down"))
+	if ok, first := AllClosed(a, b); ok || first != b {
+		t.Fatalf("b open: %v %v", ok, first)
+	}
+}
+
+// The monitor probes an open breaker once its cooldown has passed and
+// closes it when the ping succeeds; a closed breaker is never pinged.
+func TestMonitorProbesOpenBreakers(t *testing.T) {
+	t.Parallel()
+	// The real clock here: the monitor runs on real time.
+	down := MustNew(Config{Name: "down", Threshold: 1, Cooldown: time.Millisecond, MaxCooldown: time.Millisecond})
+	up := MustNew(Config{Name: "up", Threshold: 1})
+	var healthy atomic.Bool
+	var downPings, upPings atomic.Int64
+	m := NewMonitor(time.Millisecond, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Guarded{Breaker: down, Ping: func(context.Context) error {
+			downPings.Add(1)
+			if healthy.Load() {
+				return nil
+			}
+			return errors.New("still down")
+		}},
+		Guarded{Breaker: up, Ping: func(context.Context) error { upPings.Add(1); return nil }})
+	down.Failure(errors.New("down"))
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Stop(context.Background()) }()
+	waitFor(t, "a failed probe", func() bool { return downPings.Load() >= 1 })
+	if down.State() == Closed {
+		t.Fatal("a failed probe closed the breaker")
+	}
+	healthy.Store(true)
+	waitFor(t, "the breaker to close", down.Closed)
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if upPings.Load() != 0 {
+		t.Errorf("closed breaker pinged %d times", upPings.Load())
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -52,7 +52,7 @@ func TestClassifierRoleMayOnlyInsert(t *testing.T) {
 		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url)
 			VALUES ('c-2', 's', 'i', 'article', 50, 't', 'u') RETURNING id`,
 		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url)
-			VALUES ('c-1', 's', 'i', 'article', 50, 't', 'u') ON CONFLICT (content_id) DO UPDATE SET title = 'x'`,
+			VALUES ('c-1', 's', 'i', 'article', 50, 't', 'u') ON CONFLICT (index_name, content_id) DO UPDATE SET title = 'x'`,
 	} {
 		_, err := db.Exec(q)
 		var pqErr *pq.Error
@@ -77,8 +77,8 @@ func TestMigrationsDownAndUp(t *testing.T) {
 	}
 	defer func() { _ = m.Close() }()
 	v, dirty, err := m.Version()
-	if err != nil || dirty || v != 4 {
-		t.Fatalf("version %d dirty %v %v, want 4", v, dirty, err)
+	if err != nil || dirty || v != 5 {
+		t.Fatalf("version %d dirty %v %v, want 5", v, dirty, err)
 	}
 	if err := m.Down(int(v)); err != nil {
 		t.Fatalf("down: %v", err)
@@ -94,5 +94,67 @@ func TestMigrationsDownAndUp(t *testing.T) {
 	var triggers int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'classified_outbox_notify'`).Scan(&triggers); err != nil || triggers != 1 {
 		t.Errorf("notify trigger after down/up: %d %v", triggers, err)
+	}
+}
+
+// Migration 005: a content id is unique per index (two indices, two rows;
+// the classifier's ON CONFLICT DO NOTHING still absorbs a re-insertion),
+// and claim_token exists. Its down migration restores UNIQUE(content_id),
+// keeping the earliest row of each content id, and drops claim_token.
+func TestMigration005IdentityPerIndex(t *testing.T) {
+	t.Parallel()
+	db, dsn := outboxtest.Database(t)
+	insert := func(id, index string) {
+		t.Helper()
+		if _, err := db.Exec(`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url)
+			VALUES ($1, 's', $2::text, 'article', 50, $2::text, 'u') ON CONFLICT DO NOTHING`, id, index); err != nil {
+			t.Fatalf("insert %s/%s: %v", index, id, err)
+		}
+	}
+	insert("1", "a_classified_content")
+	insert("1", "b_classified_content")
+	insert("1", "a_classified_content") // re-insertion: no-op
+	insert("2", "b_classified_content")
+	count := func(q string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	if n := count(`SELECT COUNT(*) FROM classified_outbox`); n != 3 {
+		t.Fatalf("%d rows, want 3 (1 in two indices, 2 in one)", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM classified_outbox WHERE claim_token IS NULL`); n != 3 {
+		t.Fatalf("claim_token: %d rows with NULL", n)
+	}
+
+	m, err := postgres.NewMigrator(dsn, migrations.FS, ".", testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close() }()
+	if err := m.Down(1); err != nil {
+		t.Fatalf("down 005: %v", err)
+	}
+	var title string
+	if err := db.QueryRow(`SELECT string_agg(content_id || '=' || title, ',' ORDER BY content_id) FROM classified_outbox`).Scan(&title); err != nil ||
+		title != "1=a_classified_content,2=b_classified_content" {
+		t.Fatalf("after down: %q %v, want the earliest row of each content id", title, err)
+	}
+	if n := count(`SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'classified_outbox' AND column_name = 'claim_token'`); n != 0 {
+		t.Errorf("claim_token still there after down")
+	}
+	insert("2", "c_classified_content") // UNIQUE(content_id) again
+	if n := count(`SELECT COUNT(*) FROM classified_outbox`); n != 2 {
+		t.Errorf("%d rows after a conflicting insert under 004, want 2", n)
+	}
+	if err := m.Up(); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	insert("2", "c_classified_content")
+	if n := count(`SELECT COUNT(*) FROM classified_outbox`); n != 3 {
+		t.Errorf("%d rows after up, want 3", n)
 	}
 }

@@ -36,6 +36,7 @@ func main() {
 	service.Main("serve", map[string]service.Command{
 		"serve":   serve,
 		"migrate": service.MigrateCommand("classifier", "CLASSIFIER_DATABASE_URL", migrations.FS),
+		"eval":    evalCommand,
 	})
 }
 

@@ -94,12 +94,12 @@ func TestRulesCRUD(t *testing.T) {
 		t.Errorf("list disabled: %+v", list)
 	}
 	b.do(t, "GET", "/rules?enabled=true", nil).decode(t, &list)
-	if list.Total != 14 {
-		t.Errorf("list enabled: %d rules, want the 14 defaults", list.Total)
+	if list.Total != 18 {
+		t.Errorf("list enabled: %d rules, want the 18 defaults", list.Total)
 	}
 	b.do(t, "GET", "/rules", nil).decode(t, &list)
-	if list.Total != 15 {
-		t.Errorf("list all: %d rules, want 15", list.Total)
+	if list.Total != 19 {
+		t.Errorf("list all: %d rules, want 19", list.Total)
 	}
 
 	if res = b.do(t, "DELETE", path, nil); res.status != http.StatusNoContent {

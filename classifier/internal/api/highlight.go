@@ -114,21 +114,37 @@ func isInvisible(r rune) bool {
 }
 
 // fieldText is one posted field and its tokens, with an index from a word
-// to where it occurs.
+// to where it occurs. With stem set, words are compared by their stems
+// (rules.Stem), as an engine with stemming compares them.
 type fieldText struct {
 	name  string
 	text  string
+	stem  bool
 	toks  []token
+	keys  []string // per token: its norm, or its stem when stem is set
 	index map[string][]int
 }
 
-func newFieldText(name, text string) *fieldText {
-	f := &fieldText{name: name, text: text, toks: tokenize(text)}
+func newFieldText(name, text string) *fieldText { return newFieldTextStemmed(name, text, false) }
+
+// newFieldTextStemmed is newFieldText comparing words by their stems when
+// stem is set.
+func newFieldTextStemmed(name, text string, stem bool) *fieldText {
+	f := &fieldText{name: name, text: text, stem: stem, toks: tokenize(text)}
 	f.index = make(map[string][]int)
+	f.keys = make([]string, len(f.toks))
 	for i, t := range f.toks {
-		f.index[t.norm] = append(f.index[t.norm], i)
+		f.keys[i] = f.key(t.norm)
+		f.index[f.keys[i]] = append(f.index[f.keys[i]], i)
 	}
 	return f
+}
+
+func (f *fieldText) key(word string) string {
+	if f.stem {
+		return rules.Stem(word)
+	}
+	return word
 }
 
 // find returns the occurrences of keyword (a whole word or phrase, as the
@@ -138,6 +154,9 @@ func (f *fieldText) find(keyword string) []Highlight {
 	if len(words) == 0 || words[0] == "" {
 		return nil
 	}
+	for i, w := range words {
+		words[i] = f.key(w)
+	}
 	var out []Highlight
 	for _, i := range f.index[words[0]] {
 		if i+len(words) > len(f.toks) {
@@ -145,7 +164,7 @@ func (f *fieldText) find(keyword string) []Highlight {
 		}
 		match := true
 		for j := 1; j < len(words); j++ {
-			if f.toks[i+j].norm != words[j] {
+			if f.keys[i+j] != words[j] {
 				match = false
 				break
 			}

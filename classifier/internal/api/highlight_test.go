@@ -85,3 +85,21 @@ func TestFieldTextFindCapsHighlights(t *testing.T) {
 		t.Errorf("%d highlights, want %d", n, MaxHighlightsPerKeyword)
 	}
 }
+
+// TestFindStemmed checks that with stemming a keyword highlights its
+// inflections, whole words only, as an engine with stemming matches them.
+func TestFindStemmed(t *testing.T) {
+	t.Parallel()
+	text := "Acme acquired Widget; it acquires more. Acquisitions? Reacquired."
+	f := newFieldTextStemmed("body", text, true)
+	var got []string
+	for _, h := range f.find("acquire") {
+		got = append(got, h.Text)
+	}
+	if strings.Join(got, ",") != "acquired,acquires" {
+		t.Errorf("stemmed find(acquire) = %v, want acquired, acquires", got)
+	}
+	if n := len(newFieldText("body", text).find("acquire")); n != 0 {
+		t.Errorf("unstemmed find(acquire) = %d highlights, want 0", n)
+	}
+}

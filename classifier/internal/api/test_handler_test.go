@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf16"
 
@@ -34,7 +35,9 @@ func TestRulesTestEndpoint(t *testing.T) {
 	if m.RuleID == 0 || m.RuleName != "Violent crime" || m.Score <= 0 || m.Coverage <= 0 || m.UniqueMatches != len(m.MatchedKeywords) {
 		t.Errorf("match = %+v", m)
 	}
-	for _, kw := range []string{"shooting", "shot dead", "gunman", "gunfire", "stabbed", "homicide"} {
+	// With stemming (the default) "stabbing" and "stabbed" are one keyword of
+	// the rule, reported as the rule first spells it.
+	for _, kw := range []string{"shooting", "shot dead", "gunman", "gunfire", "stabbing", "homicide"} {
 		if !slices.Contains(m.MatchedKeywords, kw) {
 			t.Errorf("matched keywords %v lack %q", m.MatchedKeywords, kw)
 		}
@@ -54,7 +57,7 @@ func TestRulesTestEndpoint(t *testing.T) {
 		}
 		seen[h.Keyword+"@"+h.Field] = true
 	}
-	for _, want := range []string{"shot dead@title", "shooting@title", "gunman@body", "homicide@body"} {
+	for _, want := range []string{"shot dead@title", "shooting@title", "gunman@body", "homicide@body", "stabbing@body"} {
 		if !seen[want] {
 			t.Errorf("no highlight %s in %+v", want, m.Highlights)
 		}
@@ -95,6 +98,67 @@ func TestRulesTestEndpointText(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400", tt.name, res.status, res.body)
 		}
 	}
+}
+
+// TestRulesTestEndpointExplains checks the explanations: every rule that
+// found a keyword, matched or not, with its keywords, score and threshold,
+// and what it lacked.
+func TestRulesTestEndpointExplains(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var out api.TestResponse
+	res := b.do(t, "POST", "/rules/test", map[string]string{"text": "Oil prices fell as the economy slowed."})
+	if res.status != http.StatusOK {
+		t.Fatalf("%d %s", res.status, res.body)
+	}
+	res.decode(t, &out)
+	if out.Engine == nil || !out.Engine.Stemming || out.Engine.Scoring != "min_keywords" {
+		t.Errorf("engine = %+v, want the defaults (stemming, min_keywords)", out.Engine)
+	}
+	if !slices.Equal(out.Topics, []string{"energy"}) {
+		t.Errorf("topics = %v, want energy", out.Topics)
+	}
+	byTopic := map[string]api.RuleExplanation{}
+	for _, e := range out.Explanations {
+		byTopic[e.Topic] = e
+	}
+	energy, business := byTopic["energy"], byTopic["business"]
+	if !energy.Matched || energy.KeywordsMissing != 0 || !slices.Contains(energy.KeywordsFound, "oil prices") {
+		t.Errorf("energy explanation = %+v", energy)
+	}
+	if business.Matched || business.Threshold != "min_keywords" || business.MinKeywords != 2 || business.KeywordsNeeded != 2 ||
+		business.KeywordsMissing != 1 || !slices.Equal(business.KeywordsFound, []string{"economy"}) || business.Score <= 0 ||
+		len(business.Highlights) != 1 || business.Highlights[0].Text != "economy" || !strings.Contains(business.Reason, "1 more distinct keyword") {
+		t.Errorf("business explanation = %+v", business)
+	}
+	// Matches are exactly the matched explanations.
+	var matched int
+	for _, e := range out.Explanations {
+		if e.Matched {
+			matched++
+		}
+	}
+	if matched != len(out.Matches) {
+		t.Errorf("%d matched explanations, %d matches", matched, len(out.Matches))
+	}
+
+	// A rule under the spec's threshold says what score it missed.
+	rule := map[string]any{"name": "Spec rule", "topic": "markets", "min_confidence": 0.5,
+		"keywords": []string{"bonds", "yields", "treasury", "coupon", "maturity", "auction"}}
+	if res := b.do(t, "POST", "/rules", rule); res.status != http.StatusCreated {
+		t.Fatalf("%d %s", res.status, res.body)
+	}
+	waitFor(t, "spec rule", func() bool {
+		var out api.TestResponse
+		b.do(t, "POST", "/rules/test", map[string]string{"text": "Treasury yields rose."}).decode(t, &out)
+		for _, e := range out.Explanations {
+			if e.Topic == "markets" {
+				return !e.Matched && e.Threshold == "min_confidence" && e.KeywordsNeeded == 3 && e.KeywordsMissing == 1 &&
+					strings.Contains(e.Reason, "< min_confidence 0.50")
+			}
+		}
+		return false
+	})
 }
 
 // TestRuleEditReachesPlayground checks the whole loop: a rule created,

@@ -33,6 +33,22 @@
 // ("drug trafficking" matches "drug-trafficking" and "drug, trafficking"),
 // but never across the title/body boundary of Engine.Match.
 //
+// # Stemming
+//
+// With Options.Stemming (on in NewEngine, StemmingDefault), every token of
+// the normalized keywords and text is replaced by its English Snowball
+// (Porter2) stem (Stem, github.com/kljensen/snowball) before matching, so
+// "acquire" matches "acquires", "acquired" and "acquiring", and "oil price"
+// matches "oil prices". Whole-word semantics are unchanged: tokens are
+// compared whole after stemming, so "gun" still does not match "begun" and a
+// phrase still does not span the title and body. Keywords of one rule that
+// share a stem ("murder", "murdered") are one keyword: they count once and
+// do not dilute coverage. Stemming conflates some words ("shooting" and
+// "shoot", "judges" and "judge"); the default rules ask for two distinct
+// keywords, which keeps such single words from deciding a topic. Every
+// matcher stems alike and gives the same results. Stems are memoized (up to
+// 100,000 distinct tokens).
+//
 // # Scoring
 //
 // The score is the spec's formula (architecture.md 3.4):
@@ -41,7 +57,7 @@
 //	coverage = uniqueMatches / keywords
 //	score    = 0.5*logTF + 0.5*coverage
 //
-// with hits = the number of distinct keywords of the rule found in the text,
+// (Score) with hits = the number of distinct keywords of the rule found in the text,
 // which is also uniqueMatches. It is not a term frequency: cloudflare's
 // thread-safe Aho-Corasick call reports each pattern once per text, so every
 // matcher here reports presence, not counts, and all three agree exactly.
@@ -49,8 +65,23 @@
 // raise a rule's score; finding more of its distinct keywords does, and logTF
 // saturates at 12 distinct keywords. keywords is the number of distinct,
 // non-empty normalized keywords of the rule (empty and duplicate keywords do
-// not dilute coverage). A rule matches when at least one keyword is found and
-// score >= MinConfidence.
+// not dilute coverage). Under ScoringSpec a rule matches when at least one
+// keyword is found and score >= MinConfidence.
+//
+// Under ScoringMinKeywords (the default) a rule with MinKeywords > 0 matches
+// when it finds at least MinKeywords distinct keywords, whatever the length
+// of its list; rules with MinKeywords 0 keep the spec's threshold. The
+// spec's coverage term divides by the list length, so a longer list needs
+// more keywords for the same min_confidence: min_confidence 0.3 asks for 3
+// distinct keywords of 30 and 4 of 100. MinKeywords states the number
+// directly and does not move when keywords are added. The score reported is
+// the spec's in both modes. A phrase and a word inside it ("oil prices" and
+// "oil") both count when the phrase occurs, which rule authors can use to
+// let a specific phrase decide alone.
+//
+// Engine.Explain returns every rule that found a keyword with Matched, the
+// keywords found, Keywords (distinct keywords) and Needed (how many it must
+// find), for the playground and the evaluation command.
 //
 // # Matchers
 //

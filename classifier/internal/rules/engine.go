@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -27,6 +28,12 @@ type Rule struct {
 	// Enabled rules only are matched; disabled ones are left out of the
 	// snapshot entirely.
 	Enabled bool
+	// MinKeywords, when above zero and the engine scores with
+	// ScoringMinKeywords (the default), replaces the MinConfidence
+	// threshold: the rule matches when it finds at least that many distinct
+	// keywords, however long its keyword list. Zero keeps the spec's
+	// threshold (score >= MinConfidence). See the package documentation.
+	MinKeywords int
 }
 
 // Match is a rule found in a text, with the figures of its score.
@@ -45,8 +52,22 @@ type Match struct {
 	// UniqueMatches is the number of distinct keywords of the rule found.
 	UniqueMatches int
 	// MatchedKeywords are the matched keywords as the rule spells them, in
-	// the rule's order.
+	// the rule's order. With stemming, keywords of one rule that share a
+	// stem ("murder", "murdered") are one keyword, spelled as the first.
 	MatchedKeywords []string
+	// Keywords is the number of distinct keywords of the rule (after
+	// normalization, and stemming when on): coverage's denominator.
+	Keywords int
+	// Needed is how many distinct keywords the rule must find to match under
+	// the engine's scoring: MinKeywords, or the fewest whose score reaches
+	// MinConfidence. It is Keywords+1 when no number of keywords suffices.
+	Needed int
+	// ByMinKeywords reports that the threshold is the rule's MinKeywords
+	// (ScoringMinKeywords and MinKeywords > 0), not its MinConfidence.
+	ByMinKeywords bool
+	// Matched reports whether the rule passed its threshold. Match returns
+	// matched rules only; Explain returns every rule that found a keyword.
+	Matched bool
 }
 
 // Topic is the matched rule's topic.
@@ -64,28 +85,92 @@ func Score(hits, keywords int) (score, coverage float64) {
 	return 0.5*logTF + 0.5*coverage, coverage
 }
 
+// Scoring selects the threshold a rule must pass to match. The score itself
+// is always the spec's formula (Score).
+type Scoring string
+
+const (
+	// ScoringSpec is the spec's threshold: a rule matches when its score is
+	// at least MinConfidence. MinKeywords is ignored.
+	ScoringSpec Scoring = "spec"
+	// ScoringMinKeywords lets a rule with MinKeywords > 0 match when it finds
+	// that many distinct keywords, whatever the length of its keyword list
+	// (coverage no longer dilutes long lists); rules with MinKeywords 0 keep
+	// the spec's threshold. The default.
+	ScoringMinKeywords Scoring = "min_keywords"
+
+	// ScoringDefault is the scoring used when configuration names none.
+	ScoringDefault = ScoringMinKeywords
+	// StemmingDefault is whether NewEngine stems keywords and text: on, as
+	// the evaluation (docs/classification.md) showed it raises recall without
+	// costing precision.
+	StemmingDefault = true
+)
+
+// ParseScoring returns the Scoring named s, ScoringDefault for "".
+func ParseScoring(s string) (Scoring, error) {
+	switch sc := Scoring(strings.TrimSpace(s)); sc {
+	case "":
+		return ScoringDefault, nil
+	case ScoringSpec, ScoringMinKeywords:
+		return sc, nil
+	}
+	return "", fmt.Errorf("rules: unknown scoring %q (want %q or %q)", s, ScoringSpec, ScoringMinKeywords)
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Matcher is the matcher kind ("" is MatcherKindDefault).
+	Matcher MatcherKind
+	// Stemming reduces every token of keywords and text to its English
+	// Snowball stem (Stem) before matching, so "acquire" matches "acquires",
+	// "acquired" and "acquiring". Matching stays whole-word: tokens are
+	// compared whole, after stemming.
+	Stemming bool
+	// Scoring is the threshold rule ("" is ScoringDefault).
+	Scoring Scoring
+}
+
+// DefaultOptions are the options NewEngine uses besides the matcher kind.
+func DefaultOptions() Options {
+	return Options{Matcher: MatcherKindDefault, Stemming: StemmingDefault, Scoring: ScoringDefault}
+}
+
 // Engine matches texts against a rule set. It holds an immutable snapshot
 // (rules, keyword postings and matcher) behind an atomic pointer: Match is
 // lock-free and safe for concurrent use, and Update builds a new snapshot off
 // to the side and swaps it in, while Match calls already running finish on
 // the old one. Two snapshots are alive during a swap.
 type Engine struct {
-	kind     MatcherKind
+	opts     Options
 	snap     atomic.Pointer[snapshot]
 	updateMu sync.Mutex // serializes Update, so the last call wins
 }
 
 // NewEngine builds an engine over rules with the matcher kind given ("" is
-// MatcherKindDefault). It fails on an unknown kind and on rule sets wrapping
-// ErrInvalidRule: duplicate IDs or MinConfidence outside 0..1 among enabled
-// rules.
+// MatcherKindDefault) and the other DefaultOptions. It fails on an unknown
+// kind and on rule sets wrapping ErrInvalidRule: duplicate IDs,
+// MinConfidence outside 0..1 or a negative MinKeywords among enabled rules.
 func NewEngine(kind MatcherKind, rules []Rule) (*Engine, error) {
-	kind, err := ParseMatcherKind(string(kind))
+	opts := DefaultOptions()
+	opts.Matcher = kind
+	return NewEngineWithOptions(opts, rules)
+}
+
+// NewEngineWithOptions builds an engine over rules with opts. The zero
+// Options are the default matcher and scoring without stemming.
+func NewEngineWithOptions(opts Options, rules []Rule) (*Engine, error) {
+	kind, err := ParseMatcherKind(string(opts.Matcher))
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{kind: kind}
-	s, err := compile(kind, rules, 1)
+	scoring, err := ParseScoring(string(opts.Scoring))
+	if err != nil {
+		return nil, err
+	}
+	opts.Matcher, opts.Scoring = kind, scoring
+	e := &Engine{opts: opts}
+	s, err := compile(opts, rules, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +183,7 @@ func NewEngine(kind MatcherKind, rules []Rule) (*Engine, error) {
 func (e *Engine) Update(rules []Rule) error {
 	e.updateMu.Lock()
 	defer e.updateMu.Unlock()
-	s, err := compile(e.kind, rules, e.snap.Load().version+1)
+	s, err := compile(e.opts, rules, e.snap.Load().version+1)
 	if err != nil {
 		return err
 	}
@@ -107,7 +192,21 @@ func (e *Engine) Update(rules []Rule) error {
 }
 
 // Kind is the engine's matcher kind.
-func (e *Engine) Kind() MatcherKind { return e.kind }
+func (e *Engine) Kind() MatcherKind { return e.opts.Matcher }
+
+// Options are the engine's options, defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// Key returns text as the engine compares it: normalized, and stemmed when
+// the engine stems. Two keywords with the same Key are the same keyword to
+// the engine.
+func (e *Engine) Key(text string) string {
+	n := Normalize(text)
+	if e.opts.Stemming {
+		n = StemText(n)
+	}
+	return n
+}
 
 // RuleCount is the number of rules in use: enabled rules with at least one
 // non-empty keyword.
@@ -117,6 +216,30 @@ func (e *Engine) RuleCount() int { return len(e.snap.Load().rules) }
 // holds across all rules in use.
 func (e *Engine) KeywordCount() int { return len(e.snap.Load().terms) }
 
+// RuleInfo is a rule in use with its threshold as the engine applies it.
+type RuleInfo struct {
+	Rule
+	// Distinct is the number of distinct keywords (after normalization, and
+	// stemming when on); Needed how many of them the rule must find to match
+	// (Distinct+1 when no number suffices); ByMinKeywords whether that is the
+	// rule's MinKeywords rather than its MinConfidence.
+	Distinct, Needed int
+	ByMinKeywords    bool
+}
+
+// Rules returns the rules in use (enabled, with a usable keyword), in the
+// order they were given.
+func (e *Engine) Rules() []RuleInfo {
+	s := e.snap.Load()
+	out := make([]RuleInfo, len(s.rules))
+	for i := range s.rules {
+		c := &s.rules[i]
+		out[i] = RuleInfo{Rule: c.rule, Distinct: len(c.terms), Needed: c.needed, ByMinKeywords: c.byCount}
+		out[i].Keywords = slices.Clone(c.rule.Keywords)
+	}
+	return out
+}
+
 // Version counts the snapshots: 1 after NewEngine, plus one per successful
 // Update.
 func (e *Engine) Version() uint64 { return e.snap.Load().version }
@@ -125,24 +248,39 @@ func (e *Engine) Version() uint64 { return e.snap.Load().version }
 // two. The result is sorted by priority, then score (both descending), then
 // rule ID; it is nil when nothing matches.
 func (e *Engine) Match(title, body string) []Match {
-	t, b := Normalize(title), Normalize(body)
-	switch {
-	case t == "":
-		return e.snap.Load().match(b)
-	case b == "":
-		return e.snap.Load().match(t)
-	}
-	return e.snap.Load().match(t + " " + fieldSeparator + " " + b)
+	return e.snap.Load().match(e.document(title, body), false)
 }
 
 // MatchText matches a single text, sorted as Match.
 func (e *Engine) MatchText(text string) []Match {
-	return e.snap.Load().match(Normalize(text))
+	return e.snap.Load().match(e.Key(text), false)
+}
+
+// Explain is Match for the rules that found at least one keyword, whether
+// they passed their threshold or not (Matched says which), so a caller can
+// show why a rule did not match and how many keywords it lacked. Sorted as
+// Match.
+func (e *Engine) Explain(title, body string) []Match {
+	return e.snap.Load().match(e.document(title, body), true)
+}
+
+// document is the engine's text for a title and body: both keyed, joined by
+// the field separator.
+func (e *Engine) document(title, body string) string {
+	t, b := e.Key(title), e.Key(body)
+	switch {
+	case t == "":
+		return b
+	case b == "":
+		return t
+	}
+	return t + " " + fieldSeparator + " " + b
 }
 
 // snapshot is one immutable build of a rule set.
 type snapshot struct {
 	version uint64
+	scoring Scoring
 	rules   []compiledRule
 	terms   []string // distinct normalized keywords; the matcher's keywords
 	// postings[postingStart[t]:postingStart[t+1]] are the rules holding term t.
@@ -156,6 +294,11 @@ type compiledRule struct {
 	rule     Rule
 	terms    []int32  // the rule's distinct keywords as term indices, rule order
 	keywords []string // their spelling in the rule
+	// needed is the fewest distinct keywords that pass the threshold
+	// (len(terms)+1 when none do); byCount is true when that threshold is
+	// MinKeywords rather than MinConfidence.
+	needed  int
+	byCount bool
 }
 
 // matchScratch is the per-call working memory of snapshot.match, pooled.
@@ -166,8 +309,8 @@ type matchScratch struct {
 	stamp   []uint32 // per term: == gen when found in this call
 }
 
-func compile(kind MatcherKind, rules []Rule, version uint64) (*snapshot, error) {
-	s := &snapshot{version: version}
+func compile(opts Options, rules []Rule, version uint64) (*snapshot, error) {
+	s := &snapshot{version: version, scoring: opts.Scoring}
 	termIndex := make(map[string]int32)
 	ids := make(map[int64]bool, len(rules))
 	var termRules [][]int32
@@ -184,11 +327,18 @@ func compile(kind MatcherKind, rules []Rule, version uint64) (*snapshot, error) 
 			return nil, fmt.Errorf("rules: rule %d %q: min_confidence %v outside 0..1: %w",
 				r.ID, r.Name, r.MinConfidence, ErrInvalidRule)
 		}
+		if r.MinKeywords < 0 {
+			return nil, fmt.Errorf("rules: rule %d %q: min_keywords %d is negative: %w",
+				r.ID, r.Name, r.MinKeywords, ErrInvalidRule)
+		}
 		c := compiledRule{rule: *r}
 		c.rule.Keywords = slices.Clone(r.Keywords)
 		ruleIndex := int32(len(s.rules))
 		for _, kw := range r.Keywords {
 			n := Normalize(kw)
+			if opts.Stemming {
+				n = StemText(n)
+			}
 			if n == "" {
 				continue
 			}
@@ -209,6 +359,7 @@ func compile(kind MatcherKind, rules []Rule, version uint64) (*snapshot, error) 
 		if len(c.terms) == 0 {
 			continue // nothing to match; not counted
 		}
+		c.needed, c.byCount = threshold(opts.Scoring, &c.rule, len(c.terms))
 		s.rules = append(s.rules, c)
 	}
 	s.postingStart = make([]int32, len(s.terms)+1)
@@ -219,7 +370,7 @@ func compile(kind MatcherKind, rules []Rule, version uint64) (*snapshot, error) 
 	for _, rs := range termRules {
 		s.postings = append(s.postings, rs...)
 	}
-	m, err := NewMatcher(kind, s.terms)
+	m, err := NewMatcher(opts.Matcher, s.terms)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +382,25 @@ func compile(kind MatcherKind, rules []Rule, version uint64) (*snapshot, error) 
 	return s, nil
 }
 
-func (s *snapshot) match(text string) []Match {
+// threshold returns the fewest distinct keywords of a rule with n distinct
+// keywords that pass its threshold under scoring (n+1 when none do), and
+// whether the threshold is the rule's MinKeywords.
+func threshold(scoring Scoring, r *Rule, n int) (needed int, byCount bool) {
+	if scoring == ScoringMinKeywords && r.MinKeywords > 0 {
+		return min(r.MinKeywords, n+1), true
+	}
+	for h := 1; h <= n; h++ {
+		if score, _ := Score(h, n); score >= r.MinConfidence {
+			return h, false
+		}
+	}
+	return n + 1, false
+}
+
+// match scores the rules whose keywords occur in text (keyed). It returns
+// the rules that pass their threshold, or with all set every rule that found
+// a keyword, Matched telling them apart.
+func (s *snapshot) match(text string, all bool) []Match {
 	if len(s.terms) == 0 || text == "" {
 		return nil
 	}
@@ -262,7 +431,13 @@ func (s *snapshot) match(text string) []Match {
 		sc.counts[r] = 0
 		c := &s.rules[r]
 		score, coverage := Score(n, len(c.terms))
-		if score < c.rule.MinConfidence {
+		// The score threshold is compared as the spec writes it (not through
+		// needed), so that floating point decides exactly as before.
+		passed := score >= c.rule.MinConfidence
+		if c.byCount {
+			passed = n >= c.needed
+		}
+		if !passed && !all {
 			continue
 		}
 		kws := make([]string, 0, n)
@@ -274,6 +449,7 @@ func (s *snapshot) match(text string) []Match {
 		out = append(out, Match{
 			Rule: &c.rule, Score: score, Coverage: coverage,
 			Hits: n, UniqueMatches: n, MatchedKeywords: kws,
+			Keywords: len(c.terms), Needed: c.needed, ByMinKeywords: c.byCount, Matched: passed,
 		})
 	}
 	slices.SortFunc(out, func(a, b Match) int {

@@ -31,9 +31,17 @@ func summarize(ms []Match) []summary {
 	return out
 }
 
+// mustEngine builds an engine without stemming, so that the tests of exact
+// whole-word semantics see the tokens as written; stemming has tests of its
+// own.
 func mustEngine(t testing.TB, kind MatcherKind, rules []Rule) *Engine {
 	t.Helper()
-	e, err := NewEngine(kind, rules)
+	return mustEngineWith(t, Options{Matcher: kind}, rules)
+}
+
+func mustEngineWith(t testing.TB, opts Options, rules []Rule) *Engine {
+	t.Helper()
+	e, err := NewEngineWithOptions(opts, rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,10 +245,12 @@ func TestEngineUpdate(t *testing.T) {
 	}
 }
 
-// TestEnginesAgree runs the three engine kinds on random rule sets and texts.
+// TestEnginesAgree runs the three engine kinds on random rule sets and texts,
+// with stemming off and on and with both scorings: every kind gives the same
+// result as the naive oracle.
 func TestEnginesAgree(t *testing.T) {
 	t.Parallel()
-	vocab := strings.Fields("police fire gun a b ab ba drug trafficking café cafe city s o brien")
+	vocab := strings.Fields("police policing fire fired firing gun guns a b ab ba drug drugs trafficking trafficked café cafe city cities s o brien")
 	r := rand.New(rand.NewPCG(7, 8))
 	words := func(n int, sep string) string {
 		ws := make([]string, n)
@@ -257,15 +267,138 @@ func TestEnginesAgree(t *testing.T) {
 				kws[j] = words(1+r.IntN(2), "-")
 			}
 			rules[i] = Rule{ID: int64(i + 1), Topic: fmt.Sprint("t", r.IntN(4)), Keywords: kws,
-				MinConfidence: r.Float64() * 0.5, Priority: r.IntN(3), Enabled: r.IntN(8) > 0}
+				MinConfidence: r.Float64() * 0.5, Priority: r.IntN(3), Enabled: r.IntN(8) > 0, MinKeywords: r.IntN(3)}
 		}
 		title, body := words(r.IntN(5), " "), words(r.IntN(40), ", ")
-		want := summarize(mustEngine(t, MatcherNaive, rules).Match(title, body))
+		opts := Options{Matcher: MatcherNaive, Stemming: iter%2 == 1, Scoring: []Scoring{ScoringSpec, ScoringMinKeywords}[iter/2%2]}
+		want := summarize(mustEngineWith(t, opts, rules).Match(title, body))
 		for _, kind := range []MatcherKind{MatcherAhoCorasick, MatcherTokenIndex} {
-			if got := summarize(mustEngine(t, kind, rules).Match(title, body)); !reflect.DeepEqual(got, want) {
-				t.Fatalf("iteration %d, %s:\n got %+v\nwant %+v", iter, kind, got, want)
+			opts.Matcher = kind
+			if got := summarize(mustEngineWith(t, opts, rules).Match(title, body)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("iteration %d, %+v:\n got %+v\nwant %+v", iter, opts, got, want)
 			}
 		}
+	}
+}
+
+// TestEngineStemming checks inflection-aware matching: keywords and text
+// meet at their stems, whole words only, with every matcher.
+func TestEngineStemming(t *testing.T) {
+	t.Parallel()
+	rules := []Rule{
+		{ID: 1, Name: "deals", Topic: "business", Enabled: true, MinKeywords: 2,
+			Keywords: []string{"acquire", "acquisition", "shares", "merger", "take over"}},
+		{ID: 2, Name: "crime", Topic: "violent_crime", Enabled: true, MinKeywords: 1,
+			Keywords: []string{"shooting", "murdered", "murder", "gun"}},
+		{ID: 3, Name: "energy", Topic: "energy", Enabled: true, MinKeywords: 2,
+			Keywords: []string{"crude oil", "oil price", "barrel"}},
+	}
+	tests := []struct {
+		text       string
+		stem, flat []string // topics with stemming on, off
+	}{
+		{"Acme acquires Widget Co; its shares jumped.", []string{"business"}, nil},
+		{"The acquired firm's share price rose after the acquisitions.", []string{"business"}, nil},
+		{"Rivals were taking over each other: two mergers, both acquiring.", []string{"business"}, nil},
+		{"Oil prices fell below $70 a barrel as crude oil stocks rose.", []string{"energy"}, []string{"energy"}},
+		{"Oil prices fell to $70 for two barrels.", []string{"energy"}, nil},
+		{"Two men were shot in a shootings spree.", []string{"violent_crime"}, nil},
+		// Whole words still: no stem matches inside another word.
+		{"Work has begun; a shoot-out between guns? No: gunnery drills.", []string{"violent_crime"}, nil},
+		{"Work has begun on the gunnery range.", nil, nil},
+	}
+	for _, kind := range matcherKinds {
+		stem := mustEngineWith(t, Options{Matcher: kind, Stemming: true}, rules)
+		flat := mustEngineWith(t, Options{Matcher: kind}, rules)
+		for _, tt := range tests {
+			for _, c := range []struct {
+				e    *Engine
+				want []string
+			}{{stem, tt.stem}, {flat, tt.flat}} {
+				var got []string
+				for _, m := range c.e.MatchText(tt.text) {
+					got = append(got, m.Rule.Topic)
+				}
+				if !reflect.DeepEqual(got, c.want) {
+					t.Errorf("%s stemming=%t %q: topics %v, want %v", kind, c.e.Options().Stemming, tt.text, got, c.want)
+				}
+			}
+		}
+		// "murdered" and "murder" share a stem: one keyword of the rule,
+		// spelled as the rule first lists it, and coverage counts it once.
+		ms := stem.MatchText("He was murdered; the murder weapon was a gun.")
+		if len(ms) != 1 || ms[0].Keywords != 3 || !reflect.DeepEqual(ms[0].MatchedKeywords, []string{"murdered", "gun"}) {
+			t.Errorf("%s: stem-duplicate keywords: %+v", kind, ms)
+		}
+	}
+	if got := StemText("acquires acquired \n acquiring"); got != "acquir acquir \n acquir" {
+		t.Errorf("StemText = %q", got)
+	}
+	if NewEngineMust := mustEngine(t, "", nil); NewEngineMust.Options().Stemming {
+		t.Error("zero Options stem")
+	}
+	if e, _ := NewEngine("", nil); e.Options() != DefaultOptions() {
+		t.Errorf("NewEngine options = %+v, want %+v", e.Options(), DefaultOptions())
+	}
+}
+
+// TestEngineScoring checks the two thresholds and Explain: under
+// ScoringMinKeywords a rule with MinKeywords needs that many distinct
+// keywords whatever its list length; under ScoringSpec the same rule needs
+// the score, which a long list dilutes.
+func TestEngineScoring(t *testing.T) {
+	t.Parallel()
+	long := make([]string, 30)
+	for i := range long {
+		long[i] = fmt.Sprintf("w%d", i)
+	}
+	long[0], long[1], long[2] = "economy", "inflation", "shares"
+	rules := []Rule{{ID: 1, Name: "business", Topic: "business", Enabled: true, MinConfidence: 0.3, MinKeywords: 2, Keywords: long}}
+	texts := []struct {
+		text          string
+		spec, minKeys bool
+	}{
+		{"The economy slowed.", false, false},
+		{"The economy slowed and inflation rose.", false, true},
+		{"The economy slowed, inflation rose and shares fell.", true, true},
+	}
+	for _, kind := range matcherKinds {
+		spec := mustEngineWith(t, Options{Matcher: kind, Scoring: ScoringSpec}, rules)
+		minKeys := mustEngineWith(t, Options{Matcher: kind, Scoring: ScoringMinKeywords}, rules)
+		for _, tt := range texts {
+			if got := len(spec.MatchText(tt.text)) == 1; got != tt.spec {
+				t.Errorf("%s spec %q: matched %t", kind, tt.text, got)
+			}
+			if got := len(minKeys.MatchText(tt.text)) == 1; got != tt.minKeys {
+				t.Errorf("%s min_keywords %q: matched %t", kind, tt.text, got)
+			}
+		}
+		// Explain shows the rule that found "economy" and what it lacked.
+		for _, c := range []struct {
+			e       *Engine
+			needed  int
+			byCount bool
+		}{{spec, 3, false}, {minKeys, 2, true}} {
+			ex := c.e.Explain("Oil prices fell", "as the economy slowed.")
+			if len(ex) != 1 || ex[0].Matched || ex[0].Hits != 1 || ex[0].Keywords != 30 || ex[0].Needed != c.needed ||
+				ex[0].ByMinKeywords != c.byCount || !reflect.DeepEqual(ex[0].MatchedKeywords, []string{"economy"}) {
+				t.Errorf("%s %s: Explain = %+v", kind, c.e.Options().Scoring, ex)
+			}
+			if c.e.Match("Oil prices fell", "as the economy slowed.") != nil {
+				t.Errorf("%s: Match returned a rule below its threshold", kind)
+			}
+		}
+	}
+	// A MinKeywords above the rule's keyword count can never be met.
+	e := mustEngine(t, "", []Rule{{ID: 1, Enabled: true, MinKeywords: 3, Keywords: []string{"a1", "b1"}}})
+	if ex := e.Explain("", "a1 b1"); len(ex) != 1 || ex[0].Matched || ex[0].Needed != 3 {
+		t.Errorf("unreachable min_keywords: %+v", ex)
+	}
+	if _, err := NewEngine("", []Rule{{ID: 1, Enabled: true, MinKeywords: -1, Keywords: []string{"a"}}}); !errors.Is(err, ErrInvalidRule) {
+		t.Errorf("negative min_keywords: %v", err)
+	}
+	if _, err := NewEngineWithOptions(Options{Scoring: "coverage"}, nil); err == nil {
+		t.Error("unknown scoring: no error")
 	}
 }
 

@@ -110,3 +110,6 @@ func topicScores(ms []Match) map[string]float64 {
 	}
 	return out
 }
+
+// Explain is the active engine's Explain: explanations are not compared.
+func (s *Shadow) Explain(title, body string) []Match { return s.active.Explain(title, body) }

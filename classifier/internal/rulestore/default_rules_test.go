@@ -1,8 +1,13 @@
 package rulestore_test
 
 import (
+	"database/sql"
+	"io/fs"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
@@ -11,9 +16,38 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
+// defaultTopics are the topics of the default rules, by priority then name.
 var defaultTopics = []string{
 	"violent_crime", "organized_crime", "drug_crime", "property_crime", "criminal_justice",
+	"politics", "business", "energy", "health", "science", "technology", "traffic", "weather", "world",
+	"education", "local_news", "sports", "entertainment",
+}
+
+// topics005 are the topics of migration 005's rules, by priority then name.
+var topics005 = []string{
+	"violent_crime", "organized_crime", "drug_crime", "property_crime", "criminal_justice",
 	"politics", "business", "health", "technology", "traffic", "weather", "local_news", "sports", "entertainment",
+}
+
+// migrationsUpTo is the embedded migrations numbered up to n.
+func migrationsUpTo(t *testing.T, n int) fs.FS {
+	t.Helper()
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := fstest.MapFS{}
+	for _, e := range entries {
+		num, _, _ := strings.Cut(e.Name(), "_")
+		if v, err := strconv.Atoi(num); err == nil && v <= n {
+			data, err := fs.ReadFile(migrations.FS, e.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[e.Name()] = &fstest.MapFile{Data: data}
+		}
+	}
+	return out
 }
 
 // TestDefaultRulesAreValid checks the seeded rules pass the API's own
@@ -27,15 +61,18 @@ func TestDefaultRulesAreValid(t *testing.T) {
 	}
 	var topics []string
 	for _, r := range list {
-		if r.Seed != rulestore.SeedDefaultRules {
-			t.Errorf("rule %q seed = %q", r.Name, r.Seed)
+		if r.Seed != rulestore.SeedDefaultRulesV2 {
+			t.Errorf("rule %q seed = %q, want %q", r.Name, r.Seed, rulestore.SeedDefaultRulesV2)
 		}
 		if _, err := rulestore.Validate(rulestore.Input{Name: r.Name, Topic: r.Topic, Keywords: r.Keywords,
-			MinConfidence: r.MinConfidence, Priority: r.Priority, Enabled: r.Enabled}); err != nil {
+			MinConfidence: r.MinConfidence, Priority: r.Priority, Enabled: r.Enabled, MinKeywords: &r.MinKeywords}); err != nil {
 			t.Errorf("default rule %q: %v", r.Name, err)
 		}
-		if n := len(r.Keywords); n < 15 || n > 30 {
-			t.Errorf("default rule %q has %d keywords, want 15-30", r.Name, n)
+		if n := len(r.Keywords); n < 30 || n > 100 {
+			t.Errorf("default rule %q has %d keywords, want 30-100", r.Name, n)
+		}
+		if r.MinKeywords != 2 {
+			t.Errorf("default rule %q has min_keywords %d, want 2", r.Name, r.MinKeywords)
 		}
 		topics = append(topics, r.Topic)
 	}
@@ -149,6 +186,70 @@ func TestDefaultRulesClassify(t *testing.T) {
 			wantFirst: "entertainment", wantTopics: []string{"entertainment"},
 		},
 		{
+			// The issue's examples: both were "0 matching rules" with 005.
+			name:       "oil prices",
+			title:      "",
+			body:       "Oil prices fell as the economy slowed.",
+			wantFirst:  "energy",
+			wantTopics: []string{"energy"},
+		},
+		{
+			name:       "petroleum reserve",
+			title:      "U.S. to draw on strategic petroleum reserve",
+			body:       "The Energy Department will release 20 million barrels of crude oil from the strategic petroleum reserve to calm gasoline prices.",
+			wantFirst:  "energy",
+			wantTopics: []string{"energy"},
+		},
+		{
+			name:       "acquisition, inflected",
+			title:      "Northwind acquires Contoso",
+			body:       "Northwind said it acquired the software maker in a deal valued at $2 billion; Contoso shareholders approved the takeover.",
+			wantTopics: []string{"business"},
+		},
+		{
+			name:       "ceasefire",
+			title:      "UN Security Council backs ceasefire",
+			body:       "Diplomats said the truce would let humanitarian aid reach refugees.",
+			wantFirst:  "world",
+			wantTopics: []string{"world"},
+		},
+		{
+			name:       "telescope",
+			title:      "Astronomers find water vapour on distant planet",
+			body:       "Researchers using a space telescope published the result in a scientific journal.",
+			wantFirst:  "science",
+			wantTopics: []string{"science"},
+		},
+		{
+			name:       "tuition",
+			title:      "University freezes tuition",
+			body:       "Students and teachers welcomed the decision; the college will follow.",
+			wantFirst:  "education",
+			wantTopics: []string{"education"},
+		},
+		{
+			// Hard negatives: crime words in other stories.
+			name:       "shooting star",
+			title:      "Shooting star lights up the sky",
+			body:       "Astronomers say the meteor was a fragment of an asteroid.",
+			wantTopics: []string{"science"},
+			wantAbsent: []string{"violent_crime", "criminal_justice"},
+		},
+		{
+			name:       "drug approval",
+			title:      "Regulator approves new drug",
+			body:       "The drug approval follows clinical trials in which patients improved.",
+			wantTopics: []string{"health"},
+			wantAbsent: []string{"drug_crime", "criminal_justice"},
+		},
+		{
+			name:       "political crime novel",
+			title:      "Political crime novel wins prize",
+			body:       "The novelist's book about a murder in a prime minister's office won the literary award.",
+			wantTopics: []string{"entertainment"},
+			wantAbsent: []string{"violent_crime", "criminal_justice", "politics"},
+		},
+		{
 			// Substrings of keywords must not match: begun (gun), problem
 			// (rob), shooting stars is still shooting but alone is one hit.
 			name:       "no crime in substrings",
@@ -158,7 +259,7 @@ func TestDefaultRulesClassify(t *testing.T) {
 		},
 	}
 	for _, kind := range []rules.MatcherKind{rules.MatcherAhoCorasick, rules.MatcherTokenIndex, rules.MatcherNaive} {
-		engine, err := rules.NewEngine(kind, loaded)
+		engine, err := rules.NewEngine(kind, loaded) // the shipped defaults: stemming, min_keywords
 		if err != nil {
 			t.Fatalf("NewEngine(%s): %v", kind, err)
 		}
@@ -191,8 +292,9 @@ func TestDefaultRulesClassify(t *testing.T) {
 	}
 }
 
-// TestDefaultRulesDown checks that migration 005's down removes exactly the
-// seeded rows, leaving API-created rules alone, and that up seeds again.
+// TestDefaultRulesDown checks that migration 007's down restores 005's
+// rules and removes 007's, that 005's down then removes exactly the seeded
+// rows, leaving API-created rules alone, and that up seeds them again.
 func TestDefaultRulesDown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -206,18 +308,46 @@ func TestDefaultRulesDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mg.Close()
-	if v, _, err := mg.Version(); err != nil || v != 5 {
-		t.Fatalf("migration version = %d, %v; this test assumes 005 is the last migration", v, err)
+	if v, _, err := mg.Version(); err != nil || v != 7 {
+		t.Fatalf("migration version = %d, %v; this test assumes 007 is the last migration", v, err)
 	}
 	if err := mg.Down(1); err != nil {
-		t.Fatalf("down 005: %v", err)
+		t.Fatalf("down 007: %v", err)
 	}
 	list, err := b.repo.List(ctx, rulestore.Filter{})
+	if err == nil {
+		t.Fatalf("List after down 007 read min_keywords, which 007's down drops: %d rules", len(list))
+	}
+	var topics []string
+	rows, err := b.db.QueryContext(ctx, `SELECT topic, seed FROM classification_rules WHERE seed IS NOT NULL ORDER BY priority DESC, name`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].ID != mine.ID {
-		t.Fatalf("after down: %d rules (%v), want only the operator's", len(list), list)
+	for rows.Next() {
+		var topic, seed string
+		if err := rows.Scan(&topic, &seed); err != nil {
+			t.Fatal(err)
+		}
+		if seed != rulestore.SeedDefaultRules {
+			t.Errorf("after down 007: %s has seed %q", topic, seed)
+		}
+		topics = append(topics, topic)
+	}
+	_ = rows.Close()
+	if !slices.Equal(topics, topics005) {
+		t.Errorf("after down 007: topics %v, want 005's %v", topics, topics005)
+	}
+	if err := mg.Down(1); err != nil { // 006 when present, else 005
+		t.Fatalf("down: %v", err)
+	}
+	for v, _, _ := mg.Version(); v > 4; v, _, _ = mg.Version() {
+		if err := mg.Down(1); err != nil {
+			t.Fatalf("down to 4: %v", err)
+		}
+	}
+	var n int
+	if err := b.db.QueryRowContext(ctx, `SELECT count(*) FROM classification_rules WHERE id <> $1`, mine.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after down 005: %d other rules (%v), want only the operator's", n, err)
 	}
 	if err := mg.Up(); err != nil {
 		t.Fatalf("up again: %v", err)
@@ -228,5 +358,122 @@ func TestDefaultRulesDown(t *testing.T) {
 	}
 	if len(list) != len(defaultTopics)+1 {
 		t.Errorf("after up: %d rules, want %d", len(list), len(defaultTopics)+1)
+	}
+}
+
+// TestDefaultRulesUpgradeKeepsEdits runs 007 over an installation at 005
+// whose operator edited, disabled and deleted default rules: 007 upgrades
+// only the untouched ones, leaves the others as the operator left them, and
+// its down reverts only what it changed.
+func TestDefaultRulesUpgradeKeepsEdits(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	log := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrationsUpTo(t, 5), ".", log); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := testContext(t)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// The operator's changes at 005: Business gets a keyword, Sports is
+	// disabled, Weather is deleted, and a rule of their own takes the name
+	// of a rule 007 adds.
+	exec(`UPDATE classification_rules SET keywords = keywords || '{crude oil}'::text[] WHERE name = 'Business'`)
+	exec(`UPDATE classification_rules SET enabled = FALSE WHERE name = 'Sports'`)
+	exec(`DELETE FROM classification_rules WHERE name = 'Weather'`)
+	exec(`INSERT INTO classification_rules (name, topic, keywords) VALUES ('Science', 'my_science', '{lab}')`)
+	type row struct {
+		Topic, Seed string
+		Keywords    int
+		Enabled     bool
+	}
+	snapshot := func() map[string]row {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, `SELECT name, topic, COALESCE(seed, ''), cardinality(keywords), enabled FROM classification_rules`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]row{}
+		for rows.Next() {
+			var name string
+			var r row
+			if err := rows.Scan(&name, &r.Topic, &r.Seed, &r.Keywords, &r.Enabled); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = r
+		}
+		return out
+	}
+	before := snapshot()
+
+	mg, err := postgres.NewMigrator(dsn, migrations.FS, ".", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	if err := mg.Up(); err != nil {
+		t.Fatalf("up to 007: %v", err)
+	}
+	after := snapshot()
+	for _, name := range []string{"Business", "Sports", "Science"} {
+		if after[name] != before[name] {
+			t.Errorf("%s: the operator's rule changed: %+v -> %+v", name, before[name], after[name])
+		}
+	}
+	if _, ok := after["Weather"]; ok {
+		t.Error("Weather, deleted by the operator, came back")
+	}
+	for _, name := range []string{"Violent crime", "Politics", "Local news", "Entertainment"} {
+		if r := after[name]; r.Seed != rulestore.SeedDefaultRulesV2 || r.Keywords <= before[name].Keywords {
+			t.Errorf("%s: not upgraded: %+v (was %+v)", name, r, before[name])
+		}
+	}
+	for _, name := range []string{"Energy and commodities", "World news", "Education"} {
+		if r := after[name]; r.Seed != rulestore.SeedDefaultRulesV2 || !r.Enabled {
+			t.Errorf("%s: not added: %+v", name, r)
+		}
+	}
+	// The upgraded rules load into the engine with their min_keywords.
+	loaded, _, err := rulestore.NewRepository(db).LoadEnabled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range loaded {
+		if want := map[bool]int{true: 2, false: 0}[after[r.Name].Seed == rulestore.SeedDefaultRulesV2]; r.MinKeywords != want {
+			t.Errorf("%s: min_keywords %d, want %d", r.Name, r.MinKeywords, want)
+		}
+	}
+
+	// An operator edit after 007 survives its down (handed back to 005).
+	exec(`UPDATE classification_rules SET priority = 99 WHERE name = 'Politics'`)
+	if err := mg.Down(1); err != nil {
+		t.Fatalf("down 007: %v", err)
+	}
+	down := snapshot()
+	for name, r := range before {
+		if name == "Politics" {
+			continue
+		}
+		if down[name] != r {
+			t.Errorf("after down 007: %s = %+v, want %+v as at 005", name, down[name], r)
+		}
+	}
+	if len(down) != len(before) {
+		t.Errorf("after down 007: %d rules, want %d", len(down), len(before))
+	}
+	var priority int
+	if err := db.QueryRowContext(ctx, `SELECT priority FROM classification_rules WHERE name = 'Politics' AND seed = $1`,
+		rulestore.SeedDefaultRules).Scan(&priority); err != nil || priority != 99 {
+		t.Errorf("Politics edited after 007: priority %d, %v; want 99 under seed 005", priority, err)
 	}
 }

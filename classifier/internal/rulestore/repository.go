@@ -22,6 +22,10 @@ const NotifyChannel = "classification_rules"
 // SeedDefaultRules is the seed of the rows migration 005 inserts.
 const SeedDefaultRules = "005_default_rules"
 
+// SeedDefaultRulesV2 is the seed of the default rules migration 007 inserts
+// or upgrades from 005 (those nobody had edited).
+const SeedDefaultRulesV2 = "007_default_rules"
+
 // Repository reads and writes classification_rules. It is safe for
 // concurrent use. Every write changes the rule-set version in the same
 // transaction (a database trigger), which is what Watchers reload on.
@@ -35,7 +39,7 @@ func NewRepository(db *sql.DB) *Repository {
 	return &Repository{db: db}
 }
 
-const ruleColumns = `id, name, topic, keywords, min_confidence, priority, enabled, COALESCE(seed, ''), created_at, updated_at`
+const ruleColumns = `id, name, topic, keywords, min_confidence, priority, enabled, min_keywords, COALESCE(seed, ''), created_at, updated_at`
 
 type scanner interface {
 	Scan(dest ...any) error
@@ -44,7 +48,7 @@ type scanner interface {
 func scanRule(s scanner) (Rule, error) {
 	var r Rule
 	var kws pq.StringArray
-	err := s.Scan(&r.ID, &r.Name, &r.Topic, &kws, &r.MinConfidence, &r.Priority, &r.Enabled, &r.Seed, &r.CreatedAt, &r.UpdatedAt)
+	err := s.Scan(&r.ID, &r.Name, &r.Topic, &kws, &r.MinConfidence, &r.Priority, &r.Enabled, &r.MinKeywords, &r.Seed, &r.CreatedAt, &r.UpdatedAt)
 	if kws == nil {
 		kws = pq.StringArray{}
 	}
@@ -102,10 +106,10 @@ func (r *Repository) Create(ctx context.Context, in Input) (Rule, error) {
 		return Rule{}, fmt.Errorf("create rule: %w", err)
 	}
 	rule, err := scanRule(r.db.QueryRowContext(ctx, `
-		INSERT INTO classification_rules (name, topic, keywords, min_confidence, priority, enabled)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO classification_rules (name, topic, keywords, min_confidence, priority, enabled, min_keywords)
+		VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, 0))
 		RETURNING `+ruleColumns,
-		in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled))
+		in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
 	if err != nil {
 		return Rule{}, dbError(fmt.Sprintf("create rule %q", in.Name), err)
 	}
@@ -121,10 +125,11 @@ func (r *Repository) Update(ctx context.Context, id int64, in Input) (Rule, erro
 	}
 	rule, err := scanRule(r.db.QueryRowContext(ctx, `
 		UPDATE classification_rules
-		   SET name = $2, topic = $3, keywords = $4, min_confidence = $5, priority = $6, enabled = $7
+		   SET name = $2, topic = $3, keywords = $4, min_confidence = $5, priority = $6, enabled = $7,
+		       min_keywords = COALESCE($8, LEAST(min_keywords, cardinality($4::text[])))
 		 WHERE id = $1
 		RETURNING `+ruleColumns,
-		id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled))
+		id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
 	if err != nil {
 		return Rule{}, dbError(fmt.Sprintf("update rule %d", id), err)
 	}

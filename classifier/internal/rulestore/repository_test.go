@@ -45,6 +45,36 @@ func TestRepositoryCRUD(t *testing.T) {
 		t.Errorf("updated = %+v", updated)
 	}
 
+	if created.MinKeywords != 0 || updated.MinKeywords != 0 {
+		t.Errorf("min_keywords without a value: created %d, updated %d, want 0", created.MinKeywords, updated.MinKeywords)
+	}
+	// min_keywords is set when given and kept by an Update that does not
+	// name it (a client that predates the field), capped at the keywords.
+	two := 2
+	in.MinKeywords = &two
+	if updated, err = b.repo.Update(ctx, created.ID, in); err != nil || updated.MinKeywords != 2 {
+		t.Fatalf("Update min_keywords 2 = %+v, %v", updated, err)
+	}
+	in.MinKeywords = nil
+	if updated, err = b.repo.Update(ctx, created.ID, in); err != nil || updated.MinKeywords != 2 {
+		t.Fatalf("Update without min_keywords = %+v, %v; want it kept", updated, err)
+	}
+	in.Keywords = []string{"shooting"}
+	if updated, err = b.repo.Update(ctx, created.ID, in); err != nil || updated.MinKeywords != 1 {
+		t.Fatalf("Update to one keyword = %+v, %v; want min_keywords capped at 1", updated, err)
+	}
+	if loaded, _, err := b.repo.LoadEnabled(ctx); err != nil || len(loaded) != 0 {
+		t.Fatalf("LoadEnabled with the rule disabled = %+v, %v", loaded, err)
+	}
+	three := 3
+	created2, err := b.repo.Create(ctx, rulestore.Input{Name: "three", Topic: "t", Keywords: []string{"a", "b", "c"}, MinKeywords: &three, Enabled: true})
+	if err != nil || created2.MinKeywords != 3 {
+		t.Fatalf("Create with min_keywords = %+v, %v", created2, err)
+	}
+	if loaded, _, err := b.repo.LoadEnabled(ctx); err != nil || len(loaded) != 1 || loaded[0].MinKeywords != 3 {
+		t.Fatalf("LoadEnabled = %+v, %v; want min_keywords 3 in the engine rule", loaded, err)
+	}
+
 	enabled, err := b.repo.SetEnabled(ctx, created.ID, true)
 	if err != nil || !enabled.Enabled {
 		t.Fatalf("SetEnabled(true) = %+v, %v", enabled, err)

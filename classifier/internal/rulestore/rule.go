@@ -53,6 +53,10 @@ type Rule struct {
 	MinConfidence float64  `json:"min_confidence"`
 	Priority      int      `json:"priority"`
 	Enabled       bool     `json:"enabled"`
+	// MinKeywords, when above zero, is the number of distinct keywords the
+	// rule must find to match (it replaces min_confidence as the threshold
+	// under the engine's default scoring); 0 keeps the spec's threshold.
+	MinKeywords int `json:"min_keywords"`
 	// Seed names the migration that inserted the rule ("005_default_rules"),
 	// empty for rules created through the API.
 	Seed      string    `json:"seed,omitempty"`
@@ -70,6 +74,7 @@ func (r Rule) EngineRule() rules.Rule {
 		MinConfidence: r.MinConfidence,
 		Priority:      r.Priority,
 		Enabled:       r.Enabled,
+		MinKeywords:   r.MinKeywords,
 	}
 }
 
@@ -81,6 +86,10 @@ type Input struct {
 	MinConfidence float64
 	Priority      int
 	Enabled       bool
+	// MinKeywords is the rule's min_keywords; nil creates the rule with 0
+	// and leaves a rule's current value alone on Update, so a client that
+	// does not know the field never resets it.
+	MinKeywords *int
 }
 
 // Filter selects rules in List. Zero values select everything.
@@ -167,6 +176,11 @@ func Validate(in Input) (Input, error) {
 
 	if math.IsNaN(in.MinConfidence) || in.MinConfidence < 0 || in.MinConfidence > 1 {
 		add("min_confidence", "must be between 0 and 1 (got %v)", in.MinConfidence)
+	}
+	if in.MinKeywords != nil {
+		if n := *in.MinKeywords; n < 0 || n > MaxKeywords || (len(in.Keywords) > 0 && n > len(in.Keywords)) {
+			add("min_keywords", "must be between 0 and the number of keywords (%d) (got %d)", len(in.Keywords), n)
+		}
 	}
 	if in.Priority < MinPriority || in.Priority > MaxPriority {
 		add("priority", "must be between %d and %d (got %d)", MinPriority, MaxPriority, in.Priority)

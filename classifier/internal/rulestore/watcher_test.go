@@ -117,6 +117,12 @@ func TestWatcherPollingFallback(t *testing.T) {
 
 func runHotReloadSteps(t *testing.T, ctx context.Context, b bundle, replicas []replica) {
 	t.Helper()
+	// The steps time the propagation of a change, not the engine build: with
+	// the default rules (about 900 keywords) each Aho-Corasick rebuild takes
+	// about half a second of CPU, which a loaded test machine stretches past
+	// the deadline. Start from an empty rule set.
+	clearRules(t, b.db)
+	waitAll(t, "clear", time.Now().Add(5*time.Second), replicas, func(e *rules.Engine) bool { return e.RuleCount() == 0 })
 	in := rulestore.Input{Name: "marsupials", Topic: "wildlife", Keywords: []string{"quokka"}, MinConfidence: 0, Priority: 1, Enabled: true}
 	rule, err := b.repo.Create(ctx, in)
 	if err != nil {

@@ -1,0 +1,67 @@
+package rules
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Stem returns the English Snowball (Porter2) stem of one token of
+// Normalize's output: "acquires", "acquired" and "acquiring" all give
+// "acquir", "prices" gives "price". Tokens of one or two characters and
+// English stop words are returned unchanged. The stemmer is
+// github.com/kljensen/snowball/english.
+func Stem(token string) string {
+	if len(token) <= 2 {
+		return token
+	}
+	if s, ok := stemCache.m.Load(token); ok {
+		return s.(string)
+	}
+	s := english.Stem(token, false)
+	if s == "" {
+		s = token
+	}
+	if stemCache.n.Load() < stemCacheMax {
+		if _, loaded := stemCache.m.LoadOrStore(token, s); !loaded {
+			stemCache.n.Add(1)
+		}
+	}
+	return s
+}
+
+// StemText stems every token of normalized text (tokens separated by single
+// spaces, as Normalize returns them, optionally joined by the engine's field
+// separator). Token boundaries do not move, so whole-word semantics hold on
+// the result exactly as on the input.
+func StemText(normalized string) string {
+	if normalized == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(len(normalized))
+	for i, tok := range strings.Split(normalized, " ") {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if tok == fieldSeparator {
+			b.WriteString(tok)
+			continue
+		}
+		b.WriteString(Stem(tok))
+	}
+	return b.String()
+}
+
+// stemCacheMax bounds the memo of Stem: news vocabulary is Zipfian, so the
+// first hundred thousand distinct tokens answer nearly every later lookup,
+// and the memo cannot grow without bound on adversarial text (tokens past
+// the bound are stemmed each time).
+const stemCacheMax = 100_000
+
+var stemCache struct {
+	m sync.Map // token -> stem
+	n atomic.Int64
+}

@@ -1,0 +1,1010 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// This file is the harness of the fault-injection tests (fault_test.go,
+// chaos_test.go): service processes a test may kill, pause and restart, a
+// Redis subscriber counting deliveries per document, raw documents written
+// straight into Elasticsearch (healthy or poisoned), and readers for the
+// classifier's dead-letter API, its /metrics and the raw statuses.
+
+// ---------------------------------------------------------------- services --
+
+// svc is a service binary a fault test controls: it can be killed
+// (SIGKILL), paused (SIGSTOP/SIGCONT), terminated and started again on the
+// same address. Its output, across every start, is kept for the test (and
+// copied to $E2E_LOG_DIR/<test>/<label>.log when that is set).
+type svc struct {
+	t     *testing.T
+	name  string // binary
+	label string // e.g. classifier-a
+	addr  string
+	log   *syncBuffer
+	file  *os.File
+
+	mu     sync.Mutex
+	env    map[string]string
+	cmd    *exec.Cmd
+	done   chan struct{}
+	exit   error
+	starts int
+	// expectExit is set while the test itself kills or stops the process,
+	// so that watchers can tell a crash from an injected fault.
+	expectExit bool
+	crashes    []string
+}
+
+// launch starts a service binary with env on top of the test's environment
+// and waits until /ready answers 200. At cleanup a process still running is
+// resumed and terminated (SIGTERM, then SIGKILL after 30 s).
+func launch(t *testing.T, name, label string, env map[string]string) *svc {
+	t.Helper()
+	s := newSvc(t, name, label, env)
+	s.Start()
+	s.WaitReady(90 * time.Second)
+	return s
+}
+
+// newSvc prepares a service without starting it.
+func newSvc(t *testing.T, name, label string, env map[string]string) *svc {
+	t.Helper()
+	s := &svc{t: t, name: name, label: label, addr: freeAddr(t), log: &syncBuffer{}, env: map[string]string{}}
+	for k, v := range env {
+		s.env[k] = v
+	}
+	if dir := os.Getenv("E2E_LOG_DIR"); dir != "" {
+		d := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(d, 0o755); err == nil {
+			if f, err := os.Create(filepath.Join(d, label+".log")); err == nil {
+				s.file = f
+			}
+		}
+	}
+	t.Cleanup(func() {
+		if s.Running() {
+			s.mu.Lock()
+			s.expectExit = true
+			s.mu.Unlock()
+			s.signal(syscall.SIGCONT)
+			s.signal(syscall.SIGTERM)
+			if !s.waitExit(30 * time.Second) {
+				s.signal(syscall.SIGKILL)
+				s.waitExit(10 * time.Second)
+			}
+		}
+		if s.file != nil {
+			s.file.Close()
+		}
+	})
+	return s
+}
+
+func (s *svc) Write(p []byte) (int, error) {
+	if s.file != nil {
+		_, _ = s.file.Write(p)
+	}
+	return s.log.Write(p)
+}
+
+// Start starts the process (again) without waiting for it to be ready.
+func (s *svc) Start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && !closed(s.done) {
+		s.t.Fatalf("%s: Start while running", s.label)
+	}
+	s.starts++
+	fmt.Fprintf(s, "=== e2e: start #%d of %s at %s\n", s.starts, s.label, time.Now().UTC().Format(time.RFC3339Nano))
+	addrVar := strings.ToUpper(strings.ReplaceAll(s.name, "-", "_")) + "_HTTP_ADDR"
+	cmd := exec.Command(binary(s.t, s.name))
+	cmd.Env = append(os.Environ(), addrVar+"="+s.addr, "LOG_FORMAT=text", "LOG_LEVEL=info")
+	for k, v := range s.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = s, s
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start %s: %v", s.label, err)
+	}
+	done := make(chan struct{})
+	s.cmd, s.done, s.exit, s.expectExit = cmd, done, nil, false
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.exit = err
+		if !s.expectExit {
+			s.crashes = append(s.crashes, fmt.Sprintf("%s exited on its own at %s: %v", s.label, time.Now().UTC().Format(time.RFC3339), err))
+		}
+		s.mu.Unlock()
+		fmt.Fprintf(s, "=== e2e: %s exited: %v\n", s.label, err)
+		close(done)
+	}()
+}
+
+// SetEnv changes a variable for the next start.
+func (s *svc) SetEnv(k, v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.env[k] = v
+}
+
+// WaitReady waits until /ready answers 200, failing the test after timeout
+// or when the process exits.
+func (s *svc) WaitReady(timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		status, body := s.get("/ready")
+		if status == http.StatusOK {
+			return
+		}
+		if !s.Running() {
+			s.t.Fatalf("%s exited before ready: %v\n%s", s.label, s.ExitErr(), s.log.Tail(40))
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s not ready after %s (last: %d %s)\n%s", s.label, timeout, status, body, s.log.Tail(40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Running reports whether the process is alive (a paused one is).
+func (s *svc) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil && !closed(s.done)
+}
+
+// ExitErr is the last exit's error (nil for status 0 or while running).
+func (s *svc) ExitErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exit
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (s *svc) Kill() {
+	s.t.Helper()
+	s.mu.Lock()
+	s.expectExit = true
+	s.mu.Unlock()
+	fmt.Fprintf(s, "=== e2e: SIGKILL %s at %s\n", s.label, time.Now().UTC().Format(time.RFC3339Nano))
+	s.signal(syscall.SIGKILL)
+	if !s.waitExit(10 * time.Second) {
+		s.t.Fatalf("%s did not die within 10s of SIGKILL", s.label)
+	}
+}
+
+// Terminate sends SIGTERM and waits up to timeout for the exit. It returns
+// whether the process exited and its exit error.
+func (s *svc) Terminate(timeout time.Duration) (bool, error) {
+	s.mu.Lock()
+	s.expectExit = true
+	s.mu.Unlock()
+	fmt.Fprintf(s, "=== e2e: SIGTERM %s at %s\n", s.label, time.Now().UTC().Format(time.RFC3339Nano))
+	s.signal(syscall.SIGTERM)
+	if !s.waitExit(timeout) {
+		return false, nil
+	}
+	return true, s.ExitErr()
+}
+
+// Pause stops the process with SIGSTOP (a zombie owner: alive, silent).
+func (s *svc) Pause() {
+	fmt.Fprintf(s, "=== e2e: SIGSTOP %s at %s\n", s.label, time.Now().UTC().Format(time.RFC3339Nano))
+	s.signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused process with SIGCONT.
+func (s *svc) Resume() {
+	s.signal(syscall.SIGCONT)
+	fmt.Fprintf(s, "=== e2e: SIGCONT %s at %s\n", s.label, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+func (s *svc) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil && !closed(s.done) {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+func (s *svc) waitExit(timeout time.Duration) bool {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// Crashes lists the exits the test did not cause.
+func (s *svc) Crashes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.crashes...)
+}
+
+// Output is everything the process wrote, across every start.
+func (s *svc) Output() string {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	return s.log.buf.String()
+}
+
+// panicPattern matches a Go runtime panic or fatal error in a process's
+// output (a recovered and logged classification panic is not one).
+var panicPattern = regexp.MustCompile(`(?m)^(panic: |fatal error: )|send on closed channel|close of closed channel|concurrent map (writes|read and map write)|DATA RACE`)
+
+// Panics returns the lines of the output that show a crash.
+func (s *svc) Panics() []string {
+	var out []string
+	for _, line := range strings.Split(s.Output(), "\n") {
+		if panicPattern.MatchString(line) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// get returns the status and body of GET path, or 0 when nothing answers.
+func (s *svc) get(path string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr+path, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// api calls the service's /api/v1 with a bearer token and decodes a 200
+// answer into out. It returns the status (0 when nothing answers).
+func (s *svc) api(t *testing.T, method, path string, out any) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, "http://"+s.addr+"/api/v1"+path, nil)
+	req.Header.Set("Authorization", "Bearer "+apiToken(t))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode == http.StatusOK && out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: decode: %v: %.300s", method, path, err, b)
+		}
+	}
+	return res.StatusCode, string(b)
+}
+
+func apiToken(t *testing.T) string {
+	t.Helper()
+	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := authn.Issue("e2e-fault@example.org", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+func closed(ch chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// checkNoCrash fails the test for every panic line or unexpected exit of
+// the services.
+func checkNoCrash(t *testing.T, services ...*svc) {
+	t.Helper()
+	for _, s := range services {
+		for _, c := range s.Crashes() {
+			t.Errorf("crash: %s\n%s", c, s.log.Tail(30))
+		}
+		if p := s.Panics(); len(p) > 0 {
+			t.Errorf("%s output shows a crash (%d lines), first: %s", s.label, len(p), p[0])
+		}
+	}
+}
+
+// ------------------------------------------------------------- environment --
+
+// stack is what a fault test runs the pipeline against.
+type stack struct {
+	prefix       string
+	es           *elasticsearch.Client
+	esURL        string
+	classifierDB string
+	publisherDB  string
+	outboxDB     string // the classifier's INSERT-only connection to publisherDB
+	rdb          *redis.Client
+}
+
+// sharedStack uses the services of scripts/services.sh (nothing in it may be
+// killed): a fresh classifier and publisher database, an index prefix and
+// the shared Redis.
+func sharedStack(t *testing.T) *stack {
+	t.Helper()
+	es, prefix := testenv.Elasticsearch(t)
+	st := &stack{prefix: prefix, es: es, esURL: testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch"),
+		classifierDB: testenv.Postgres(t), publisherDB: testenv.Postgres(t), rdb: testenv.Redis(t)}
+	st.outboxDB = testenv.WithUser(t, st.publisherDB, "classifier", "classifier")
+	return st
+}
+
+// classifierEnv is the classifier's environment for st, fast polling,
+// with extra on top.
+func (st *stack) classifierEnv(id string, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"CLASSIFIER_DATABASE_URL":        st.classifierDB,
+		"CLASSIFIER_OUTBOX_DATABASE_URL": st.outboxDB,
+		"ELASTICSEARCH_URL":              st.esURL,
+		"CLASSIFIER_INDEX_PATTERN":       st.prefix + "*" + contentindex.RawSuffix,
+		"CLASSIFIER_POLL_INTERVAL":       "200ms",
+		"CLASSIFIER_DLQ_RETRY_INTERVAL":  "1s",
+		"CLASSIFIER_ID":                  id,
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func (st *stack) publisherEnv(extra map[string]string) map[string]string {
+	env := map[string]string{
+		"PUBLISHER_DATABASE_URL":         st.publisherDB,
+		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// -------------------------------------------------------------- subscriber --
+
+// delivery is what the subscriber keeps of one document's messages.
+type delivery struct {
+	count int
+	first message
+	at    time.Time // first arrival
+}
+
+// subscriber counts the messages on every publisher channel per document
+// (source/id) for the sources under prefix.
+type subscriber struct {
+	prefix string
+
+	mu     sync.Mutex
+	byKey  map[string]*delivery
+	total  int
+	last   time.Time
+	errors []string
+}
+
+// docKey names a document across sources: ids are unique only per source.
+func docKey(source, id string) string { return source + "/" + id }
+
+// subscribe starts counting before anything is published.
+func subscribe(t *testing.T, rdb *redis.Client, prefix string) *subscriber {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sub := rdb.PSubscribe(ctx, "articles:*", "content:*")
+	if _, err := sub.Receive(ctx); err != nil {
+		cancel()
+		t.Fatalf("psubscribe: %v", err)
+	}
+	s := &subscriber{prefix: prefix, byKey: map[string]*delivery{}}
+	msgs := sub.Channel(redis.WithChannelSize(20000))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range msgs {
+			var body message
+			if err := json.Unmarshal([]byte(m.Payload), &body); err != nil {
+				if strings.Contains(m.Payload, prefix) {
+					s.mu.Lock()
+					s.errors = append(s.errors, fmt.Sprintf("message on %s is not JSON: %v", m.Channel, err))
+					s.mu.Unlock()
+				}
+				continue
+			}
+			if !strings.HasPrefix(body.Source, prefix) {
+				continue // another test's document
+			}
+			now := time.Now()
+			s.mu.Lock()
+			k := docKey(body.Source, body.ID)
+			d := s.byKey[k]
+			if d == nil {
+				d = &delivery{first: body, at: now}
+				s.byKey[k] = d
+			}
+			d.count++
+			s.total++
+			s.last = now
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = sub.Close()
+		<-done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, e := range s.errors {
+			t.Error(e)
+		}
+	})
+	return s
+}
+
+// Count returns how many messages arrived for a document.
+func (s *subscriber) Count(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.byKey[key]; d != nil {
+		return d.count
+	}
+	return 0
+}
+
+// First returns the first message of a document.
+func (s *subscriber) First(key string) (message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.byKey[key]; d != nil {
+		return d.first, true
+	}
+	return message{}, false
+}
+
+// Distinct is the number of documents delivered at least once.
+func (s *subscriber) Distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byKey)
+}
+
+// Stats returns the messages received, the distinct documents, the extra
+// copies and the time of the last message.
+func (s *subscriber) Stats() (total, distinct, duplicates int, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total, len(s.byKey), s.total - len(s.byKey), s.last
+}
+
+// Missing returns the keys not delivered yet.
+func (s *subscriber) Missing(keys []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range keys {
+		if s.byKey[k] == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// LastArrival is when the last of keys first arrived (zero if one is
+// missing).
+func (s *subscriber) LastArrival(keys []string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last time.Time
+	for _, k := range keys {
+		d := s.byKey[k]
+		if d == nil {
+			return time.Time{}
+		}
+		if d.at.After(last) {
+			last = d.at
+		}
+	}
+	return last
+}
+
+// WaitAll waits until every key has arrived or timeout passes, and returns
+// the keys still missing.
+func (s *subscriber) WaitAll(keys []string, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		missing := s.Missing(keys)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			return missing
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitDistinct waits until at least n documents have arrived.
+func (s *subscriber) WaitDistinct(n int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for s.Distinct() < n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// ---------------------------------------------------------------- documents --
+
+var bodyLeads = []struct{ title, lead string }{
+	{"Man charged with murder after downtown shooting", "Police investigate a fatal shooting downtown; a second victim was treated after an assault nearby."},
+	{"Break-in wave: police link burglary to stolen vehicles", "Residents reported a burglary and the theft of two cars; police say stolen property was recovered."},
+	{"Drug trafficking ring dismantled, fentanyl seized", "Officers seized fentanyl and cocaine in a drug trafficking investigation spanning three provinces."},
+	{"Council approves budget as mayor looks to election", "The city council met on Tuesday and the mayor announced the budget ahead of the election."},
+	{"Storm brings record snowfall", "A storm brought record snowfall to the region this week and schools closed early on Thursday."},
+}
+
+var bodyFiller = []string{
+	"Officials said more details would be released later in the week.",
+	"Residents in the area described the scene to reporters on Monday.",
+	"The announcement follows months of discussion among community groups.",
+	"Several witnesses spoke with investigators at the scene.",
+	"The report was shared with the public after a lengthy review process.",
+	"Local businesses said they were watching the situation closely.",
+}
+
+// healthyDoc returns a valid raw document of source with id, crawled at
+// crawled.
+func healthyDoc(source, id string, crawled time.Time, rng *rand.Rand) contentindex.RawDocument {
+	lead := bodyLeads[rng.IntN(len(bodyLeads))]
+	var b strings.Builder
+	b.WriteString(lead.lead)
+	for range 20 + rng.IntN(30) {
+		b.WriteByte(' ')
+		b.WriteString(bodyFiller[rng.IntN(len(bodyFiller))])
+	}
+	text := b.String()
+	return contentindex.RawDocument{
+		ID: id, SourceName: source, URL: "https://" + source + ".example.com/news/" + url.PathEscape(id),
+		Title: lead.title, RawText: text, MetaDescription: lead.lead, OGType: "article",
+		PublishedDate: crawled.Add(-time.Hour).Format(time.RFC3339), CrawledAt: crawled.UTC(),
+		WordCount: len(strings.Fields(text)), ClassificationStatus: contentindex.StatusPending,
+	}
+}
+
+// healthyDocs returns n valid documents of source with ids <source>-<n>,
+// crawled oldest first over the last hour.
+func healthyDocs(source string, n int, seed uint64) []contentindex.RawDocument {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	start := time.Now().Add(-time.Hour)
+	out := make([]contentindex.RawDocument, n)
+	for i := range out {
+		out[i] = healthyDoc(source, fmt.Sprintf("%s-%06d", source, i), start.Add(time.Duration(i)*time.Millisecond*100), rng)
+	}
+	return out
+}
+
+func keysOf(docs []contentindex.RawDocument) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = docKey(d.SourceName, d.ID)
+	}
+	return out
+}
+
+// loadDocs writes docs into their raw indices with bulk requests of at most
+// ~5 MB (a larger document goes alone), then refreshes them. The index
+// templates are installed first, as every service does at start-up.
+func loadDocs(t *testing.T, es *elasticsearch.Client, docs []contentindex.RawDocument) {
+	t.Helper()
+	if err := tryLoadDocs(es, docs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tryLoadDocs(es *elasticsearch.Client, docs []contentindex.RawDocument) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := contentindex.EnsureTemplates(ctx, es); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	indices := map[string]bool{}
+	var buf bytes.Buffer
+	flush := func() error {
+		if buf.Len() == 0 {
+			return nil
+		}
+		defer buf.Reset()
+		res, err := es.Bulk(bytes.NewReader(buf.Bytes()), es.Bulk.WithContext(ctx))
+		if err := esclient.CheckResponse("load raw documents", res, err); err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		var parsed struct {
+			Errors bool `json:"errors"`
+			Items  []map[string]struct {
+				ID    string          `json:"_id"`
+				Error json.RawMessage `json:"error"`
+			} `json:"items"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
+			return fmt.Errorf("load: decode bulk response: %w", err)
+		}
+		if parsed.Errors {
+			for _, item := range parsed.Items {
+				for _, r := range item {
+					if len(r.Error) > 0 && string(r.Error) != "null" {
+						return fmt.Errorf("load %q: elasticsearch rejected it: %s", r.ID, r.Error)
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for _, d := range docs {
+		index := contentindex.RawIndex(d.SourceName)
+		indices[index] = true
+		action, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": index, "_id": d.ID}})
+		body, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("load %q: %w", d.ID, err)
+		}
+		if buf.Len() > 0 && buf.Len()+len(body) > 5<<20 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		buf.Write(action)
+		buf.WriteByte('\n')
+		buf.Write(body)
+		buf.WriteByte('\n')
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(indices))
+	for n := range indices {
+		names = append(names, n)
+	}
+	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(names...), es.Indices.Refresh.WithContext(ctx))
+	if err := esclient.CheckResponse("refresh raw indices", res, err); err != nil {
+		return err
+	}
+	res.Body.Close()
+	return nil
+}
+
+// esDo runs one Elasticsearch request with a JSON body and fails the test
+// on an error status.
+func esDo(t *testing.T, es *elasticsearch.Client, method, path string, body any) []byte {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, path, r)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := es.Perform(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, b)
+	}
+	return b
+}
+
+// rawState is a raw document's classification state.
+type rawState struct {
+	Index                string `json:"-"`
+	ID                   string `json:"id"`
+	SourceName           string `json:"source_name"`
+	ClassificationStatus string `json:"classification_status"`
+	ClassificationError  string `json:"classification_error"`
+	ClaimedBy            string `json:"claimed_by"`
+}
+
+// rawStates reads the state of every raw document matching pattern (up to
+// 10,000), after a refresh, keyed by docKey. Text fields are not fetched.
+func rawStates(t *testing.T, es *elasticsearch.Client, pattern string, query map[string]any) map[string]rawState {
+	t.Helper()
+	out, err := tryRawStates(es, pattern, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func tryRawStates(es *elasticsearch.Client, pattern string, query map[string]any) (map[string]rawState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern), es.Indices.Refresh.WithContext(ctx))
+	if err := esclient.CheckResponse("refresh", res, err); err != nil {
+		return nil, err
+	}
+	res.Body.Close()
+	if query == nil {
+		query = map[string]any{"match_all": map[string]any{}}
+	}
+	body, _ := json.Marshal(map[string]any{"size": 10000, "query": query,
+		"_source": []string{"id", "source_name", "classification_status", "classification_error", "claimed_by"}})
+	res, err = es.Search(es.Search.WithIndex(pattern), es.Search.WithBody(bytes.NewReader(body)), es.Search.WithContext(ctx))
+	if err := esclient.CheckResponse("search raw states", res, err); err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		Hits struct {
+			Hits []struct {
+				Index  string   `json:"_index"`
+				ID     string   `json:"_id"`
+				Source rawState `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
+		return nil, err
+	}
+	out := map[string]rawState{}
+	for _, h := range parsed.Hits.Hits {
+		s := h.Source
+		s.Index = h.Index
+		if s.ID == "" {
+			s.ID = h.ID
+		}
+		out[docKey(strings.TrimSuffix(h.Index, contentindex.RawSuffix), h.ID)] = s
+	}
+	return out, nil
+}
+
+// countClaimed counts the documents under pattern in processing claimed by
+// replica (any replica when empty). Claims are written with refresh=true,
+// so no refresh is needed.
+func countClaimed(es *elasticsearch.Client, pattern, replica string) (int, error) {
+	filter := []any{map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}}}
+	if replica != "" {
+		filter = append(filter, map[string]any{"term": map[string]any{"claimed_by": replica}})
+	}
+	body, _ := json.Marshal(map[string]any{"query": map[string]any{"bool": map[string]any{"filter": filter}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := es.Count(es.Count.WithIndex(pattern), es.Count.WithBody(bytes.NewReader(body)), es.Count.WithContext(ctx))
+	if err := esclient.CheckResponse("count claimed", res, err); err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		Count int `json:"count"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&parsed)
+	return parsed.Count, err
+}
+
+// waitClaimed waits until replica holds at least n claims in flight and
+// returns how many it held, or fails after timeout.
+func waitClaimed(t *testing.T, es *elasticsearch.Client, pattern, replica string, n int, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := countClaimed(es, pattern, replica)
+		if err == nil && c >= n {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s never held %d claims in flight within %s (last count %d, err %v)", replica, n, timeout, c, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ------------------------------------------------------------ classifier API --
+
+// dlqEntry is one dead-letter entry as GET /api/v1/dlq lists it.
+type dlqEntry struct {
+	ID           string `json:"id"`
+	ContentID    string `json:"content_id"`
+	SourceName   string `json:"source_name"`
+	IndexName    string `json:"index_name"`
+	ErrorMessage string `json:"error_message"`
+	ErrorCode    string `json:"error_code"`
+	RetryCount   int    `json:"retry_count"`
+	MaxRetries   int    `json:"max_retries"`
+	Exhausted    bool   `json:"exhausted"`
+}
+
+// dlqEntries lists every dead-letter entry whose source starts with prefix,
+// following the cursor.
+func dlqEntries(t *testing.T, classifier *svc, prefix string) []dlqEntry {
+	t.Helper()
+	var out []dlqEntry
+	cursor := ""
+	for range 100 {
+		path := "/dlq?limit=500"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page struct {
+			Entries    []dlqEntry `json:"entries"`
+			NextCursor *string    `json:"next_cursor"`
+		}
+		status, body := classifier.api(t, http.MethodGet, path, &page)
+		if status != http.StatusOK {
+			t.Fatalf("GET /api/v1%s: %d %s", path, status, body)
+		}
+		for _, e := range page.Entries {
+			if strings.HasPrefix(e.SourceName, prefix) || strings.HasPrefix(e.IndexName, prefix) {
+				out = append(out, e)
+			}
+		}
+		if page.NextCursor == nil || *page.NextCursor == "" {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	return out
+}
+
+// findDLQ returns the entry of a document, matched by source and by a
+// marker the document's id starts with (the DLQ may store a sanitized or
+// shortened id for an id that is itself the problem).
+func findDLQ(entries []dlqEntry, source, marker string) (dlqEntry, bool) {
+	for _, e := range entries {
+		if e.SourceName != source && e.IndexName != contentindex.RawIndex(source) {
+			continue
+		}
+		if strings.Contains(e.ContentID, marker) {
+			return e, true
+		}
+	}
+	return dlqEntry{}, false
+}
+
+// metricSum adds up every sample of a metric in a Prometheus exposition
+// whose labels contain all of the given label pairs (e.g. `index="x"`).
+func metricSum(exposition, name string, labels ...string) (float64, bool) {
+	var sum float64
+	found := false
+	for _, line := range strings.Split(exposition, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		sum += v
+		found = true
+	}
+	return sum, found
+}
+
+// dlqCounters reads the classifier's dead-letter and retry counters.
+type dlqCounters struct {
+	Enqueued, Exhausted, Processed, Retried float64
+}
+
+func readDLQCounters(t *testing.T, classifier *svc) dlqCounters {
+	t.Helper()
+	status, m := classifier.get("/metrics")
+	if status != http.StatusOK {
+		t.Fatalf("classifier /metrics: %d %.200s", status, m)
+	}
+	var c dlqCounters
+	c.Enqueued, _ = metricSum(m, "classifier_dlq_enqueued_total")
+	c.Exhausted, _ = metricSum(m, "classifier_dlq_exhausted_total")
+	c.Processed, _ = metricSum(m, "classifier_dlq_processed_total")
+	c.Retried, _ = metricSum(m, "classifier_documents_retried_total")
+	return c
+}
+
+// checkNoRetriesSpent fails the test when the dead-letter counters moved
+// between before and now, or the DLQ holds an entry of prefix that spent a
+// retry or is exhausted: an unavailable dependency must cost no retry.
+func checkNoRetriesSpent(t *testing.T, classifier *svc, prefix string, before dlqCounters) {
+	t.Helper()
+	after := readDLQCounters(t, classifier)
+	if after != before {
+		t.Errorf("dead-letter counters moved during the outage: before %+v, after %+v", before, after)
+	}
+	for _, e := range dlqEntries(t, classifier, prefix) {
+		if e.RetryCount > 0 || e.Exhausted {
+			t.Errorf("DLQ entry spent retries during the outage: %s %s retry_count=%d exhausted=%t: %.200s",
+				e.ContentID, e.ErrorCode, e.RetryCount, e.Exhausted, e.ErrorMessage)
+		}
+	}
+}
+
+// logDLQSummary logs the DLQ entries of prefix by error code.
+func logDLQSummary(t *testing.T, classifier *svc, prefix string) []dlqEntry {
+	t.Helper()
+	entries := dlqEntries(t, classifier, prefix)
+	byCode := map[string]int{}
+	for _, e := range entries {
+		byCode[fmt.Sprintf("%s(retry=%d,exhausted=%t)", e.ErrorCode, e.RetryCount, e.Exhausted)]++
+	}
+	codes := make([]string, 0, len(byCode))
+	for c, n := range byCode {
+		codes = append(codes, fmt.Sprintf("%s=%d", c, n))
+	}
+	sort.Strings(codes)
+	t.Logf("DLQ entries for %s*: %d %v", prefix, len(entries), codes)
+	return entries
+}
+
+// logLines returns the lines of out containing any of the substrings, at
+// most n, for evidence in failure messages.
+func logLines(out string, n int, subs ...string) string {
+	var keep []string
+	for _, line := range strings.Split(out, "\n") {
+		for _, s := range subs {
+			if strings.Contains(line, s) {
+				keep = append(keep, line)
+				break
+			}
+		}
+		if len(keep) >= n {
+			break
+		}
+	}
+	return strings.Join(keep, "\n")
+}

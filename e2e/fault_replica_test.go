@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"database/sql"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/north-cloud/infrastructure/contentindex"
+)
+
+// inFlightEnv makes a classifier claim a large batch and work through it
+// slowly, so that it holds claimed documents in flight for a while.
+var inFlightEnv = map[string]string{
+	"CLASSIFIER_BATCH_SIZE":      "500",
+	"CLASSIFIER_MAX_QUEUE_DEPTH": "1000",
+	"CLASSIFIER_CONCURRENCY":     "1",
+}
+
+func withEnv(base map[string]string, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// TestFaultClassifierKilledMidBatch SIGKILLs the classifier while it holds
+// claimed documents in flight and starts it again, with the same
+// CLASSIFIER_ID and with a new one. With the default claim lease and
+// heartbeat, the documents it held must be delivered within 30 s of the kill.
+func TestFaultClassifierKilledMidBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		restart func(prefix string) string // the restarted replica's id
+	}{
+		{"same_id", func(prefix string) string { return "e2e-" + prefix + "-a" }},
+		{"new_id", func(prefix string) string { return "e2e-" + prefix + "-b" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := sharedStack(t)
+			docs := healthyDocs(st.prefix+"_kill", 2000, 31)
+			keys := keysOf(docs)
+			loadDocs(t, st.es, docs)
+			sub := subscribe(t, st.rdb, st.prefix)
+			publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+			first := "e2e-" + st.prefix + "-a"
+			classifier := launch(t, "classifier", "classifier-1", st.classifierEnv(first, inFlightEnv))
+
+			pattern := st.prefix + "*" + contentindex.RawSuffix
+			held := waitClaimed(t, st.es, pattern, first, 50, 60*time.Second)
+			classifier.Kill()
+			killed := time.Now()
+			inFlight := rawStates(t, st.es, pattern, map[string]any{"bool": map[string]any{"filter": []any{
+				map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}},
+				map[string]any{"term": map[string]any{"claimed_by": first}},
+			}}})
+			var heldKeys []string
+			for k := range inFlight {
+				heldKeys = append(heldKeys, k)
+			}
+			t.Logf("SIGKILLed %s holding %d claims (%d seen just before the kill); %d of %d documents delivered",
+				first, len(heldKeys), held, sub.Distinct(), len(keys))
+
+			second := tc.restart(st.prefix)
+			restarted := launch(t, "classifier", "classifier-2", st.classifierEnv(second, inFlightEnv))
+			missing := sub.WaitAll(heldKeys, 90*time.Second)
+			if len(missing) > 0 {
+				t.Fatalf("%d of the %d documents in flight at the kill not delivered within 90s\nclassifier-2:\n%s",
+					len(missing), len(heldKeys), logLines(restarted.Output(), 10, "level=ERROR", "level=WARN"))
+			}
+			took := sub.LastArrival(heldKeys).Sub(killed)
+			t.Logf("the %d documents in flight at the kill were delivered %s after it (restarted as %s)",
+				len(heldKeys), took.Round(time.Millisecond), second)
+			if took > 30*time.Second {
+				t.Errorf("documents in flight at the kill delivered %s after it, want within 30s", took.Round(time.Millisecond))
+			}
+			if missing := sub.WaitAll(keys, 90*time.Second); len(missing) > 0 {
+				t.Errorf("%d of %d documents never delivered", len(missing), len(keys))
+			}
+			time.Sleep(2 * time.Second)
+			_, _, dups, _ := sub.Stats()
+			if dups > 0 {
+				t.Errorf("%d duplicate messages: a re-classified document was published again", dups)
+			}
+			checkNoCrash(t, restarted, publisher)
+		})
+	}
+}
+
+// TestFaultZombieOwnerDoesNotCommitTwice freezes a classifier (SIGSTOP)
+// while it holds claims, lets a second replica take them over after a short
+// lease, and then resumes the first (SIGCONT), which finishes its stale batch.
+// Every document must be published once: one outbox row per document, no
+// content id twice on Redis.
+func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
+	st := sharedStack(t)
+	docs := healthyDocs(st.prefix+"_zombie", 2000, 41)
+	keys := keysOf(docs)
+	loadDocs(t, st.es, docs)
+	sub := subscribe(t, st.rdb, st.prefix)
+	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	lease := withEnv(inFlightEnv, map[string]string{"CLASSIFIER_CLAIM_LEASE": "6s", "CLASSIFIER_CLAIM_HEARTBEAT": "2s"})
+	idA, idB := "e2e-"+st.prefix+"-a", "e2e-"+st.prefix+"-b"
+	a := launch(t, "classifier", "classifier-a", st.classifierEnv(idA, lease))
+
+	pattern := st.prefix + "*" + contentindex.RawSuffix
+	held := waitClaimed(t, st.es, pattern, idA, 50, 60*time.Second)
+	a.Pause()
+	paused := time.Now()
+	t.Logf("SIGSTOPped %s holding about %d claims; %d of %d delivered", idA, held, sub.Distinct(), len(keys))
+
+	b := launch(t, "classifier", "classifier-b", st.classifierEnv(idB, lease))
+	missing := sub.WaitAll(keys, 120*time.Second)
+	if len(missing) > 0 {
+		t.Errorf("with %s frozen, %s did not deliver %d of %d documents within 120s (its claims never expired, or a lock of the frozen replica blocks it)\nclassifier-b:\n%s",
+			idA, idB, len(missing), len(keys), logLines(b.Output(), 10, "level=ERROR", "level=WARN"))
+	} else {
+		t.Logf("%s delivered everything %s after the freeze", idB, time.Since(paused).Round(time.Millisecond))
+	}
+	a.Resume()
+	// Let the zombie finish what it held: classify, write, try to commit.
+	time.Sleep(10 * time.Second)
+
+	total, distinct, dups, _ := sub.Stats()
+	t.Logf("Redis: %d messages for %d documents, %d duplicates", total, distinct, dups)
+	for _, k := range keys {
+		if n := sub.Count(k); n > 1 {
+			t.Errorf("%s published %d times", k, n)
+		}
+	}
+	db, err := sql.Open("postgres", st.publisherDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, distinctIDs int
+	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT content_id) FROM classified_outbox`).Scan(&rows, &distinctIDs); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("outbox: %d rows, %d distinct content ids", rows, distinctIDs)
+	if rows != len(keys) || distinctIDs != len(keys) {
+		t.Errorf("outbox has %d rows (%d distinct ids), want exactly one per document (%d)", rows, distinctIDs, len(keys))
+	}
+	states := rawStates(t, st.es, pattern, nil)
+	notClassified := 0
+	for _, k := range keys {
+		if states[k].ClassificationStatus != contentindex.StatusClassified {
+			notClassified++
+		}
+	}
+	if notClassified > 0 {
+		t.Errorf("%d raw documents not classified after the takeover", notClassified)
+	}
+	t.Logf("zombie's view after SIGCONT:\n%s", logLines(a.Output(), 8, "flip", "taken_over", "conflict", "lease", "claim"))
+	checkNoCrash(t, a, b, publisher)
+}
+
+// TestFaultStopWithOneSecondDeadline sends SIGTERM to a classifier under
+// load with HTTP_SHUTDOWN_TIMEOUT=1s: it must exit without a panic (no "send
+// on closed channel" from workers outliving the committer), and after a
+// restart everything must be delivered.
+func TestFaultStopWithOneSecondDeadline(t *testing.T) {
+	st := sharedStack(t)
+	docs := healthyDocs(st.prefix+"_stop", 3000, 51)
+	keys := keysOf(docs)
+	loadDocs(t, st.es, docs)
+	sub := subscribe(t, st.rdb, st.prefix)
+	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	env := st.classifierEnv("e2e-"+st.prefix, withEnv(inFlightEnv, map[string]string{
+		"HTTP_SHUTDOWN_TIMEOUT":      "1s",
+		"CLASSIFIER_CLAIM_LEASE":     "10s",
+		"CLASSIFIER_CLAIM_HEARTBEAT": "3s",
+	}))
+	classifier := launch(t, "classifier", "classifier", env)
+	pattern := st.prefix + "*" + contentindex.RawSuffix
+	waitClaimed(t, st.es, pattern, "e2e-"+st.prefix, 100, 60*time.Second)
+
+	termAt := time.Now()
+	exited, exitErr := classifier.Terminate(15 * time.Second)
+	if !exited {
+		t.Fatalf("the classifier did not exit within 15s of SIGTERM with a 1s shutdown deadline\n%s", classifier.log.Tail(30))
+	}
+	t.Logf("exited %s after SIGTERM with %v; %d of %d delivered", time.Since(termAt).Round(time.Millisecond), exitErr, sub.Distinct(), len(keys))
+	out := classifier.Output()
+	if strings.Contains(out, "send on closed channel") {
+		t.Errorf("the classifier panicked on stop: send on closed channel\n%s", logLines(out, 10, "panic", "closed channel", "goroutine"))
+	}
+	if p := classifier.Panics(); len(p) > 0 {
+		t.Errorf("the classifier's output shows a crash on stop: %s", p[0])
+	}
+	t.Logf("shutdown log:\n%s", logLines(out[strings.LastIndex(out, "=== e2e: SIGTERM"):], 20, "stop", "drain", "shutdown", "deadline", "exit", "panic"))
+
+	restarted := launch(t, "classifier", "classifier-restarted", env)
+	if missing := sub.WaitAll(keys, 120*time.Second); len(missing) > 0 {
+		t.Errorf("%d of %d documents lost after the stop and restart (not delivered within 120s)\n%s",
+			len(missing), len(keys), logLines(restarted.Output(), 10, "level=ERROR", "level=WARN"))
+	}
+	if status, _ := restarted.get("/ready"); status != http.StatusOK {
+		t.Errorf("restarted classifier /ready = %d", status)
+	}
+	checkNoCrash(t, restarted, publisher)
+}

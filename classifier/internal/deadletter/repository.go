@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lib/pq"
 
@@ -38,6 +39,8 @@ const entryColumns = `id, content_id, source_name, index_name, error_message, CO
 
 // Recorded tells what Record did to one failure.
 type Recorded struct {
+	// Index and ContentID name the document (its raw index and _id).
+	Index     string
 	ContentID string
 	// Inserted is true for a document's first failure.
 	Inserted bool
@@ -54,18 +57,19 @@ func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]R
 	if len(failures) == 0 {
 		return nil, nil
 	}
-	// One row per content id: Postgres rejects an upsert that touches a row twice.
-	seen := make(map[string]bool, len(failures))
+	// One row per document: Postgres rejects an upsert that touches a row twice.
+	seen := make(map[domain.DocKey]bool, len(failures))
 	var q strings.Builder
 	q.WriteString(`INSERT INTO dead_letter_queue
 		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at) VALUES `)
 	args := make([]any, 0, len(failures)*7)
 	now := r.now()
 	for _, f := range failures {
-		if seen[f.ContentID] {
+		key := domain.DocKey{Index: f.Index, ID: f.ContentID}
+		if seen[key] {
 			continue
 		}
-		seen[f.ContentID] = true
+		seen[key] = true
 		if len(args) > 0 {
 			q.WriteString(",")
 		}
@@ -75,21 +79,24 @@ func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]R
 		if !f.Code.Retryable() {
 			maxRetries = 0
 		}
-		args = append(args, f.ContentID, f.Source, f.Index, truncate(f.Message, 4000), string(f.Code), maxRetries,
+		// Every value is made storable: a failure must reach the queue
+		// even when what failed is the document's own id or source.
+		args = append(args, storable(f.ContentID, 512), storable(f.Source, 255), storable(f.Index, 255),
+			storable(f.Message, 4000), string(f.Code), maxRetries,
 			now.Add(f.Code.RetryPolicy().Delay(0)))
 	}
 	q.WriteString(`
-		ON CONFLICT (content_id) DO UPDATE SET
+		ON CONFLICT (index_name, content_id) DO UPDATE SET
 			retry_count = dead_letter_queue.retry_count + 1,
 			error_message = EXCLUDED.error_message,
 			error_code = EXCLUDED.error_code,
-			index_name = EXCLUDED.index_name,
+			source_name = EXCLUDED.source_name,
 			last_attempt_at = NOW(),
 			next_retry_at = LEAST(
 				NOW() + (EXCLUDED.next_retry_at - NOW()) * POWER(2, dead_letter_queue.retry_count + 1),
 				NOW() + make_interval(secs => ` + fmt.Sprint(maxRetryDelay.Seconds()) + `))
 		WHERE dead_letter_queue.retry_count < dead_letter_queue.max_retries
-		RETURNING content_id, (xmax = 0) AS inserted, retry_count >= max_retries AND max_retries > 0 AS exhausted`)
+		RETURNING index_name, content_id, (xmax = 0) AS inserted, retry_count >= max_retries AND max_retries > 0 AS exhausted`)
 	rows, err := r.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("record dead letters: %w", err)
@@ -98,7 +105,7 @@ func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]R
 	var out []Recorded
 	for rows.Next() {
 		var rec Recorded
-		if err := rows.Scan(&rec.ContentID, &rec.Inserted, &rec.Exhausted); err != nil {
+		if err := rows.Scan(&rec.Index, &rec.ContentID, &rec.Inserted, &rec.Exhausted); err != nil {
 			return nil, fmt.Errorf("record dead letters: %w", err)
 		}
 		out = append(out, rec)
@@ -129,11 +136,16 @@ func (r *Repository) ClaimDue(ctx context.Context, limit int, lease time.Duratio
 
 // Resolve deletes the entries of documents that have now been classified
 // and returns how many there were.
-func (r *Repository) Resolve(ctx context.Context, contentIDs []string) (int64, error) {
-	if len(contentIDs) == 0 {
+func (r *Repository) Resolve(ctx context.Context, docs []domain.DocKey) (int64, error) {
+	if len(docs) == 0 {
 		return 0, nil
 	}
-	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE content_id = ANY($1)`, pq.Array(contentIDs))
+	indices, ids := make([]string, len(docs)), make([]string, len(docs))
+	for i, d := range docs {
+		indices[i], ids[i] = d.Index, d.ID
+	}
+	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue
+		WHERE (index_name, content_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, pq.Array(indices), pq.Array(ids))
 	if err != nil {
 		return 0, fmt.Errorf("resolve dead letters: %w", err)
 	}
@@ -316,9 +328,18 @@ func scanEntries(rows *sql.Rows) ([]domain.DeadLetterEntry, error) {
 	return out, rows.Err()
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
+// storable returns s as Postgres can store it in a column of n characters:
+// valid UTF-8, NUL bytes written as the two characters \0, cut to n
+// characters.
+func storable(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", `\0`)
+	}
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n]
+	return string([]rune(s)[:n])
 }

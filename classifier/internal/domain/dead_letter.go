@@ -64,6 +64,13 @@ type DeadLetterEntry struct {
 	Exhausted bool `json:"exhausted"`
 }
 
+// DocKey is a document's identity: its raw index and _id. Ids are unique
+// only inside one index, so every key on a content id carries the index.
+type DocKey struct {
+	Index string
+	ID    string
+}
+
 // Failure is one document that did not make it, on its way to the DLQ.
 type Failure struct {
 	ContentID string

@@ -43,6 +43,15 @@ type Result struct {
 	Code domain.ErrorCode
 }
 
+// Output is where the workers send results: the committer. Done, when not
+// nil, closes when nothing takes results any more; a worker then drops its
+// result instead of blocking (the document stays claimed: the heartbeat
+// releases it at stop, or its lease returns it).
+type Output struct {
+	C    chan<- Result
+	Done <-chan struct{}
+}
+
 // Classifier is the pipeline the workers run.
 type Classifier interface {
 	Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error)
@@ -77,7 +86,7 @@ func (c *BatchProcessorConfig) setDefaults() {
 type BatchProcessor struct {
 	cfg        BatchProcessorConfig
 	classifier Classifier
-	out        chan<- Result
+	out        Output
 	metrics    *telemetry.Metrics
 	tracer     trace.Tracer
 	logger     *slog.Logger
@@ -93,7 +102,7 @@ type BatchProcessor struct {
 }
 
 // NewBatchProcessor returns a processor that sends results to out.
-func NewBatchProcessor(cfg BatchProcessorConfig, c Classifier, out chan<- Result, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *BatchProcessor {
+func NewBatchProcessor(cfg BatchProcessorConfig, c Classifier, out Output, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *BatchProcessor {
 	cfg.setDefaults()
 	return &BatchProcessor{
 		cfg: cfg, classifier: c, out: out, metrics: metrics, tracer: tracer,
@@ -191,7 +200,13 @@ func (b *BatchProcessor) worker(ctx context.Context, id int) {
 	b.metrics.ActiveWorkers.Add(ctx, 1)
 	defer b.metrics.ActiveWorkers.Add(ctx, -1)
 	for item := range b.queue {
-		b.out <- b.process(ctx, id, item)
+		res := b.process(ctx, id, item)
+		select {
+		case b.out.C <- res:
+		case <-b.out.Done:
+			b.logger.WarnContext(ctx, "committer stopped; result dropped, the claim is released or returns after the lease",
+				"content_id", item.ID, "index", item.Index)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ func newProcessor(t *testing.T, c Classifier, out chan Result, depth int) *Batch
 		t.Fatal(err)
 	}
 	return NewBatchProcessor(BatchProcessorConfig{Concurrency: 2, MaxQueueDepth: depth, SubmitTimeout: 50 * time.Millisecond},
-		c, out, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+		c, Output{C: out}, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 }
 
 func doc(id string) *domain.RawContent {
@@ -92,7 +92,7 @@ func TestBatchProcessorStopReleasesBlockedSubmit(t *testing.T) {
 	out := make(chan Result, 100)
 	metrics, _ := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
 	b := NewBatchProcessor(BatchProcessorConfig{Concurrency: 1, MaxQueueDepth: 1, SubmitTimeout: time.Hour},
-		g, out, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+		g, Output{C: out}, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	_ = b.Start(context.Background())
 	_ = b.Submit(context.Background(), doc("a")) // taken by the worker
 	_ = b.Submit(context.Background(), doc("b")) // queued
@@ -145,5 +145,51 @@ func TestBatchProcessorResultsCarryErrorCodes(t *testing.T) {
 		if got, ok := codes[id]; !ok || got != code {
 			t.Errorf("%s: code %q (present %t), want %q", id, got, ok, code)
 		}
+	}
+}
+
+// Stopping under a deadline shorter than the work in flight never panics:
+// the batch processor's Stop times out with workers still busy, the
+// committer stops anyway (it never closes its input), and the workers that
+// finish later drop their results instead of sending on a closed channel.
+// Their documents stay claimed, for the heartbeat to release at stop or the
+// lease to return.
+func TestStopUnderDeadlineDropsLateResultsWithoutPanic(t *testing.T) {
+	t.Parallel()
+	metrics, err := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := tracenoop.NewTracerProvider().Tracer("t")
+	com := NewCommitter(CommitterConfig{Batch: 10, Linger: time.Millisecond}, Stores{}, Breakers{}, metrics, tracer, testenv.Logger(t))
+	g := gate{release: make(chan struct{})}
+	proc := NewBatchProcessor(BatchProcessorConfig{Concurrency: 4, MaxQueueDepth: 20, SubmitTimeout: time.Second},
+		g, com.Output(), metrics, tracer, testenv.Logger(t))
+	ctx := context.Background()
+	for _, c := range []interface{ Start(context.Context) error }{com, proc} {
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 12 {
+		if err := proc.Submit(ctx, doc(string(rune('a'+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if err := proc.Stop(short); err == nil {
+		t.Fatal("processor stopped with four workers blocked; want a deadline error")
+	}
+	if err := com.Stop(ctx); err != nil {
+		t.Fatalf("committer stop: %v", err)
+	}
+	close(g.release) // the workers finish after the committer is gone
+	done := make(chan struct{})
+	go func() { proc.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("workers still blocked 10 s after the committer stopped")
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -14,11 +12,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -37,6 +38,21 @@ type Stores struct {
 	Outbox      *storage.OutboxWriter
 	DeadLetters *deadletter.Repository
 	Reputation  *reputation.Repository
+	// Claims, when set, is the registry of claims in flight: the committer
+	// takes each document out of it before its status flip, so the
+	// heartbeat stops renewing it and its version is final.
+	Claims *claim.Registry
+}
+
+// Breakers guard the committer's dependencies. A nil breaker is replaced by
+// a private one, so a committer always pauses on an outage.
+type Breakers struct {
+	// Elasticsearch guards the classified writes and the status flips.
+	Elasticsearch *breaker.Breaker
+	// Postgres guards the classifier's database (history, dead letters).
+	Postgres *breaker.Breaker
+	// Outbox guards the publisher's database (the outbox insert).
+	Outbox *breaker.Breaker
 }
 
 // CommitterConfig sizes the commit batches.
@@ -51,40 +67,62 @@ type CommitterConfig struct {
 // Committer receives results from the workers and commits them in batches.
 // Every write before the status flip is idempotent, so a crash anywhere
 // before it only means the batch comes back after the claim lease.
+//
+// A fault stays with what caused it (package fault): a row that a batched
+// write refuses is isolated by splitting the batch, and only that row is
+// dead-lettered; an outage of a dependency opens its breaker and the
+// committer holds the batch and retries it when the dependency answers
+// again, charging no document a retry.
 type Committer struct {
-	cfg     CommitterConfig
-	stores  Stores
-	metrics *telemetry.Metrics
-	tracer  trace.Tracer
-	logger  *slog.Logger
-	in      chan Result
+	cfg      CommitterConfig
+	stores   Stores
+	breakers Breakers
+	metrics  *telemetry.Metrics
+	tracer   trace.Tracer
+	logger   *slog.Logger
+	in       chan Result
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	done    chan struct{}
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	stopping chan struct{}
+	done     chan struct{}
 }
 
-// NewCommitter returns a committer; its Input is what the workers write to.
-func NewCommitter(cfg CommitterConfig, stores Stores, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *Committer {
+// NewCommitter returns a committer; its Output is what the workers write to.
+func NewCommitter(cfg CommitterConfig, stores Stores, breakers Breakers, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *Committer {
 	if cfg.Batch <= 0 {
 		cfg.Batch = CommitBatchDefault
 	}
 	if cfg.Linger <= 0 {
 		cfg.Linger = CommitLingerDefault
 	}
-	return &Committer{cfg: cfg, stores: stores, metrics: metrics, tracer: tracer,
-		logger: logger.With("component", "committer"), in: make(chan Result, cfg.Batch*2), done: make(chan struct{})}
+	for _, b := range []struct {
+		p    **breaker.Breaker
+		name string
+	}{{&breakers.Elasticsearch, "elasticsearch"}, {&breakers.Postgres, "postgres"}, {&breakers.Outbox, "outbox_postgres"}} {
+		if *b.p == nil {
+			*b.p = breaker.MustNew(breaker.Config{Name: b.name})
+		}
+	}
+	return &Committer{cfg: cfg, stores: stores, breakers: breakers, metrics: metrics, tracer: tracer,
+		logger: logger.With("component", "committer"), in: make(chan Result, cfg.Batch*2),
+		stopping: make(chan struct{}), done: make(chan struct{})}
 }
 
-// Input is the channel results are sent to. It is closed by Stop, which must
-// come after every sender (the batch processor) has stopped.
-func (c *Committer) Input() chan<- Result { return c.in }
+// Output is where the workers send their results. Its Done channel closes
+// when the committer takes no more: a worker still running then (a stop
+// past its deadline) drops its result, and the document's claim is
+// released or returns after the lease.
+func (c *Committer) Output() Output { return Output{C: c.in, Done: c.done} }
 
 // Start launches the commit loop.
 func (c *Committer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("start committer: already stopped")
+	}
 	if c.started {
 		return nil
 	}
@@ -93,16 +131,22 @@ func (c *Committer) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop commits what is still in flight and ends the loop, bounded by ctx.
+// Stop commits what has arrived and ends the loop, bounded by ctx. It never
+// closes the input, so a worker that is still running cannot panic on it.
 func (c *Committer) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	if !c.started || c.closed {
+	if c.stopped {
 		c.mu.Unlock()
 		return nil
 	}
-	c.closed = true
-	close(c.in)
+	c.stopped = true
+	started := c.started
+	close(c.stopping)
 	c.mu.Unlock()
+	if !started {
+		close(c.done)
+		return nil
+	}
 	select {
 	case <-c.done:
 		return nil
@@ -117,11 +161,7 @@ func (c *Committer) run(ctx context.Context) {
 	var linger <-chan time.Time
 	for {
 		select {
-		case r, ok := <-c.in:
-			if !ok {
-				c.Commit(ctx, batch)
-				return
-			}
+		case r := <-c.in:
 			batch = append(batch, r)
 			if len(batch) == 1 {
 				linger = time.After(c.cfg.Linger)
@@ -130,6 +170,23 @@ func (c *Committer) run(ctx context.Context) {
 				continue
 			}
 		case <-linger:
+		case <-c.stopping:
+			// Take what the workers have already sent, commit it, and go.
+			for {
+				select {
+				case r := <-c.in:
+					batch = append(batch, r)
+					if len(batch) >= c.cfg.Batch {
+						c.Commit(ctx, batch)
+						batch = batch[:0]
+					}
+					continue
+				default:
+				}
+				break
+			}
+			c.Commit(ctx, batch)
+			return
 		}
 		c.Commit(ctx, batch)
 		batch = batch[:0]
@@ -140,9 +197,9 @@ func (c *Committer) run(ctx context.Context) {
 // Commit writes one batch of results. Successes are written to
 // Elasticsearch, then history and outbox rows for those written; only then
 // are they flipped to classified. Failures go to the dead-letter queue and
-// are flipped to failed with their reason. A document whose writes fail goes
-// the failure way; one whose dead-letter write fails stays claimed, and the
-// claim lease returns it to the poll: nothing is lost.
+// are flipped to failed with their reason. Each step that meets an outage
+// waits for the dependency and is retried, unless the committer is stopping:
+// then the batch is left claimed (the heartbeat releases it at stop).
 func (c *Committer) Commit(ctx context.Context, results []Result) {
 	if len(results) == 0 {
 		return
@@ -150,8 +207,7 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 	ctx, span := c.tracer.Start(ctx, "classifier.commit", trace.WithAttributes(attribute.Int("batch_size", len(results))))
 	defer span.End()
 
-	var ok []Result
-	var failed []Result
+	var ok, failed []Result
 	for _, r := range results {
 		if r.Err != nil {
 			failed = append(failed, r)
@@ -159,9 +215,22 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 			ok = append(ok, r)
 		}
 	}
-	written, writeFailed := c.write(ctx, ok)
-	failed = append(failed, writeFailed...)
-	parked := c.deadLetter(ctx, failed)
+	var written []Result
+	for pending := ok; len(pending) > 0; {
+		w, f, retry, dep := c.write(ctx, pending)
+		written, failed = append(written, w...), append(failed, f...)
+		if pending = retry; len(pending) > 0 && !c.await(ctx, dep, len(pending)) {
+			return
+		}
+	}
+	var parked []Result
+	for pending := failed; len(pending) > 0; {
+		p, retry, dep := c.deadLetter(ctx, pending)
+		parked = append(parked, p...)
+		if pending = retry; len(pending) > 0 && !c.await(ctx, dep, len(pending)) {
+			return
+		}
+	}
 
 	changes := make([]storage.StatusChange, 0, len(written)+len(parked))
 	for _, r := range written {
@@ -170,52 +239,141 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 	for _, r := range parked {
 		changes = append(changes, storage.StatusChange{Raw: r.Raw, Status: contentindex.StatusFailed, Reason: string(r.Code) + ": " + r.Err.Error()})
 	}
-	flipped := c.flip(ctx, changes)
+	// Every document of the batch is finished here, flipped or not: stop
+	// renewing its claim. One left claimed returns after the lease.
+	for _, r := range results {
+		c.stores.Claims.Take(r.Raw)
+	}
+	var flipped []storage.StatusChange
+	for pending := changes; len(pending) > 0; {
+		f, retry := c.flip(ctx, pending)
+		flipped = append(flipped, f...)
+		if pending = retry; len(pending) > 0 && !c.await(ctx, c.breakers.Elasticsearch, len(pending)) {
+			break
+		}
+	}
 	c.account(ctx, flipped)
 }
 
-// write stores successes: Elasticsearch bulk, then history and outbox rows
-// in one statement each. It returns the results fully written and those that
-// failed, with their error code.
-func (c *Committer) write(ctx context.Context, ok []Result) (written, failed []Result) {
-	if len(ok) == 0 {
-		return nil, nil
+// await waits until dep may be tried again: a short pause, then until its
+// breaker lets a call through (the retry is the probe). It returns false
+// when the committer is stopping.
+func (c *Committer) await(ctx context.Context, dep *breaker.Breaker, held int) bool {
+	c.logger.WarnContext(ctx, "commit paused: dependency unavailable; the batch is held, no retry is charged",
+		"dependency", dep.Name(), "documents", held, "breaker_state", dep.State().String())
+	pause := 100 * time.Millisecond
+	for {
+		t := time.NewTimer(pause)
+		select {
+		case <-c.stopping:
+			t.Stop()
+			c.logger.WarnContext(ctx, "stopping with a held batch: its claims are released or return after the lease",
+				"dependency", dep.Name(), "documents", held)
+			return false
+		case <-t.C:
+		}
+		if ok, _ := dep.Allow(); ok {
+			return true
+		}
+		pause = min(2*pause, time.Second)
 	}
+}
+
+// write stores successes: Elasticsearch bulk, then history and outbox rows
+// in one statement each. It returns the results fully written; those that
+// failed, with their error code; and those to write again once dep, a
+// dependency that failed as a whole, answers again.
+func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, retry []Result, dep *breaker.Breaker) {
 	docs := make([]*domain.ClassifiedContent, len(ok))
 	for i, r := range ok {
 		docs[i] = r.Doc
 	}
+	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.WriteClassified(ctx, docs)
 	if err != nil {
-		return nil, withError(ok, esErrorCode(err), err)
+		switch kind := fault.Elasticsearch(err); kind {
+		case fault.Dependency:
+			es.Failure(err)
+			return nil, nil, ok, es
+		default:
+			return nil, withError(ok, fault.Code(kind, true, err), err), nil, nil
+		}
 	}
+	es.Success()
+	var esWritten []Result
 	for i, item := range items {
-		if item.Err != nil {
-			failed = append(failed, Result{Raw: ok[i].Raw, Err: item.Err, Code: esErrorCode(item.Err)})
+		if item.Err == nil {
+			esWritten = append(esWritten, ok[i])
 			continue
 		}
-		written = append(written, ok[i])
+		switch kind := fault.ElasticsearchItem(item.Status, item.Err.Error()); kind {
+		case fault.Dependency:
+			es.Failure(item.Err)
+			retry, dep = append(retry, ok[i]), es
+		default:
+			failed = append(failed, Result{Raw: ok[i].Raw, Err: item.Err, Code: fault.Code(kind, true, item.Err)})
+		}
 	}
-	docs = docs[:0]
-	for _, r := range written {
-		docs = append(docs, r.Doc)
+	if len(esWritten) == 0 {
+		return nil, failed, retry, dep
 	}
-	if err := c.stores.History.InsertBatch(ctx, docs); err != nil {
-		return nil, append(failed, withError(written, domain.ErrorCodeDB, err)...)
+	written, f, err := c.insertIsolated(ctx, esWritten, c.stores.History.InsertBatch)
+	failed = append(failed, f...)
+	if err != nil {
+		c.breakers.Postgres.Failure(err)
+		return nil, failed, append(retry, esWritten...), c.breakers.Postgres
 	}
-	if err := c.stores.Outbox.WriteBatch(ctx, docs); err != nil {
-		return nil, append(failed, withError(written, domain.ErrorCodeDB, err)...)
+	c.breakers.Postgres.Success()
+	written, f, err = c.insertIsolated(ctx, written, c.stores.Outbox.WriteBatch)
+	failed = append(failed, f...)
+	if err != nil {
+		c.breakers.Outbox.Failure(err)
+		return nil, failed, append(retry, esWritten...), c.breakers.Outbox
 	}
-	return written, failed
+	c.breakers.Outbox.Success()
+	return written, failed, retry, dep
+}
+
+// insertIsolated inserts the documents of rs with insert, one statement for
+// all of them when it can. When the statement is refused because of a row
+// (fault.Document: an invalid byte sequence, a value too long), the batch is
+// split in halves and each half tried again, down to the row at fault,
+// which alone fails with its own error; the other rows are inserted. An
+// error that is not a row's (the database is down) is returned as err.
+func (c *Committer) insertIsolated(ctx context.Context, rs []Result, insert func(context.Context, []*domain.ClassifiedContent) error) (ok, failed []Result, err error) {
+	docs := make([]*domain.ClassifiedContent, len(rs))
+	for i, r := range rs {
+		docs[i] = r.Doc
+	}
+	ierr := insert(ctx, docs)
+	if ierr == nil {
+		return rs, nil, nil
+	}
+	switch kind := fault.Postgres(ierr); {
+	case kind == fault.Dependency:
+		return nil, nil, ierr
+	case kind == fault.Transient:
+		return nil, withError(rs, domain.ErrorCodeDB, ierr), nil
+	case len(rs) == 1:
+		return nil, withError(rs, domain.ErrorCodeValidation, ierr), nil
+	}
+	half := len(rs) / 2
+	okA, failedA, err := c.insertIsolated(ctx, rs[:half], insert)
+	if err != nil {
+		return nil, nil, err
+	}
+	okB, failedB, err := c.insertIsolated(ctx, rs[half:], insert)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(okA, okB...), append(failedA, failedB...), nil
 }
 
 // deadLetter records failures in the DLQ and returns those that may now be
-// flipped to failed. Without a DLQ only validation failures are flipped (with
-// their reason); other failures stay claimed for the lease to retry.
-func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked []Result) {
-	if len(failed) == 0 {
-		return nil
-	}
+// flipped to failed, and those to record again once dep answers. Without a
+// DLQ only validation failures are flipped (with their reason); other
+// failures stay claimed for the lease to retry.
+func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, retry []Result, dep *breaker.Breaker) {
 	for _, r := range failed {
 		c.metrics.DocumentsFailed.Add(ctx, 1, metric.WithAttributes(attribute.String("source", r.Raw.SourceName), attribute.String("error_code", string(r.Code))))
 		level := slog.LevelError
@@ -231,7 +389,7 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked []R
 				parked = append(parked, r)
 			}
 		}
-		return parked
+		return parked, nil, nil
 	}
 	entries := make([]domain.Failure, len(failed))
 	for i, r := range failed {
@@ -239,52 +397,67 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked []R
 	}
 	recorded, err := c.stores.DeadLetters.Record(ctx, entries)
 	if err != nil {
+		if fault.Postgres(err) == fault.Dependency {
+			c.breakers.Postgres.Failure(err)
+			return nil, failed, c.breakers.Postgres
+		}
+		// Entries are sanitized to fit their columns, so this is not
+		// expected; the documents stay claimed and return after the lease.
 		c.logger.ErrorContext(ctx, "dead-letter write failed; documents stay claimed and return after the lease",
 			"documents", len(failed), "error", err)
-		return nil
+		return nil, nil, nil
 	}
+	c.breakers.Postgres.Success()
 	for _, rec := range recorded {
 		if rec.Inserted {
 			c.metrics.DLQEnqueued.Add(ctx, 1)
 		}
 		if rec.Exhausted {
 			c.metrics.DLQExhausted.Add(ctx, 1)
-			c.logger.ErrorContext(ctx, "dead-letter entry exhausted its retries", "content_id", rec.ContentID)
+			c.logger.ErrorContext(ctx, "dead-letter entry exhausted its retries", "content_id", rec.ContentID, "index", rec.Index)
 		}
 	}
-	return failed
+	return failed, nil, nil
 }
 
-// flip performs the status changes and returns those that took effect.
-func (c *Committer) flip(ctx context.Context, changes []storage.StatusChange) []storage.StatusChange {
-	if len(changes) == 0 {
-		return nil
-	}
+// flip performs the status changes and returns those that took effect, and
+// those to try again once Elasticsearch answers.
+func (c *Committer) flip(ctx context.Context, changes []storage.StatusChange) (flipped, retry []storage.StatusChange) {
+	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.FlipStatus(ctx, changes)
 	if err != nil {
+		if fault.Elasticsearch(err) == fault.Dependency {
+			es.Failure(err)
+			return nil, changes
+		}
 		c.logger.ErrorContext(ctx, "status flip failed; documents stay claimed and return after the lease",
 			"documents", len(changes), "error", err)
 		c.metrics.DocumentsFailed.Add(ctx, int64(len(changes)), metric.WithAttributes(attribute.String("error_code", "STATUS_FLIP")))
-		return nil
+		return nil, nil
 	}
-	flipped := changes[:0:0]
+	es.Success()
 	for i, item := range items {
-		if item.Err != nil {
-			// 409: the claim was taken over after the lease; the new owner
-			// finishes the document. Anything else returns after the lease.
-			c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
-				"taken_over", esclient.IsConflict(item.Err), "error", item.Err)
+		if item.Err == nil {
+			flipped = append(flipped, changes[i])
 			continue
 		}
-		flipped = append(flipped, changes[i])
+		if fault.ElasticsearchItem(item.Status, item.Err.Error()) == fault.Dependency {
+			es.Failure(item.Err)
+			retry = append(retry, changes[i])
+			continue
+		}
+		// 409: the claim was taken over after the lease; the new owner
+		// finishes the document. Anything else returns after the lease.
+		c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
+			"taken_over", esclient.IsConflict(item.Err), "error", item.Err)
 	}
-	return flipped
+	return flipped, retry
 }
 
 // account records what a committed batch means: metrics, resolved
 // dead-letter entries, and source statistics.
 func (c *Committer) account(ctx context.Context, flipped []storage.StatusChange) {
-	var resolved []string
+	var resolved []domain.DocKey
 	retried := 0
 	deltas := map[string]reputation.Delta{}
 	for _, ch := range flipped {
@@ -292,7 +465,7 @@ func (c *Committer) account(ctx context.Context, flipped []storage.StatusChange)
 		d := deltas[src]
 		d.Total++
 		if ch.Status == contentindex.StatusClassified {
-			resolved = append(resolved, ch.Raw.ID)
+			resolved = append(resolved, domain.DocKey{Index: ch.Raw.Index, ID: ch.Raw.ID})
 			if ch.Raw.FromDLQ {
 				retried++
 			}
@@ -336,26 +509,4 @@ func withError(rs []Result, code domain.ErrorCode, err error) []Result {
 		out[i] = Result{Raw: r.Raw, Err: err, Code: code}
 	}
 	return out
-}
-
-// esErrorCode maps an Elasticsearch failure to a DLQ error code: time-outs
-// and unavailability retry; a document the index rejects (a 4xx other than
-// 408/429) will be rejected again.
-func esErrorCode(err error) domain.ErrorCode {
-	var re *esclient.ResponseError
-	if errors.As(err, &re) {
-		switch {
-		case re.Status == http.StatusRequestTimeout || re.Status == http.StatusGatewayTimeout:
-			return domain.ErrorCodeESTimeout
-		case re.Status == http.StatusTooManyRequests || re.Status >= 500:
-			return domain.ErrorCodeESUnavailable
-		case re.Status >= 400:
-			return domain.ErrorCodeValidation
-		}
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return domain.ErrorCodeESTimeout
-	}
-	return domain.ErrorCodeESUnavailable
 }

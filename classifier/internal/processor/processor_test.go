@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
@@ -85,9 +86,9 @@ func TestCrashBeforeCommitPointIsReclassifiedWithoutDuplicates(t *testing.T) {
 		}
 		results[i] = Result{Raw: raw, Doc: doc}
 	}
-	written, failed := dead.committer.write(ctx, results)
-	if len(written) != len(ids) || len(failed) != 0 {
-		t.Fatalf("write: %d written, %d failed", len(written), len(failed))
+	written, failed, retry, _ := dead.committer.write(ctx, results)
+	if len(written) != len(ids) || len(failed) != 0 || len(retry) != 0 {
+		t.Fatalf("write: %d written, %d failed, %d to retry", len(written), len(failed), len(retry))
 	}
 	if n := e.count(t, e.outbox, `SELECT COUNT(*) FROM classified_outbox`); n != len(ids) {
 		t.Fatalf("outbox rows before the crash = %d, want %d", n, len(ids))
@@ -178,8 +179,12 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 	ctx := context.Background()
 	dlq := deadletter.NewRepository(e.db)
 
-	// Break the outbox: every write fails with a database error.
-	if _, err := e.outbox.Exec(`ALTER TABLE classified_outbox RENAME TO classified_outbox_away`); err != nil {
+	// Break the outbox: every write fails with a transient database error
+	// (a serialization failure, retried with backoff). An outage would
+	// instead hold the batch and charge no retry (fault_test.go).
+	if _, err := e.outbox.Exec(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON classified_outbox FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
 		t.Fatal(err)
 	}
 	r := e.replica(t, "r", nil, time.Minute)
@@ -189,7 +194,8 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 		t.Fatalf("DLQ rows = %d, want 2 DB_ERROR rows", n)
 	}
 
-	worker, err := retry.New(retry.Config{ReplicaID: "r", Lease: time.Minute}, dlq, r.stores.Content, r.processor, testenv.Logger(t))
+	worker, err := retry.New(retry.Config{ReplicaID: "r", Lease: time.Minute}, dlq, r.stores.Content,
+		claim.TrackingSink{Sink: r.processor, Registry: r.stores.Claims}, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +238,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 
 	// Success: repair the outbox; ids[0]'s retry re-classifies it and
 	// removes its row.
-	if _, err := e.outbox.Exec(`ALTER TABLE classified_outbox_away RENAME TO classified_outbox`); err != nil {
+	if _, err := e.outbox.Exec(`DROP TRIGGER refuse ON classified_outbox`); err != nil {
 		t.Fatal(err)
 	}
 	due(ids[0])

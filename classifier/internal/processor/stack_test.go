@@ -11,6 +11,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/loadgen"
@@ -21,6 +22,7 @@ import (
 	"github.com/north-cloud/classifier/internal/storage"
 	classtel "github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/telemetry"
@@ -32,23 +34,25 @@ import (
 // imports another); the end-to-end tests run the two together.
 const outboxDDL = `CREATE TABLE classified_outbox (
 	id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
-	content_id VARCHAR(255) NOT NULL UNIQUE, source_name VARCHAR(255) NOT NULL, index_name VARCHAR(255) NOT NULL,
+	content_id VARCHAR(255) NOT NULL, source_name VARCHAR(255) NOT NULL, index_name VARCHAR(255) NOT NULL,
 	content_type VARCHAR(50) NOT NULL, topics TEXT[] NOT NULL DEFAULT '{}', quality_score INTEGER NOT NULL,
 	is_crime_related BOOLEAN NOT NULL DEFAULT FALSE, crime_subcategory VARCHAR(50),
 	title TEXT NOT NULL, body TEXT, url TEXT NOT NULL, published_date TIMESTAMPTZ,
-	status VARCHAR(20) NOT NULL DEFAULT 'pending', created_at TIMESTAMPTZ NOT NULL DEFAULT NOW())`
+	status VARCHAR(20) NOT NULL DEFAULT 'pending', created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+	UNIQUE (index_name, content_id))`
 
 // env is what the integration tests share: real Elasticsearch and Postgres,
 // a migrated classifier database, an outbox table and a unique source.
 type env struct {
-	es       *elasticsearch.Client
-	prefix   string
-	source   string
-	db       *sql.DB
-	outbox   *sql.DB
-	metrics  *classtel.Metrics
-	provider *telemetry.Provider
-	engine   *rules.Engine
+	es        *elasticsearch.Client
+	prefix    string
+	source    string
+	db        *sql.DB
+	outbox    *sql.DB
+	outboxDSN string
+	metrics   *classtel.Metrics
+	provider  *telemetry.Provider
+	engine    *rules.Engine
 }
 
 func setup(t *testing.T) *env {
@@ -92,7 +96,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{es: es, prefix: prefix, source: prefix + "_src", db: db, outbox: outbox, metrics: metrics, provider: provider, engine: engine}
+	return &env{es: es, prefix: prefix, source: prefix + "_src", db: db, outbox: outbox, outboxDSN: outboxDSN, metrics: metrics, provider: provider, engine: engine}
 }
 
 // load writes n generated raw documents and returns their ids.
@@ -126,7 +130,9 @@ type replica struct {
 	poller    *poller.Poller
 	processor *BatchProcessor
 	committer *Committer
+	heartbeat *claim.Heartbeat
 	stores    Stores
+	breakers  Breakers
 }
 
 func (e *env) replica(t *testing.T, id string, c Classifier, lease time.Duration) *replica {
@@ -140,27 +146,40 @@ func (e *env) replica(t *testing.T, id string, c Classifier, lease time.Duration
 		}
 		c = p
 	}
+	registry := claim.NewRegistry()
 	stores := Stores{
 		Content:     storage.NewContentStore(e.es),
 		History:     storage.NewHistoryRepository(e.db),
 		Outbox:      storage.NewOutboxWriter(e.outbox),
 		DeadLetters: deadletter.NewRepository(e.db),
 		Reputation:  reputation.NewRepository(e.db),
+		Claims:      registry,
 	}
-	com := NewCommitter(CommitterConfig{Batch: 50, Linger: 20 * time.Millisecond}, stores, e.metrics, tracer, logger)
-	proc := NewBatchProcessor(BatchProcessorConfig{Concurrency: 4, MaxQueueDepth: 100, SubmitTimeout: 5 * time.Second}, c, com.Input(), e.metrics, tracer, logger)
-	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: e.prefix + "*" + contentindex.RawSuffix,
-		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: lease}, e.es, proc, e.metrics, tracer, logger)
+	breakers := Breakers{
+		Elasticsearch: breaker.MustNew(breaker.Config{Name: "elasticsearch", Cooldown: 50 * time.Millisecond}),
+		Postgres:      breaker.MustNew(breaker.Config{Name: "postgres", Cooldown: 50 * time.Millisecond}),
+		Outbox:        breaker.MustNew(breaker.Config{Name: "outbox_postgres", Cooldown: 50 * time.Millisecond}),
+	}
+	pattern := e.prefix + "*" + contentindex.RawSuffix
+	com := NewCommitter(CommitterConfig{Batch: 50, Linger: 20 * time.Millisecond}, stores, breakers, e.metrics, tracer, logger)
+	proc := NewBatchProcessor(BatchProcessorConfig{Concurrency: 4, MaxQueueDepth: 100, SubmitTimeout: 5 * time.Second}, c, com.Output(), e.metrics, tracer, logger)
+	hb, err := claim.NewHeartbeat(claim.HeartbeatConfig{ReplicaID: id, IndexPattern: pattern, Interval: max(lease/4, 10*time.Millisecond)},
+		registry, stores.Content, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replica{poller: pol, processor: proc, committer: com, stores: stores}
+	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
+		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: lease}, e.es, claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &replica{poller: pol, processor: proc, committer: com, heartbeat: hb, stores: stores, breakers: breakers}
 }
 
 func (r *replica) start(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	for _, c := range []interface{ Start(context.Context) error }{r.committer, r.processor, r.poller} {
+	for _, c := range []interface{ Start(context.Context) error }{r.heartbeat, r.committer, r.processor, r.poller} {
 		if err := c.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +192,7 @@ func (r *replica) stop(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, c := range []interface{ Stop(context.Context) error }{r.poller, r.processor, r.committer} {
+	for _, c := range []interface{ Stop(context.Context) error }{r.poller, r.processor, r.committer, r.heartbeat} {
 		if err := c.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}
@@ -284,9 +303,9 @@ func (p panicOn) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, er
 // rawDocs reads raw documents by id with their current versions.
 func (e *env) rawDocs(t *testing.T, ids []string) []*domain.RawContent {
 	t.Helper()
-	refs := make([]storage.DocRef, len(ids))
+	refs := make([]domain.DocKey, len(ids))
 	for i, id := range ids {
-		refs[i] = storage.DocRef{Index: contentindex.RawIndex(e.source), ID: id}
+		refs[i] = domain.DocKey{Index: contentindex.RawIndex(e.source), ID: id}
 	}
 	found, missing, err := storage.NewContentStore(e.es).GetRaw(context.Background(), refs)
 	if err != nil || len(missing) > 0 {

@@ -13,8 +13,9 @@ import (
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/poller"
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -35,6 +36,10 @@ type Config struct {
 	Batch int
 	// Lease keeps a claimed entry from other workers. Defaults to LeaseDefault.
 	Lease time.Duration
+	// Breakers are the dependencies a retry needs (Elasticsearch and both
+	// databases). While any of them is not closed the worker claims no
+	// entry, so an outage spends no retry.
+	Breakers []*breaker.Breaker
 }
 
 // Worker is a lifecycle component.
@@ -42,14 +47,14 @@ type Worker struct {
 	cfg    Config
 	repo   *deadletter.Repository
 	store  *storage.ContentStore
-	sink   poller.Sink
+	sink   claim.Sink
 	logger *slog.Logger
 	now    func() time.Time
 	loop   lifecycle.Loop
 }
 
 // New returns a retry worker that submits to sink.
-func New(cfg Config, repo *deadletter.Repository, store *storage.ContentStore, sink poller.Sink, logger *slog.Logger) (*Worker, error) {
+func New(cfg Config, repo *deadletter.Repository, store *storage.ContentStore, sink claim.Sink, logger *slog.Logger) (*Worker, error) {
 	if cfg.ReplicaID == "" {
 		return nil, errors.New("new retry worker: ReplicaID is required")
 	}
@@ -85,15 +90,19 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if size <= 0 || w.sink.ShouldThrottle() {
 		return 0, nil
 	}
+	if ok, b := breaker.AllClosed(w.cfg.Breakers...); !ok {
+		w.logger.DebugContext(ctx, "dead-letter retries paused: dependency unavailable", "dependency", b.Name())
+		return 0, nil
+	}
 	entries, err := w.repo.ClaimDue(ctx, size, w.cfg.Lease)
 	if err != nil || len(entries) == 0 {
 		return 0, err
 	}
-	refs := make([]storage.DocRef, len(entries))
-	byID := make(map[string]domain.DeadLetterEntry, len(entries))
+	refs := make([]domain.DocKey, len(entries))
+	byKey := make(map[domain.DocKey]domain.DeadLetterEntry, len(entries))
 	for i, e := range entries {
-		refs[i] = storage.DocRef{Index: e.IndexName, ID: e.ContentID}
-		byID[e.ContentID] = e
+		refs[i] = domain.DocKey{Index: e.IndexName, ID: e.ContentID}
+		byKey[refs[i]] = e
 	}
 	found, missing, err := w.store.GetRaw(ctx, refs)
 	if err != nil {
@@ -102,7 +111,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if len(missing) > 0 {
 		failures := make([]domain.Failure, len(missing))
 		for i, m := range missing {
-			e := byID[m.ID]
+			e := byKey[m]
 			failures[i] = domain.Failure{ContentID: m.ID, Source: e.SourceName, Index: m.Index, Code: domain.ErrorCodeNotFound,
 				Message: fmt.Sprintf("raw document %s/%s no longer exists", m.Index, m.ID)}
 			w.logger.WarnContext(ctx, "dead-lettered document no longer exists", "content_id", m.ID, "index", m.Index)

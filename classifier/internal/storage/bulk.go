@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
@@ -46,54 +48,108 @@ type bulkResponse struct {
 	} `json:"items"`
 }
 
-// runBulk sends ops in one _bulk request and returns one result per op, in
-// order. The request failing as a whole is an error; individual items that
-// fail are reported in their result, so one bad document never fails the
-// others.
-func runBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bulkOp, refresh string) ([]BulkItemResult, error) {
+// MaxBulkBytesDefault bounds the body of one bulk request: well under
+// Elasticsearch's http.max_content_length (100 MB by default), so a batch of
+// large documents is sent as several requests instead of being refused.
+const MaxBulkBytesDefault = 16 << 20
+
+// runBulk sends ops as _bulk requests of at most maxBytes each (a single
+// op larger than that goes alone) and returns one result per op, in order.
+// A request refused as too large (413) is split in halves and sent again;
+// a single op still refused gets a 413 item result. Any other failure of a
+// whole request is an error. Individual items that fail are reported in
+// their result, so one bad document never fails the others.
+func runBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bulkOp, refresh string, maxBytes int) ([]BulkItemResult, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
+	if maxBytes <= 0 {
+		maxBytes = MaxBulkBytesDefault
+	}
+	lines := make([][]byte, len(ops))
+	for i, o := range ops {
+		b, err := encodeOp(o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		lines[i] = b
+	}
+	results := make([]BulkItemResult, len(ops))
+	for from := 0; from < len(ops); {
+		to, size := from, 0
+		for to < len(ops) && (to == from || size+len(lines[to]) <= maxBytes) {
+			size += len(lines[to])
+			to++
+		}
+		if err := sendBulk(ctx, es, op, ops[from:to], lines[from:to], refresh, results[from:to]); err != nil {
+			return nil, err
+		}
+		from = to
+	}
+	return results, nil
+}
+
+// encodeOp returns the action and body lines of one op.
+func encodeOp(o bulkOp) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	for _, o := range ops {
-		meta := map[string]any{"_index": o.index, "_id": o.id}
-		if o.seqNo != nil && o.term != nil {
-			meta["if_seq_no"] = *o.seqNo
-			meta["if_primary_term"] = *o.term
-		}
-		if err := enc.Encode(map[string]any{o.action: meta}); err != nil {
-			return nil, fmt.Errorf("%s: encode action: %w", op, err)
-		}
-		if err := enc.Encode(o.body); err != nil {
-			return nil, fmt.Errorf("%s: encode document %s: %w", op, o.id, err)
-		}
+	meta := map[string]any{"_index": o.index, "_id": o.id}
+	if o.seqNo != nil && o.term != nil {
+		meta["if_seq_no"] = *o.seqNo
+		meta["if_primary_term"] = *o.term
+	}
+	if err := enc.Encode(map[string]any{o.action: meta}); err != nil {
+		return nil, fmt.Errorf("encode action: %w", err)
+	}
+	if err := enc.Encode(o.body); err != nil {
+		return nil, fmt.Errorf("encode document %s: %w", o.id, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// sendBulk sends one request and fills out, one result per op. On 413 it
+// splits the request in halves.
+func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bulkOp, lines [][]byte, refresh string, out []BulkItemResult) error {
+	var body bytes.Buffer
+	for _, l := range lines {
+		body.Write(l)
 	}
 	opts := []func(*esapi.BulkRequest){es.Bulk.WithContext(ctx)}
 	if refresh != "" {
 		opts = append(opts, es.Bulk.WithRefresh(refresh))
 	}
-	res, err := es.Bulk(&buf, opts...)
+	res, err := es.Bulk(&body, opts...)
 	if err := esclient.CheckResponse(op, res, err); err != nil {
-		return nil, err
+		var re *esclient.ResponseError
+		if errors.As(err, &re) && re.Status == http.StatusRequestEntityTooLarge {
+			if len(ops) == 1 {
+				out[0] = BulkItemResult{ID: ops[0].id, Status: re.Status, Err: fmt.Errorf("%s %s: document of %d bytes refused as too large: %w", op, ops[0].id, len(lines[0]), err)}
+				return nil
+			}
+			half := len(ops) / 2
+			if err := sendBulk(ctx, es, op, ops[:half], lines[:half], refresh, out[:half]); err != nil {
+				return err
+			}
+			return sendBulk(ctx, es, op, ops[half:], lines[half:], refresh, out[half:])
+		}
+		return err
 	}
 	defer res.Body.Close()
 	var parsed bulkResponse
 	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
-		return nil, fmt.Errorf("%s: decode bulk response: %w", op, err)
+		return fmt.Errorf("%s: decode bulk response: %w", op, err)
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
 	if len(parsed.Items) != len(ops) {
-		return nil, fmt.Errorf("%s: bulk answered %d items for %d actions", op, len(parsed.Items), len(ops))
+		return fmt.Errorf("%s: bulk answered %d items for %d actions", op, len(parsed.Items), len(ops))
 	}
-	results := make([]BulkItemResult, len(ops))
 	for i, item := range parsed.Items {
 		for _, r := range item { // one key: the action name
-			results[i] = BulkItemResult{ID: r.ID, Status: r.Status, SeqNo: r.SeqNo, PrimaryTerm: r.PrimaryTerm}
+			out[i] = BulkItemResult{ID: r.ID, Status: r.Status, SeqNo: r.SeqNo, PrimaryTerm: r.PrimaryTerm}
 			if r.Status >= 300 {
-				results[i].Err = &esclient.ResponseError{Op: op + " " + ops[i].id, Status: r.Status, Body: string(r.Error)}
+				out[i].Err = &esclient.ResponseError{Op: op + " " + ops[i].id, Status: r.Status, Body: string(r.Error)}
 			}
 		}
 	}
-	return results, nil
+	return nil
 }

@@ -14,14 +14,30 @@ import (
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
-// ContentStore writes classified documents and raw-document status changes.
-type ContentStore struct {
-	es *elasticsearch.Client
+// StoreConfig configures a ContentStore.
+type StoreConfig struct {
+	// MaxBulkBytes bounds the body of one bulk request; larger batches are
+	// sent as several requests. Defaults to MaxBulkBytesDefault.
+	MaxBulkBytes int
 }
 
-// NewContentStore returns a store over es.
+// ContentStore writes classified documents and raw-document status changes.
+type ContentStore struct {
+	es  *elasticsearch.Client
+	cfg StoreConfig
+}
+
+// NewContentStore returns a store over es with the default settings.
 func NewContentStore(es *elasticsearch.Client) *ContentStore {
-	return &ContentStore{es: es}
+	return NewContentStoreWith(es, StoreConfig{})
+}
+
+// NewContentStoreWith returns a store over es configured by cfg.
+func NewContentStoreWith(es *elasticsearch.Client, cfg StoreConfig) *ContentStore {
+	if cfg.MaxBulkBytes <= 0 {
+		cfg.MaxBulkBytes = MaxBulkBytesDefault
+	}
+	return &ContentStore{es: es, cfg: cfg}
 }
 
 // WriteClassified indexes docs into their classified indices with _id equal
@@ -32,7 +48,7 @@ func (s *ContentStore) WriteClassified(ctx context.Context, docs []*domain.Class
 	for i, d := range docs {
 		ops[i] = bulkOp{action: "index", index: d.Index, id: d.ID, body: d}
 	}
-	return runBulk(ctx, s.es, "write classified", ops, "")
+	return runBulk(ctx, s.es, "write classified", ops, "", s.cfg.MaxBulkBytes)
 }
 
 // StatusChange is a conditional status update of one claimed raw document.
@@ -59,13 +75,44 @@ func (s *ContentStore) FlipStatus(ctx context.Context, changes []StatusChange) (
 		}
 		ops[i] = bulkOp{action: "update", index: c.Raw.Index, id: c.Raw.ID, seqNo: &seq, term: &term, body: map[string]any{"doc": doc}}
 	}
-	return runBulk(ctx, s.es, "flip raw status", ops, "")
+	return runBulk(ctx, s.es, "flip raw status", ops, "", s.cfg.MaxBulkBytes)
+}
+
+// ClaimResult is the outcome of claiming one document. Err is nil when this
+// replica won the claim. Otherwise it is the item's *esclient.ResponseError:
+// 409 (esclient.IsConflict) when the document changed since it was read
+// (another replica claimed it first), or why Elasticsearch refused the update,
+// such as 403 cluster_block_exception for a write-blocked index or 404 for a
+// document or index that is gone.
+type ClaimResult struct {
+	Doc *domain.RawContent
+	Err error
 }
 
 // Claim marks raw documents as processing by replica, each only if it is
 // unchanged since it was read. It returns the documents this replica won, with
-// their new versions; documents another replica claimed first are left out.
+// their new versions; documents it did not win (another replica was first, or
+// Elasticsearch refused the update) are left out: ClaimEach tells them apart.
 func (s *ContentStore) Claim(ctx context.Context, replica string, docs []*domain.RawContent, now time.Time) ([]*domain.RawContent, error) {
+	results, err := s.ClaimEach(ctx, replica, docs, now)
+	if err != nil {
+		return nil, err
+	}
+	won := make([]*domain.RawContent, 0, len(results))
+	for _, r := range results {
+		if r.Err == nil {
+			won = append(won, r.Doc)
+		}
+	}
+	return won, nil
+}
+
+// ClaimEach claims like Claim and returns the outcome of every document, in
+// the order of docs. A document is claimed under its (Index, ID), which must
+// be the _index and _id it was read from. A won document is updated in place
+// with its new version and claim fields. The error is that of the request as
+// a whole; one refused document never fails the others.
+func (s *ContentStore) ClaimEach(ctx context.Context, replica string, docs []*domain.RawContent, now time.Time) ([]ClaimResult, error) {
 	ops := make([]bulkOp, len(docs))
 	for i, d := range docs {
 		seq, term := d.SeqNo, d.PrimaryTerm
@@ -77,30 +124,25 @@ func (s *ContentStore) Claim(ctx context.Context, replica string, docs []*domain
 	}
 	// refresh=true makes the claim visible to the next poll at once, so the
 	// poller does not read the same documents again and lose races to itself.
-	results, err := runBulk(ctx, s.es, "claim raw documents", ops, "true")
+	results, err := runBulk(ctx, s.es, "claim raw documents", ops, "true", s.cfg.MaxBulkBytes)
 	if err != nil {
 		return nil, err
 	}
-	won := make([]*domain.RawContent, 0, len(docs))
+	out := make([]ClaimResult, len(docs))
 	for i, r := range results {
+		d := docs[i]
+		out[i] = ClaimResult{Doc: d, Err: r.Err}
 		if r.Err != nil {
 			continue
 		}
-		d := docs[i]
 		d.SeqNo, d.PrimaryTerm = r.SeqNo, r.PrimaryTerm
 		d.ClaimedBy, d.ClassificationStatus = replica, contentindex.StatusProcessing
 		claimed := now
 		d.ClaimedAt = &claimed
-		won = append(won, d)
 	}
-	return won, nil
+	return out, nil
 }
 
-// DocRef names one raw document.
-type DocRef struct {
-	Index string
-	ID    string
-}
 
 type mgetResponse struct {
 	Docs []struct {
@@ -116,7 +158,7 @@ type mgetResponse struct {
 
 // GetRaw reads raw documents by id in one multi-get, with the versions a
 // claim needs. Documents that no longer exist are returned in missing.
-func (s *ContentStore) GetRaw(ctx context.Context, refs []DocRef) (found []*domain.RawContent, missing []DocRef, err error) {
+func (s *ContentStore) GetRaw(ctx context.Context, refs []domain.DocKey) (found []*domain.RawContent, missing []domain.DocKey, err error) {
 	if len(refs) == 0 {
 		return nil, nil, nil
 	}

@@ -25,7 +25,7 @@ func NewHistoryRepository(db *sql.DB) *HistoryRepository {
 const historyColumns = 11
 
 // InsertBatch writes one row per document in a single statement. A row is
-// keyed by (content_id, claim_id): writing the same claim's result twice
+// keyed by (index_name, content_id, claim_id): writing the same claim's result twice
 // (a retried batch) is absorbed, while a new claim of the same document after
 // a crash records a new attempt.
 func (r *HistoryRepository) InsertBatch(ctx context.Context, docs []*domain.ClassifiedContent) error {
@@ -45,7 +45,7 @@ func (r *HistoryRepository) InsertBatch(ctx context.Context, docs []*domain.Clas
 		args = append(args, d.ID, d.ClaimID, d.SourceName, d.Index, d.ContentType, d.QualityScore,
 			pq.Array(d.Topics), d.IsCrimeRelated, d.CrimeSubcategory, d.Confidence, d.ClassifierVersion)
 	}
-	q.WriteString(` ON CONFLICT (content_id, claim_id) DO NOTHING`)
+	q.WriteString(` ON CONFLICT (index_name, content_id, claim_id) DO NOTHING`)
 	if _, err := r.db.ExecContext(ctx, q.String(), args...); err != nil {
 		return fmt.Errorf("insert classification history: %w", err)
 	}

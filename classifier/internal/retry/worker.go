@@ -11,9 +11,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/lifecycle"

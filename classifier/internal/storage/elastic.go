@@ -143,7 +143,6 @@ func (s *ContentStore) ClaimEach(ctx context.Context, replica string, docs []*do
 	return out, nil
 }
 
-
 type mgetResponse struct {
 	Docs []struct {
 		Index       string          `json:"_index"`

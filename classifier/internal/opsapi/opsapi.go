@@ -1,7 +1,7 @@
 // Package opsapi serves the classifier's operations API under /api/v1: the
 // dead-letter queue (list, stats, requeue one or many, delete), source
-// reputation, and classification statistics. The caller mounts it on a group
-// guarded by the JWT middleware.
+// reputation, the poll state of each raw index, and classification
+// statistics. The caller mounts it on a group guarded by the JWT middleware.
 package opsapi
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -40,6 +41,10 @@ type Deps struct {
 	Sources     *reputation.Repository
 	History     *storage.HistoryRepository
 	Logger      *slog.Logger
+	// PollStatus returns the poll state of every raw index
+	// (poller.Poller.IndexStatus); GET /sources/poll-status answers 503
+	// without it.
+	PollStatus func() []poller.IndexStatus
 }
 
 type handler struct{ Deps }
@@ -53,6 +58,7 @@ func Register(router gin.IRouter, d Deps) {
 	router.POST("/dlq/:id/requeue", h.requeueOne)
 	router.DELETE("/dlq/:id", h.deleteOne)
 	router.GET("/sources", h.listSources)
+	router.GET("/sources/poll-status", h.pollStatus)
 	router.GET("/sources/:name", h.getSource)
 	router.GET("/stats", h.stats)
 }

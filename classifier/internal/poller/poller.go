@@ -1,6 +1,17 @@
 // Package poller finds pending raw documents (and claims whose lease has
-// expired) across the raw content indices, claims a batch for this replica
-// and hands it to a batch handler.
+// expired) in the raw content indices, claims a batch for this replica and
+// hands it to a batch handler.
+//
+// Each raw index is polled on its own, so a fault stays with the index that
+// caused it: the indices matching the pattern are listed (cached for
+// IndexRefresh), and one _msearch carries one search per index, each taking
+// a fair share of the batch. An index whose mapping, search or claims fail
+// is skipped with its reason (IndexStatus, a log line, the
+// classifier_index_poll_failing gauge) and retried with backoff, while the
+// others keep flowing. Only claims this replica won count towards "a full
+// page, poll again at once", so claims that cannot be won never make the
+// poller spin. While a circuit breaker of a dependency is open, the poller
+// neither searches nor claims.
 package poller
 
 import (
@@ -10,14 +21,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/lifecycle"
@@ -25,11 +41,18 @@ import (
 
 // Defaults of Config.
 const (
-	PollIntervalDefault = 2 * time.Second
-	BatchSizeDefault    = 100
-	ClaimLeaseDefault   = 5 * time.Minute
-	IndexPatternDefault = "*" + contentindex.RawSuffix
+	PollIntervalDefault  = 2 * time.Second
+	BatchSizeDefault     = 100
+	ClaimLeaseDefault    = 5 * time.Minute
+	IndexPatternDefault  = "*" + contentindex.RawSuffix
+	IndexRefreshDefault  = 5 * time.Second
+	IndexRetryDefault    = 5 * time.Second
+	IndexRetryMaxDefault = 5 * time.Minute
 )
+
+// pauseWaitMax bounds the wait between looks at the breakers while one is
+// not closed, so work resumes soon after the dependency is back.
+const pauseWaitMax = 250 * time.Millisecond
 
 // Sink takes claimed documents: the batch processor's work queue.
 type Sink interface {
@@ -46,10 +69,11 @@ type Sink interface {
 type Config struct {
 	// ReplicaID is written to claimed_by. Required.
 	ReplicaID string
-	// IndexPattern selects the raw indices. Defaults to IndexPatternDefault.
+	// IndexPattern selects the raw indices (a comma-separated list of
+	// names, wildcards and -exclusions). Defaults to IndexPatternDefault.
 	IndexPattern string
-	// PollInterval is the wait after an empty or partial poll.
-	// Defaults to PollIntervalDefault.
+	// PollInterval is the wait after a poll that won no claim or found no
+	// more waiting. Defaults to PollIntervalDefault.
 	PollInterval time.Duration
 	// BatchSize is the number of documents claimed per poll.
 	// Defaults to BatchSizeDefault.
@@ -57,6 +81,26 @@ type Config struct {
 	// ClaimLease is how long a claim keeps other replicas away.
 	// Defaults to ClaimLeaseDefault.
 	ClaimLease time.Duration
+	// IndexRefresh is how long the list of indices matching IndexPattern
+	// (and their date mappings) is reused before it is read again; a new
+	// raw index is polled within about this long. Defaults to
+	// IndexRefreshDefault.
+	IndexRefresh time.Duration
+	// IndexRetry is the wait before a failing index is polled again; it
+	// doubles with each consecutive failure up to IndexRetryMax. Defaults
+	// to IndexRetryDefault and IndexRetryMaxDefault.
+	IndexRetry    time.Duration
+	IndexRetryMax time.Duration
+	// Breakers are the circuit breakers of the dependencies a claimed
+	// document needs (Elasticsearch, the classifier and outbox databases).
+	// While any of them is not closed, the poller neither searches nor
+	// claims: it looks again every min(PollInterval, 250ms).
+	Breakers []*breaker.Breaker
+	// ESBreaker, when set, is told the outcome of each whole Elasticsearch
+	// request the poller makes: a failure when Elasticsearch is unreachable
+	// or answers 5xx, 429, 401 or 403 (other than an index block), a
+	// success otherwise. It also pauses the poller like Breakers.
+	ESBreaker *breaker.Breaker
 }
 
 func (c *Config) setDefaults() {
@@ -72,6 +116,18 @@ func (c *Config) setDefaults() {
 	if c.ClaimLease <= 0 {
 		c.ClaimLease = ClaimLeaseDefault
 	}
+	if c.IndexRefresh <= 0 {
+		c.IndexRefresh = IndexRefreshDefault
+	}
+	if c.IndexRetry <= 0 {
+		c.IndexRetry = IndexRetryDefault
+	}
+	if c.IndexRetryMax <= 0 {
+		c.IndexRetryMax = IndexRetryMaxDefault
+	}
+	if c.IndexRetryMax < c.IndexRetry {
+		c.IndexRetryMax = c.IndexRetry
+	}
 }
 
 // Poller is a long-lived component with Start and Stop.
@@ -86,7 +142,16 @@ type Poller struct {
 	now     func() time.Time
 
 	loop     lifecycle.Loop
-	failures int // consecutive failed polls; touched by the loop only
+	failures int  // consecutive failed polls; touched by the loop only
+	paused   bool // a breaker held the last poll; touched by the loop only
+
+	// beforeClaim, when set (tests), runs between the search and the claim.
+	beforeClaim func(found []*domain.RawContent)
+
+	mu     sync.Mutex // guards the fields below; never held across a request
+	res    *resolution
+	states map[string]*indexState
+	next   int // round-robin start among the indices due
 }
 
 // New returns a Poller; call Start to run it.
@@ -99,7 +164,7 @@ func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Met
 		return nil, errors.New("new poller: sink is required")
 	}
 	p := &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
-		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now}
+		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now, states: map[string]*indexState{}}
 	p.loop = lifecycle.Loop{Name: "poller", Step: p.step, Logger: p.logger}
 	return p, nil
 }
@@ -115,14 +180,29 @@ func (p *Poller) Start(ctx context.Context) error {
 // ctx. Documents already submitted are the work queue's; none is lost.
 func (p *Poller) Stop(ctx context.Context) error { return p.loop.Stop(ctx) }
 
-// step polls once and returns the wait before the next poll: none after a
-// full batch (more is probably waiting), a short one while the work queue
-// is too full, a growing one after failures, the poll interval otherwise.
+// step polls once and returns the wait before the next poll: none when it
+// won claims and more is waiting, a short one while the work queue is too
+// full or a breaker is open, a growing one after failures, the poll
+// interval otherwise (nothing found, or nothing won).
 func (p *Poller) step(ctx context.Context) time.Duration {
-	n, err := p.PollOnce(ctx)
-	switch {
-	case ctx.Err() != nil:
+	r, err := p.poll(ctx)
+	if ctx.Err() != nil {
 		return 0
+	}
+	var paused *pausedError
+	if errors.As(err, &paused) {
+		if !p.paused {
+			p.paused = true
+			p.logger.DebugContext(ctx, "poller paused: a dependency's circuit breaker is not closed",
+				"breaker", paused.breaker.Name(), "state", paused.breaker.State().String())
+		}
+		return min(p.cfg.PollInterval, pauseWaitMax)
+	}
+	if p.paused {
+		p.paused = false
+		p.logger.DebugContext(ctx, "poller resumed: every circuit breaker is closed")
+	}
+	switch {
 	case errors.Is(err, errThrottled):
 		return min(p.cfg.PollInterval, 50*time.Millisecond)
 	case err != nil:
@@ -130,7 +210,7 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		wait := min(p.cfg.PollInterval*time.Duration(1<<min(p.failures, 5)), time.Minute)
 		p.logger.ErrorContext(ctx, "poll failed", "error", err, "retry_in", wait.String())
 		return lifecycle.Jitter(wait)
-	case n >= p.cfg.BatchSize:
+	case r.more:
 		p.failures = 0
 		return 0
 	default:
@@ -140,33 +220,105 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 }
 
 // PollOnce claims up to BatchSize documents, never more than the work queue
-// has room for, and submits those it won. It returns how many documents the
-// search found; a throttled poll counts as a full one, so the loop comes
-// back soon.
+// has room for, and submits those it won. It returns how many it won: lost
+// and refused claims do not count.
 func (p *Poller) PollOnce(ctx context.Context) (int, error) {
+	r, err := p.poll(ctx)
+	return r.won, err
+}
+
+// pollResult is the outcome of one poll.
+type pollResult struct {
+	// won is the number of claims won (and submitted).
+	won int
+	// more is set when claims were won and more documents are waiting (an
+	// index filled its share, or the page had more than the batch): the
+	// loop polls again at once.
+	more bool
+}
+
+// errThrottled tells the loop the work queue is too full to poll.
+var errThrottled = errors.New("work queue over 80% full")
+
+// pausedError tells the loop a breaker holds the poll.
+type pausedError struct{ breaker *breaker.Breaker }
+
+func (e *pausedError) Error() string {
+	return fmt.Sprintf("poll paused: %s circuit breaker %s", e.breaker.Name(), e.breaker.State())
+}
+
+func (p *Poller) poll(ctx context.Context) (pollResult, error) {
+	if ok, b := breaker.AllClosed(p.cfg.Breakers...); !ok {
+		return pollResult{}, &pausedError{breaker: b}
+	}
+	if ok, b := breaker.AllClosed(p.cfg.ESBreaker); !ok {
+		return pollResult{}, &pausedError{breaker: b}
+	}
 	if p.sink.ShouldThrottle() {
 		p.metrics.ThrottleCount.Add(ctx, 1)
-		return 0, errThrottled
+		return pollResult{}, errThrottled
 	}
 	size := min(p.cfg.BatchSize, p.sink.FreeSlots())
 	if size <= 0 {
 		p.metrics.ThrottleCount.Add(ctx, 1)
-		return 0, errThrottled
+		return pollResult{}, errThrottled
 	}
 	ctx, span := p.tracer.Start(ctx, "classifier.poll")
 	defer span.End()
 
-	found, err := p.search(ctx, size)
+	r, err := p.resolve(ctx)
 	if err != nil {
-		return 0, err
+		return pollResult{}, err
+	}
+	indices := p.window(p.due(ctx, r), size)
+	if len(indices) == 0 {
+		return pollResult{}, nil
+	}
+	share := ceilDiv(size, len(indices))
+	pages, err := p.search(ctx, indices, 0, share, true)
+	p.esOutcome(err)
+	if err != nil {
+		return pollResult{}, err
+	}
+	backlog := p.fillLeftover(ctx, pages, share, size)
+
+	// Take the batch round-robin across the indices, so each gets its share.
+	var found []*domain.RawContent
+	total := 0
+	for _, pg := range pages {
+		total += len(pg.docs)
+	}
+	for round := 0; len(found) < size && len(found) < total; round++ {
+		for _, pg := range pages {
+			if round < len(pg.docs) && len(found) < size {
+				found = append(found, pg.docs[round])
+			}
+		}
+	}
+	span.SetAttributes(attribute.Int("poll.indices", len(indices)), attribute.Int("poll.found", len(found)))
+
+	searched := map[string]bool{}
+	for _, pg := range pages {
+		if pg.err == "" {
+			searched[pg.index] = true
+		}
 	}
 	if len(found) == 0 {
-		return 0, nil
+		for idx := range searched {
+			p.markHealthy(ctx, idx)
+		}
+		return pollResult{}, nil
 	}
-	won, err := p.store.Claim(ctx, p.cfg.ReplicaID, found, p.now().UTC())
+	if p.beforeClaim != nil {
+		p.beforeClaim(found)
+	}
+	results, err := p.store.ClaimEach(ctx, p.cfg.ReplicaID, found, p.now().UTC())
+	p.esOutcome(err)
 	if err != nil {
-		return len(found), fmt.Errorf("claim: %w", err)
+		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
+	won := p.settleClaims(ctx, results, searched)
+	span.SetAttributes(attribute.Int("poll.won", len(won)))
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
 	}
@@ -174,36 +326,213 @@ func (p *Poller) PollOnce(ctx context.Context) (int, error) {
 		if err := p.sink.Submit(ctx, doc); err != nil {
 			// The document stays claimed; the lease returns it.
 			p.logger.WarnContext(ctx, "work queue refused a claimed document; it returns after the claim lease",
-				"content_id", doc.ID, "source", doc.SourceName, "error", err)
+				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "error", err)
 		}
 	}
-	if len(found) >= size {
-		return p.cfg.BatchSize, nil // a full page: more is probably waiting
+	return pollResult{won: len(won), more: len(won) > 0 && (backlog || total > len(found))}, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// fillLeftover gives the room the indices left in the batch to those that
+// filled their share: one more search of them, each for its part of the
+// rest, so that one source's backlog still fills whole batches while the
+// others are idle. It reports whether an index may have more waiting.
+func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, size int) bool {
+	total := 0
+	var full []int
+	for i, pg := range pages {
+		total += len(pg.docs)
+		if len(pg.docs) >= share {
+			full = append(full, i)
+		}
 	}
-	return len(found), nil
+	left := size - total
+	if len(full) == 0 || left <= 0 {
+		return len(full) > 0
+	}
+	extra := ceilDiv(left, len(full))
+	names := make([]string, len(full))
+	for j, i := range full {
+		names[j] = pages[i].index
+	}
+	more, err := p.search(ctx, names, share, extra, false)
+	p.esOutcome(err)
+	if err != nil {
+		// The first round's documents are still worth claiming.
+		p.logger.DebugContext(ctx, "second search for the rest of the batch failed", "error", err)
+		return true
+	}
+	backlog := false
+	for j, i := range full {
+		seen := make(map[string]bool, len(pages[i].docs))
+		for _, d := range pages[i].docs {
+			seen[d.ID] = true
+		}
+		for _, d := range more[j].docs {
+			if !seen[d.ID] { // documents may have moved between the two searches
+				pages[i].docs = append(pages[i].docs, d)
+			}
+		}
+		backlog = backlog || len(more[j].docs) >= extra
+	}
+	return backlog
 }
 
-// errThrottled tells the loop the work queue is too full to poll.
-var errThrottled = errors.New("work queue over 80% full")
+// window returns at most size of the due indices, starting at a position
+// that moves on every poll, so that with more indices than the batch every
+// index gets its turn, and the index served first changes.
+func (p *Poller) window(due []string, size int) []string {
+	if len(due) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	start := p.next % len(due)
+	n := min(len(due), size)
+	if n < len(due) {
+		p.next = start + n
+	} else {
+		p.next = start + 1
+	}
+	p.mu.Unlock()
+	out := make([]string, 0, n)
+	for i := range n {
+		out = append(out, due[(start+i)%len(due)])
+	}
+	return out
+}
 
-type searchResponse struct {
-	Hits struct {
-		Hits []struct {
-			Index       string          `json:"_index"`
-			ID          string          `json:"_id"`
-			SeqNo       int64           `json:"_seq_no"`
-			PrimaryTerm int64           `json:"_primary_term"`
-			Source      json.RawMessage `json:"_source"`
+// claimTally is the outcome of one page's claims in one index.
+type claimTally struct {
+	won, lost, busy, refused int
+	firstRefusal             *esclient.ResponseError
+}
+
+// settleClaims sorts the claim outcomes per index and returns the won
+// documents. A conflict is a claim lost to another replica (or another
+// write) and is normal. A 429 is the cluster being busy: the document waits
+// for the next poll. Anything else refused every claim of an index (a write
+// block, a missing index) marks that index failing; an index that searched
+// well and whose claims were not all refused is healthy.
+func (p *Poller) settleClaims(ctx context.Context, results []storage.ClaimResult, searched map[string]bool) []*domain.RawContent {
+	tallies := map[string]*claimTally{}
+	won := make([]*domain.RawContent, 0, len(results))
+	for _, r := range results {
+		t := tallies[r.Doc.Index]
+		if t == nil {
+			t = &claimTally{}
+			tallies[r.Doc.Index] = t
+		}
+		var re *esclient.ResponseError
+		switch {
+		case r.Err == nil:
+			t.won++
+			won = append(won, r.Doc)
+		case esclient.IsConflict(r.Err):
+			t.lost++
+		case errors.As(r.Err, &re) && re.Status == http.StatusTooManyRequests:
+			t.busy++
+		default:
+			t.refused++
+			if t.firstRefusal == nil {
+				if !errors.As(r.Err, &t.firstRefusal) {
+					t.firstRefusal = &esclient.ResponseError{Body: r.Err.Error()}
+				}
+			}
+		}
+	}
+	for idx := range searched {
+		t := tallies[idx]
+		switch {
+		case t == nil || t.refused == 0:
+			p.markHealthy(ctx, idx)
+		case t.won == 0:
+			code, reason := refusal(t)
+			p.markFailing(ctx, idx, code, reason)
+		default:
+			p.markHealthy(ctx, idx)
+			code, reason := refusal(t)
+			p.logger.WarnContext(ctx, "some claims were refused", "index", idx, "won", t.won, "refused", t.refused,
+				"reason_code", code, "reason", reason)
+		}
+	}
+	return won
+}
+
+// refusal names why the claims of an index were refused.
+func refusal(t *claimTally) (code, reason string) {
+	re := t.firstRefusal
+	var e struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	}
+	what := re.Body
+	if json.Unmarshal([]byte(re.Body), &e) == nil && e.Type != "" {
+		what = e.Type + ": " + e.Reason
+	}
+	code = ReasonClaimRejected
+	if re.Status == http.StatusForbidden && e.Type == "cluster_block_exception" {
+		code = ReasonWriteBlocked
+	}
+	return code, fmt.Sprintf("claims refused (%d of %d, status %d): %s", t.refused, t.refused+t.lost+t.busy, re.Status, what)
+}
+
+// esOutcome tells the Elasticsearch breaker how a whole request went.
+func (p *Poller) esOutcome(err error) {
+	b := p.cfg.ESBreaker
+	switch {
+	case b == nil:
+	case err == nil:
+		b.Success()
+	case isDependencyFault(err):
+		b.Failure(err)
+	}
+}
+
+// isDependencyFault reports an error of a whole request that is
+// Elasticsearch's, not the request's (fault.Elasticsearch): unreachable,
+// unavailable (5xx), overloaded (429), refusing our credentials (401, or
+// 403 other than an index block).
+func isDependencyFault(err error) bool { return fault.Elasticsearch(err) == fault.Dependency }
+
+// page is one index's answer in a multi-search.
+type page struct {
+	index string
+	docs  []*domain.RawContent
+	err   string // the index's search failed
+}
+
+type searchHit struct {
+	Index       string          `json:"_index"`
+	ID          string          `json:"_id"`
+	SeqNo       int64           `json:"_seq_no"`
+	PrimaryTerm int64           `json:"_primary_term"`
+	Source      json.RawMessage `json:"_source"`
+}
+
+type msearchResponse struct {
+	Responses []struct {
+		Status int      `json:"status"`
+		Error  *esError `json:"error"`
+		Hits   struct {
+			Hits []searchHit `json:"hits"`
 		} `json:"hits"`
-	} `json:"hits"`
+	} `json:"responses"`
 }
 
-func (p *Poller) search(ctx context.Context, size int) ([]*domain.RawContent, error) {
+// pendingQuery finds the oldest pending documents and claims whose lease
+// has expired. numeric_type makes a crawled_at that is not a date fail the
+// search of its own index (it would sort as text), even between two reads
+// of the mappings.
+func (p *Poller) pendingQuery(from, size int) map[string]any {
 	expired := p.now().Add(-p.cfg.ClaimLease).UTC()
-	query := map[string]any{
+	return map[string]any{
+		"from":                from,
 		"size":                size,
 		"seq_no_primary_term": true,
-		"sort":                []any{map[string]any{"crawled_at": map[string]any{"order": "asc", "unmapped_type": "date"}}},
+		"sort": []any{map[string]any{"crawled_at": map[string]any{
+			"order": "asc", "unmapped_type": "date", "numeric_type": "date",
+		}}},
 		"query": map[string]any{"bool": map[string]any{
 			"minimum_should_match": 1,
 			"should": []any{
@@ -215,27 +544,66 @@ func (p *Poller) search(ctx context.Context, size int) ([]*domain.RawContent, er
 			},
 		}},
 	}
-	body, err := json.Marshal(query)
-	if err != nil {
-		return nil, fmt.Errorf("search pending: %w", err)
+}
+
+// search sends one _msearch with one search per index, each for documents
+// from..from+size of the index's pending ones. An index whose search fails
+// is reported in its page, and marked failing when mark is set; the error is
+// that of the request as a whole.
+func (p *Poller) search(ctx context.Context, indices []string, from, size int, mark bool) ([]page, error) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	query := p.pendingQuery(from, size)
+	for _, idx := range indices {
+		if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
+			return nil, fmt.Errorf("search pending: %w", err)
+		}
+		if err := enc.Encode(query); err != nil {
+			return nil, fmt.Errorf("search pending: %w", err)
+		}
 	}
-	res, err := p.es.Search(
-		p.es.Search.WithContext(ctx),
-		p.es.Search.WithIndex(p.cfg.IndexPattern),
-		p.es.Search.WithBody(bytes.NewReader(body)),
-		p.es.Search.WithIgnoreUnavailable(true),
-		p.es.Search.WithAllowNoIndices(true),
-	)
+	res, err := p.es.Msearch(&body, p.es.Msearch.WithContext(ctx))
 	if err := esclient.CheckResponse("search pending", res, err); err != nil {
 		return nil, err
 	}
 	defer res.Body.Close()
-	var parsed searchResponse
+	var parsed msearchResponse
 	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
 		return nil, fmt.Errorf("search pending: decode: %w", err)
 	}
-	out := make([]*domain.RawContent, 0, len(parsed.Hits.Hits))
-	for _, h := range parsed.Hits.Hits {
+	if len(parsed.Responses) != len(indices) {
+		return nil, fmt.Errorf("search pending: %d answers for %d indices", len(parsed.Responses), len(indices))
+	}
+	pages := make([]page, len(indices))
+	for i, r := range parsed.Responses {
+		idx := indices[i]
+		pages[i].index = idx
+		switch {
+		case r.Error != nil && r.Status == http.StatusTooManyRequests:
+			// The cluster is busy; the index is not at fault.
+			pages[i].err = "busy"
+		case r.Error != nil && r.Status == http.StatusNotFound:
+			// Deleted since it was listed: list again.
+			pages[i].err = "gone"
+			p.invalidate()
+		case r.Error != nil:
+			pages[i].err = fmt.Sprintf("search failed (status %d): %s", r.Status, r.Error.String())
+			if mark {
+				p.markFailing(ctx, idx, ReasonSearch, pages[i].err)
+			}
+		default:
+			pages[i].docs = p.decodeHits(ctx, r.Hits.Hits)
+		}
+	}
+	return pages, nil
+}
+
+// decodeHits turns search hits into raw documents. A document's identity is
+// its index and _id: an id field in _source that differs is ignored (it
+// would name another document, or none) and logged.
+func (p *Poller) decodeHits(ctx context.Context, hits []searchHit) []*domain.RawContent {
+	out := make([]*domain.RawContent, 0, len(hits))
+	for _, h := range hits {
 		// Decode each document on its own: one malformed _source must not
 		// stall the poll for everyone else. It is claimed like any other and
 		// failed by the pipeline with the decode error as its reason.
@@ -244,10 +612,12 @@ func (p *Poller) search(ctx context.Context, size int) ([]*domain.RawContent, er
 			raw.RawDocument = contentindex.RawDocument{}
 			raw.DecodeError = err.Error()
 		}
-		if raw.ID == "" {
-			raw.ID = h.ID
+		if raw.ID != "" && raw.ID != h.ID {
+			p.logger.WarnContext(ctx, "raw document's id field differs from its _id; the _id is its identity",
+				"index", h.Index, "_id", h.ID, "source_id", raw.ID)
 		}
+		raw.ID = h.ID
 		out = append(out, raw)
 	}
-	return out, nil
+	return out
 }

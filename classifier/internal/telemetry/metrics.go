@@ -41,6 +41,14 @@ type Metrics struct {
 	DLQEnqueued  metric.Int64Counter
 	DLQProcessed metric.Int64Counter
 	DLQExhausted metric.Int64Counter
+
+	// IndexPollFailing is 1 while the poller skips a raw index that failed
+	// (its search, its mapping or its claims) and 0 once it polls again;
+	// labelled by index (bounded: the raw indices of the pattern).
+	IndexPollFailing metric.Int64Gauge
+	// IndexPollFailures counts failed polls of one raw index, by index and
+	// reason (mapping, search_error, write_blocked, claim_rejected).
+	IndexPollFailures metric.Int64Counter
 }
 
 // Gauges are read at scrape time from their owners (the work queue, the
@@ -121,6 +129,11 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 			}))
 		errs = append(errs, err)
 	}
+	m.IndexPollFailing, err = meter.Int64Gauge("classifier_index_poll_failing",
+		metric.WithDescription("1 while the poller skips a raw index that failed (search, mapping or claims), 0 while it polls it"))
+	errs = append(errs, err)
+	m.IndexPollFailures = counter("classifier_index_poll_failures_total", "Failed polls of one raw index, by index and reason")
+
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

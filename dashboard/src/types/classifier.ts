@@ -9,6 +9,8 @@ export interface Rule {
   min_confidence: number
   priority: number
   enabled: boolean
+  /** Distinct keywords the rule must find to match (0: the spec's min_confidence threshold). */
+  min_keywords?: number
   seed?: string
   created_at: string
   updated_at: string
@@ -21,6 +23,8 @@ export interface RuleInput {
   min_confidence?: number
   priority?: number
   enabled?: boolean
+  /** Omitted: a new rule gets 0, an updated rule keeps its value. */
+  min_keywords?: number
 }
 
 export interface RuleListResponse {
@@ -64,8 +68,41 @@ export interface RuleMatch {
   highlights: Highlight[]
 }
 
+/** A rule that found at least one keyword, matched or not, and why. */
+export interface RuleExplanation {
+  rule_id: number
+  rule_name: string
+  topic: string
+  priority: number
+  matched: boolean
+  /** The spec's score and the rule's threshold on it. */
+  score: number
+  min_confidence: number
+  min_keywords: number
+  /** What decided the match under the engine's scoring. */
+  threshold: 'min_keywords' | 'min_confidence'
+  keywords_found: string[]
+  /** Distinct keywords of the rule. */
+  keywords: number
+  /** Distinct keywords the rule must find (keywords + 1 when none suffice). */
+  keywords_needed: number
+  /** How many more it needed; 0 when it matched. */
+  keywords_missing: number
+  reason: string
+  highlights: Highlight[]
+}
+
+export interface EngineInfo {
+  matcher: string
+  stemming: boolean
+  scoring: 'min_keywords' | 'spec'
+}
+
 export interface RuleTestResponse {
   matches: RuleMatch[]
+  /** Every rule that scored above zero, in the order of matches. */
+  explanations?: RuleExplanation[]
+  engine?: EngineInfo
   topics: string[]
   is_crime_related: boolean
   crime_subcategory: string | null

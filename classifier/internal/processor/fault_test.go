@@ -223,3 +223,55 @@ func TestOutboxOutageHoldsTheBatchAndChargesNoRetry(t *testing.T) {
 		t.Errorf("dead letters after recovery = %d, want 0", n)
 	}
 }
+
+// slow is a pipeline that takes d per document.
+type slow struct {
+	d     time.Duration
+	inner Classifier
+}
+
+func (s slow) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {
+	time.Sleep(s.d)
+	return s.inner.Classify(raw)
+}
+
+// Leases are short so a dead replica's documents flow again in seconds, and
+// the heartbeat keeps a live replica's claims: a batch that takes several
+// leases to classify is never taken over by the other replica, so every
+// document is classified exactly once.
+func TestHeartbeatKeepsSlowClaimsFromTakeover(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ids := e.load(t, 40)
+	p, _ := pipeline.New(pipeline.Config{Topics: e.engine})
+	// Each replica needs about five seconds for its share: longer than the
+	// lease, which only the heartbeat can bridge.
+	const lease = 3 * time.Second
+	a := e.replica(t, "slow-a", slow{d: time.Second, inner: p}, lease)
+	b := e.replica(t, "slow-b", slow{d: time.Second, inner: p}, lease)
+	a.start(t)
+	b.start(t)
+	e.waitSettled(t, len(ids), 90*time.Second)
+	if n := e.count(t, e.db, `SELECT COUNT(*) FROM classification_history`); n != len(ids) {
+		t.Errorf("classifications = %d for %d documents, want each classified once (no takeover of live claims)", n, len(ids))
+	}
+}
+
+// A replica restarted under the same (stable) CLASSIFIER_ID releases the
+// claims its previous run left behind at start, so they flow again at once
+// instead of after the lease.
+func TestStableReplicaReleasesItsLeftoverClaimsAtStart(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ids := e.load(t, 30)
+	// The previous run claimed them a moment ago and was killed.
+	if _, err := storage.NewContentStore(e.es).Claim(context.Background(), "stable", e.rawDocs(t, ids), time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	start := time.Now()
+	r := e.replica(t, "stable", nil, 10*time.Minute) // only the release can free them in time
+	r.start(t)
+	e.waitSettled(t, len(ids), 60*time.Second)
+	t.Logf("leftover claims classified %s after the restart", time.Since(start).Round(time.Millisecond))
+}

@@ -57,10 +57,12 @@ func loadConfig(l *config.Loader) (Config, error) {
 				Multiplier: 2,
 				Jitter:     0.2,
 			},
-			BreakerThreshold: l.PositiveInt("PUBLISHER_REDIS_BREAKER_THRESHOLD", worker.BreakerThresholdDefault),
-			BreakerCooldown:  l.Duration("PUBLISHER_REDIS_BREAKER_COOLDOWN", worker.BreakerCooldownDefault),
-			StreamMirror:     l.Bool("PUBLISHER_STREAM_MIRROR", false),
-			StreamMaxLen:     l.PositiveInt64("PUBLISHER_STREAM_MAXLEN", worker.StreamMaxLenDefault),
+			BreakerThreshold:         l.PositiveInt("PUBLISHER_REDIS_BREAKER_THRESHOLD", worker.BreakerThresholdDefault),
+			BreakerCooldown:          l.Duration("PUBLISHER_REDIS_BREAKER_COOLDOWN", worker.BreakerCooldownDefault),
+			PostgresBreakerThreshold: l.PositiveInt("PUBLISHER_POSTGRES_BREAKER_THRESHOLD", worker.BreakerThresholdDefault),
+			PostgresBreakerCooldown:  l.Duration("PUBLISHER_POSTGRES_BREAKER_COOLDOWN", worker.BreakerCooldownDefault),
+			StreamMirror:             l.Bool("PUBLISHER_STREAM_MIRROR", false),
+			StreamMaxLen:             l.PositiveInt64("PUBLISHER_STREAM_MAXLEN", worker.StreamMaxLenDefault),
 		},
 		Rescuer: worker.RescuerConfig{
 			StaleAfter: l.Duration("PUBLISHER_OUTBOX_STALE_AFTER", worker.StaleAfterDefault),
@@ -97,6 +99,8 @@ func serve(ctx context.Context, _ []string) error {
 		"publish_timeout", cfg.Worker.PublishTimeout.String(), "notify_debounce", cfg.Worker.NotifyDebounce.String(),
 		"retry_initial", cfg.Worker.Retry.Initial.String(), "retry_max", cfg.Worker.Retry.Max.String(),
 		"breaker_threshold", cfg.Worker.BreakerThreshold, "breaker_cooldown", cfg.Worker.BreakerCooldown.String(),
+		"postgres_breaker_threshold", cfg.Worker.PostgresBreakerThreshold,
+		"postgres_breaker_cooldown", cfg.Worker.PostgresBreakerCooldown.String(),
 		"stream_mirror", cfg.Worker.StreamMirror, "stream_maxlen", cfg.Worker.StreamMaxLen,
 		"stale_after", cfg.Rescuer.StaleAfter.String(), "retention", cfg.Cleaner.Retention.String(),
 		"cleanup_interval", cfg.Cleaner.Interval.String())
@@ -119,9 +123,13 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	w := worker.New(cfg.Worker, repo, rdb, metrics, rt.Telemetry.Tracer("publisher"), log)
 
+	// /ready pings both dependencies and also fails, naming it, while a
+	// circuit breaker is open or half-open (the worker is not claiming).
 	srv, err := rt.HTTPServer(cfg.HTTP,
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "redis", Check: redisclient.Ping(rdb)},
+		httpserver.ReadyCheck{Name: "postgres_breaker", Check: w.PostgresBreaker().Ready},
+		httpserver.ReadyCheck{Name: "redis_breaker", Check: w.RedisBreaker().Ready},
 	)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,6 +143,87 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 	if err := second.cmd.Wait(); err != nil {
 		t.Errorf("publisher exit after SIGTERM: %v", err)
 	}
+}
+
+// Redis starts refusing the publisher's connection (a password is set and
+// its connections are dropped: NOAUTH): the Redis breaker opens, /ready
+// answers 503 naming it, the gauge reports it, and the rows wait pending with
+// no retry spent. When Redis accepts the connection again, /ready recovers
+// and every row is published.
+func TestReadyNamesOpenBreaker(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db, dsn := outboxtest.Database(t)
+	rs := outboxtest.StartRedis(t)
+	ctx := context.Background()
+	env := []string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms",
+		"PUBLISHER_OUTBOX_BATCH_SIZE=5", "PUBLISHER_REDIS_BREAKER_COOLDOWN=100ms"}
+	p := startBinary(t, bin, env...)
+	outboxtest.Insert(t, db, outboxtest.Rows("ready-before", 5))
+	outboxtest.WaitFor(t, time.Minute, "first rows published", func() bool { return outboxtest.Counts(t, db)["published"] == 5 })
+	if code, body := getStatus(t, "http://"+p.addr+"/ready"); code != http.StatusOK {
+		t.Fatalf("/ready %d %s", code, body)
+	}
+
+	admin := rs.Client()
+	if err := admin.ConfigSet(ctx, "requirepass", "s3cret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	outboxtest.Insert(t, db, outboxtest.Rows("ready-during", 20))
+	var ready struct {
+		Failing []string          `json:"failing"`
+		Checks  map[string]string `json:"checks"`
+	}
+	outboxtest.WaitFor(t, time.Minute, "/ready naming the open breaker", func() bool {
+		code, body := getStatus(t, "http://"+p.addr+"/ready")
+		ready.Failing = nil
+		if err := json.Unmarshal([]byte(body), &ready); err != nil {
+			t.Fatalf("/ready body %s: %v", body, err)
+		}
+		return code == http.StatusServiceUnavailable && slices.Contains(ready.Failing, "redis_breaker")
+	})
+	if c := ready.Checks["redis_breaker"]; !strings.HasPrefix(c, "redis circuit breaker ") || ready.Checks["postgres_breaker"] != "ok" {
+		t.Errorf("/ready checks %v", ready.Checks)
+	}
+	metrics := get(t, "http://"+p.addr+"/metrics")
+	if !strings.Contains(metrics, `publisher_breaker_state{dependency="redis"} 2`) && !strings.Contains(metrics, `publisher_breaker_state{dependency="redis"} 1`) {
+		t.Errorf("/metrics breaker state:\n%s", metrics)
+	}
+	outboxtest.WaitFor(t, time.Minute, "claimed rows released", func() bool { return outboxtest.Counts(t, db)["publishing"] == 0 })
+	var spent int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0 OR status = 'failed'`).Scan(&spent); err != nil || spent != 0 {
+		t.Fatalf("%d rows spent a retry (%v)", spent, err)
+	}
+
+	if err := admin.ConfigSet(ctx, "requirepass", "").Err(); err != nil { // admin's connection is authenticated
+		t.Fatal(err)
+	}
+	outboxtest.WaitFor(t, time.Minute, "every row published", func() bool { return outboxtest.Counts(t, db)["published"] == 25 })
+	outboxtest.WaitFor(t, time.Minute, "/ready again", func() bool {
+		code, _ := getStatus(t, "http://"+p.addr+"/ready")
+		return code == http.StatusOK
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait() // the log buffer is read only once the process is gone
+	if !strings.Contains(p.logs.String(), "redis unusable: circuit breaker open") || !strings.Contains(p.logs.String(), "redis usable again") {
+		t.Errorf("breaker state changes not logged:\n%s", p.logs.String())
+	}
+}
+
+func getStatus(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // A configuration error names the offending new variables and exits 2.

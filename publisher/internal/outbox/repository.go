@@ -5,6 +5,7 @@ package outbox
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -37,13 +38,28 @@ const entryColumns = `id, content_id, source_name, index_name, content_type, top
 	max_retries, error_message, created_at, updated_at,
 	published_at, next_retry_at`
 
-// Claim moves up to limit publishable rows to publishing and returns them,
-// crime content first, then oldest first. Publishable means pending, or
-// failed with retries left and due. One statement both selects (FOR UPDATE
-// SKIP LOCKED, so concurrent publishers never claim the same row) and moves
-// the rows out of reach, so no lock has to outlive it. Rows left publishing
-// by a worker that died are returned to pending by Rescue.
-func (r *Repository) Claim(ctx context.Context, limit int) ([]domain.OutboxEntry, error) {
+// Batch is one claim: the rows moved to publishing and the token they
+// carry while this claim holds them.
+type Batch struct {
+	// Token identifies the claim (migration 005). The batch's outcome is
+	// recorded only on rows that still carry it, so a batch that outlived
+	// the stale age cannot overwrite the claim of whoever took its rows over.
+	Token   string
+	Entries []domain.OutboxEntry
+}
+
+// Claim moves up to limit publishable rows to publishing under one fresh
+// claim token and returns them, crime content first, then oldest first.
+// Publishable means pending, or failed with retries left and due. One
+// statement both selects (FOR UPDATE SKIP LOCKED, so concurrent publishers
+// never claim the same row) and moves the rows out of reach, so no lock has
+// to outlive it. Rows left publishing by a worker that died are returned to
+// pending by Rescue.
+func (r *Repository) Claim(ctx context.Context, limit int) (Batch, error) {
+	token, err := newToken()
+	if err != nil {
+		return Batch{}, fmt.Errorf("claim outbox rows: %w", err)
+	}
 	query := `
 		WITH pending AS (
 			SELECT id, is_crime_related, created_at FROM classified_outbox
@@ -60,21 +76,21 @@ func (r *Repository) Claim(ctx context.Context, limit int) ([]domain.OutboxEntry
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE classified_outbox
-		SET status = 'publishing', updated_at = NOW()
+		SET status = 'publishing', claim_token = $2, updated_at = NOW()
 		WHERE id IN (
 			SELECT id FROM (SELECT * FROM pending UNION ALL SELECT * FROM due) candidates
 			ORDER BY is_crime_related DESC, created_at ASC
 			LIMIT $1
 		)
 		RETURNING ` + entryColumns
-	rows, err := r.db.QueryContext(ctx, query, limit)
+	rows, err := r.db.QueryContext(ctx, query, limit, token)
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox rows: %w", err)
+		return Batch{}, fmt.Errorf("claim outbox rows: %w", err)
 	}
 	defer rows.Close()
 	entries, err := scanEntries(rows)
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox rows: %w", err)
+		return Batch{}, fmt.Errorf("claim outbox rows: %w", err)
 	}
 	// RETURNING does not keep the subquery's order.
 	sort.SliceStable(entries, func(i, j int) bool {
@@ -83,19 +99,33 @@ func (r *Repository) Claim(ctx context.Context, limit int) ([]domain.OutboxEntry
 		}
 		return entries[i].CreatedAt.Before(entries[j].CreatedAt)
 	})
-	return entries, nil
+	return Batch{Token: token, Entries: entries}, nil
 }
 
-// MarkPublished marks rows published in one statement. Only rows still in
-// publishing are changed, and it returns how many were.
-func (r *Repository) MarkPublished(ctx context.Context, ids []string) (int64, error) {
+// newToken returns a random (version 4) UUID.
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("claim token: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}
+
+// MarkPublished marks the rows of the claim token published in one
+// statement. Only rows still publishing under that token are changed (a row
+// rescued from a batch that outlived the stale age belongs to someone else
+// now), and it returns how many were.
+func (r *Repository) MarkPublished(ctx context.Context, token string, ids []string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	res, err := r.db.ExecContext(ctx, `
 		UPDATE classified_outbox
-		SET status = 'published', published_at = NOW(), updated_at = NOW(), error_message = NULL, next_retry_at = NULL
-		WHERE id = ANY($1::uuid[]) AND status = 'publishing'`, pq.Array(ids))
+		SET status = 'published', published_at = NOW(), updated_at = NOW(), error_message = NULL, next_retry_at = NULL,
+		    claim_token = NULL
+		WHERE id = ANY($1::uuid[]) AND claim_token = $2 AND status = 'publishing'`, pq.Array(ids), token)
 	if err != nil {
 		return 0, fmt.Errorf("mark published: %w", err)
 	}
@@ -110,13 +140,25 @@ type Failure struct {
 	RetryIn time.Duration
 }
 
-// MarkFailed records failed publishes in one statement: status failed, one
-// more retry used, the error, and next_retry_at = now + RetryIn. It returns
-// the ids of the rows that have now used all their retries (exhausted: they
-// stay failed, visible and re-queueable, and are no longer claimed).
-func (r *Repository) MarkFailed(ctx context.Context, failures []Failure) (exhausted []string, err error) {
+// Marked is what MarkFailed changed.
+type Marked struct {
+	// Recorded are the ids of the rows recorded (those still publishing
+	// under the claim token).
+	Recorded []string
+	// Exhausted are the ids of the rows that have now used all their
+	// retries: they stay failed, visible and re-queueable, and are no longer
+	// claimed.
+	Exhausted []string
+}
+
+// MarkFailed records failed publishes of the claim token's rows in one
+// statement: status failed, one more retry used, the error, and
+// next_retry_at = now + RetryIn. Rows no longer publishing under token are
+// left alone.
+func (r *Repository) MarkFailed(ctx context.Context, token string, failures []Failure) (Marked, error) {
+	var m Marked
 	if len(failures) == 0 {
-		return nil, nil
+		return m, nil
 	}
 	ids := make([]string, len(failures))
 	msgs := make([]string, len(failures))
@@ -127,37 +169,42 @@ func (r *Repository) MarkFailed(ctx context.Context, failures []Failure) (exhaus
 	rows, err := r.db.QueryContext(ctx, `
 		UPDATE classified_outbox o
 		SET status = 'failed', retry_count = o.retry_count + 1, error_message = f.msg,
-		    next_retry_at = NOW() + make_interval(secs => f.secs), updated_at = NOW()
+		    next_retry_at = NOW() + make_interval(secs => f.secs), updated_at = NOW(), claim_token = NULL
 		FROM unnest($1::uuid[], $2::text[], $3::float8[]) AS f(id, msg, secs)
-		WHERE o.id = f.id AND o.status = 'publishing'
-		RETURNING o.id, o.retry_count >= o.max_retries`, pq.Array(ids), pq.Array(msgs), pq.Array(secs))
+		WHERE o.id = f.id AND o.claim_token = $4 AND o.status = 'publishing'
+		RETURNING o.id, o.retry_count >= o.max_retries`, pq.Array(ids), pq.Array(msgs), pq.Array(secs), token)
 	if err != nil {
-		return nil, fmt.Errorf("mark failed: %w", err)
+		return m, fmt.Errorf("mark failed: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
 		var done bool
 		if err := rows.Scan(&id, &done); err != nil {
-			return nil, fmt.Errorf("mark failed: %w", err)
+			return m, fmt.Errorf("mark failed: %w", err)
 		}
+		m.Recorded = append(m.Recorded, id)
 		if done {
-			exhausted = append(exhausted, id)
+			m.Exhausted = append(m.Exhausted, id)
 		}
 	}
-	return exhausted, rows.Err()
+	if err := rows.Err(); err != nil {
+		return m, fmt.Errorf("mark failed: %w", err)
+	}
+	return m, nil
 }
 
-// Release returns claimed rows that were not published to pending without
-// using a retry, for a worker that stops mid-batch or cannot reach Redis,
-// and wakes the publishers so another one can take them.
-func (r *Repository) Release(ctx context.Context, ids []string) (int64, error) {
+// Release returns the claim token's rows that were not published to pending
+// without using a retry, for a worker that stops mid-batch or cannot use
+// Redis, and wakes the publishers so another one can take them. Rows no
+// longer publishing under token are left alone; it returns how many moved.
+func (r *Repository) Release(ctx context.Context, token string, ids []string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	res, err := r.db.ExecContext(ctx, `
-		UPDATE classified_outbox SET status = 'pending', updated_at = NOW()
-		WHERE id = ANY($1::uuid[]) AND status = 'publishing'`, pq.Array(ids))
+		UPDATE classified_outbox SET status = 'pending', claim_token = NULL, updated_at = NOW()
+		WHERE id = ANY($1::uuid[]) AND claim_token = $2 AND status = 'publishing'`, pq.Array(ids), token)
 	if err != nil {
 		return 0, fmt.Errorf("release claimed rows: %w", err)
 	}
@@ -170,10 +217,12 @@ func (r *Repository) Release(ctx context.Context, ids []string) (int64, error) {
 
 // Rescue returns rows left publishing for longer than stale (their worker
 // died between claim and outcome) to pending. They are published again:
-// at-least-once, duplicates only from the batch that was in flight.
+// at-least-once, duplicates only from the batch that was in flight. The
+// claim token is cleared, so should that batch still record its outcome, it
+// touches none of these rows.
 func (r *Repository) Rescue(ctx context.Context, stale time.Duration) (int64, error) {
 	res, err := r.db.ExecContext(ctx, `
-		UPDATE classified_outbox SET status = 'pending', updated_at = NOW()
+		UPDATE classified_outbox SET status = 'pending', claim_token = NULL, updated_at = NOW()
 		WHERE status = 'publishing' AND updated_at < NOW() - make_interval(secs => $1)`, stale.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("rescue stale rows: %w", err)
@@ -183,6 +232,15 @@ func (r *Repository) Rescue(ctx context.Context, stale time.Duration) (int64, er
 		r.notify(ctx)
 	}
 	return n, nil
+}
+
+// Ping checks that the database answers; it is the probe of the Postgres
+// circuit breaker.
+func (r *Repository) Ping(ctx context.Context) error {
+	if err := r.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("postgres ping: %w", err)
+	}
+	return nil
 }
 
 // CleanupPublished deletes rows published longer ago than retention, at most
@@ -380,7 +438,7 @@ func (r *Repository) Get(ctx context.Context, id string) (domain.OutboxEntry, er
 func (r *Repository) Requeue(ctx context.Context, id string) (domain.OutboxEntry, error) {
 	rows, err := r.db.QueryContext(ctx, `
 		UPDATE classified_outbox
-		SET status = 'pending', retry_count = 0, next_retry_at = NULL, updated_at = NOW()
+		SET status = 'pending', retry_count = 0, next_retry_at = NULL, claim_token = NULL, updated_at = NOW()
 		WHERE id = $1 AND status IN ('failed', 'published')
 		RETURNING `+entryColumns, id)
 	if err != nil {
@@ -412,7 +470,7 @@ func (r *Repository) RequeueMatching(ctx context.Context, f domain.OutboxFilter)
 	where, args := filterSQL(f)
 	res, err := r.db.ExecContext(ctx, `
 		UPDATE classified_outbox
-		SET status = 'pending', retry_count = 0, next_retry_at = NULL, updated_at = NOW()
+		SET status = 'pending', retry_count = 0, next_retry_at = NULL, claim_token = NULL, updated_at = NOW()
 		WHERE `+strings.Join(where, " AND "), args...)
 	if err != nil {
 		return 0, fmt.Errorf("requeue matching: %w", err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -43,10 +44,13 @@ func Database(t testing.TB) (*sql.DB, string) {
 	return db, dsn
 }
 
-// Row is one outbox row as the classifier writes it.
+// Row is one outbox row as the classifier writes it. A content id is
+// unique only inside its index (migration 005).
 type Row struct {
-	ContentID        string
-	Source           string
+	ContentID string
+	Source    string
+	// Index is the classified index; empty means Source + "_classified_content".
+	Index            string
 	ContentType      string
 	Topics           []string
 	QualityScore     int
@@ -104,7 +108,11 @@ func InsertErr(ctx context.Context, db *sql.DB, rows []Row) error {
 			if topics == nil {
 				topics = []string{}
 			}
-			args = append(args, r.ContentID, r.Source, r.Source+"_classified_content", r.ContentType, pq.Array(topics),
+			index := r.Index
+			if index == "" {
+				index = r.Source + "_classified_content"
+			}
+			args = append(args, r.ContentID, r.Source, index, r.ContentType, pq.Array(topics),
 				r.QualityScore, r.IsCrimeRelated, r.CrimeSubcategory, r.Title, r.Body, r.URL, r.PublishedDate)
 		}
 		q.WriteString(" ON CONFLICT DO NOTHING")
@@ -157,14 +165,16 @@ type RedisServer struct {
 	Port int
 	Addr string
 	dir  string
+	args []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
 
 // StartRedis starts a redis-server on a free loopback port, stopped when
-// the test ends.
-func StartRedis(t testing.TB) *RedisServer {
+// the test ends. args are extra redis-server options, such as
+// "--requirepass", "secret".
+func StartRedis(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		testenv.Unavailable(t, "redis-server binary", err)
@@ -175,7 +185,7 @@ func StartRedis(t testing.TB) *RedisServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	s := &RedisServer{t: t, Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: t.TempDir()}
+	s := &RedisServer{t: t, Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: t.TempDir(), args: args}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
@@ -189,9 +199,10 @@ func (s *RedisServer) Start() {
 	if s.cmd != nil {
 		return
 	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	args := append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--client-output-buffer-limit", "pubsub 0 0 0")
+		"--client-output-buffer-limit", "pubsub 0 0 0"}, s.args...)
+	cmd := exec.Command("redis-server", args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
@@ -200,7 +211,12 @@ func (s *RedisServer) Start() {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
+	answered := func() bool {
+		err := c.Ping(context.Background()).Err()
+		var reply redis.Error // NOAUTH from a server with --requirepass: it is up
+		return err == nil || errors.As(err, &reply)
+	}
+	for !answered() {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("redis-server on %s did not answer", s.Addr)
 		}
@@ -227,17 +243,27 @@ func (s *RedisServer) Client() *redis.Client {
 	return c
 }
 
+// ClientWithPassword returns a client that authenticates with password (for
+// a server started with --requirepass), closed when the test ends.
+func (s *RedisServer) ClientWithPassword(password string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: password, MaxRetries: -1, DialTimeout: time.Second})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // URL returns the server's redis:// URL.
 func (s *RedisServer) URL() string { return "redis://" + s.Addr + "/0" }
 
 // Subscriber records every message received on the publisher's channels,
-// by content id.
+// by content id. A content id is unique only within its index: Messages
+// returns the messages of every index with that id, MessagesIn those of one.
 type Subscriber struct {
 	ps *redis.PubSub
 
 	mu       sync.Mutex
 	received map[string][]map[string]any
 	times    map[string]time.Time
+	contents map[[2]string]bool // (index, id) pairs received
 	total    int
 	done     chan struct{}
 }
@@ -251,7 +277,8 @@ func Subscribe(t testing.TB, c *redis.Client) *Subscriber {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatalf("psubscribe: %v", err)
 	}
-	s := &Subscriber{ps: ps, received: map[string][]map[string]any{}, times: map[string]time.Time{}, done: make(chan struct{})}
+	s := &Subscriber{ps: ps, received: map[string][]map[string]any{}, times: map[string]time.Time{},
+		contents: map[[2]string]bool{}, done: make(chan struct{})}
 	ch := ps.Channel(redis.WithChannelSize(10000))
 	go func() {
 		defer close(s.done)
@@ -263,8 +290,10 @@ func Subscribe(t testing.TB, c *redis.Client) *Subscriber {
 			}
 			body["_channel"] = m.Channel
 			id, _ := body["id"].(string)
+			index, _ := body["index"].(string)
 			s.mu.Lock()
 			s.received[id] = append(s.received[id], body)
+			s.contents[[2]string{index, id}] = true
 			if _, ok := s.times[id]; !ok {
 				s.times[id] = now
 			}
@@ -283,6 +312,19 @@ func (s *Subscriber) Messages(id string) []map[string]any {
 	return append([]map[string]any(nil), s.received[id]...)
 }
 
+// MessagesIn returns the messages received for a content id of one index.
+func (s *Subscriber) MessagesIn(index, id string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, m := range s.received[id] {
+		if m["index"] == index {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // ReceivedAt returns when the first message for id arrived.
 func (s *Subscriber) ReceivedAt(id string) (time.Time, bool) {
 	s.mu.Lock()
@@ -291,12 +333,12 @@ func (s *Subscriber) ReceivedAt(id string) (time.Time, bool) {
 	return at, ok
 }
 
-// Distinct returns how many distinct content ids arrived, and how many
-// messages in all.
-func (s *Subscriber) Distinct() (ids, total int) {
+// Distinct returns how many distinct contents (index, id) arrived, and how
+// many messages in all.
+func (s *Subscriber) Distinct() (contents, total int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.received), s.total
+	return len(s.contents), s.total
 }
 
 // Counts returns the number of messages per content id.

@@ -37,8 +37,19 @@ type Metrics struct {
 	Receivers metric.Int64Counter
 	// NoReceivers counts messages published to a channel nobody listened on.
 	NoReceivers metric.Int64Counter
-	// BreakerState is the Redis circuit breaker: 0 closed, 1 half-open, 2 open.
+	// BreakerState is the Redis circuit breaker: 0 closed, 1 half-open, 2 open
+	// (publisher_redis_breaker_state, the name alerts and dashboards use).
 	BreakerState metric.Int64Gauge
+	// DependencyBreakerState is every circuit breaker, by dependency
+	// ("redis", "postgres"): 0 closed, 1 half-open, 2 open.
+	DependencyBreakerState metric.Int64Gauge
+	// StreamMirrorFailures counts messages published whose stream mirror
+	// (XADD) failed: the row is published all the same.
+	StreamMirrorFailures metric.Int64Counter
+	// ClaimLost counts rows whose outcome a batch could not record because
+	// the batch outlived PUBLISHER_OUTBOX_STALE_AFTER and the row was rescued
+	// (and possibly claimed by another worker) in the meantime.
+	ClaimLost metric.Int64Counter
 	// BatchSize is the number of rows per claimed batch.
 	BatchSize metric.Int64Histogram
 }
@@ -65,6 +76,8 @@ func New(meter metric.Meter, backlog BacklogFunc) (*Metrics, error) {
 	m.OutboxCleaned = counter("publisher_outbox_cleaned_total", "Published outbox rows deleted after the retention period")
 	m.Receivers = counter("publisher_publish_receivers_total", "Subscribers reached, summed over every PUBLISH")
 	m.NoReceivers = counter("publisher_publish_no_receivers_total", "Messages published to a channel nobody was subscribed to")
+	m.StreamMirrorFailures = counter("publisher_stream_mirror_failures_total", "Messages published whose stream mirror XADD failed (the row is marked published)")
+	m.ClaimLost = counter("publisher_outbox_claim_lost_total", "Rows whose outcome a batch could not record because they were rescued from it after the stale age")
 
 	var err error
 	m.OutboxPublishLag, err = meter.Float64Histogram("classifier_outbox_publish_lag_seconds", metric.WithUnit("s"),
@@ -73,6 +86,9 @@ func New(meter metric.Meter, backlog BacklogFunc) (*Metrics, error) {
 	errs = append(errs, err)
 	m.BreakerState, err = meter.Int64Gauge("publisher_redis_breaker_state",
 		metric.WithDescription("Redis circuit breaker state: 0 closed, 1 half-open, 2 open"))
+	errs = append(errs, err)
+	m.DependencyBreakerState, err = meter.Int64Gauge("publisher_breaker_state",
+		metric.WithDescription("Circuit breaker state by dependency: 0 closed, 1 half-open, 2 open"))
 	errs = append(errs, err)
 	m.BatchSize, err = meter.Int64Histogram("publisher_outbox_batch_size",
 		metric.WithDescription("Rows per claimed outbox batch"),

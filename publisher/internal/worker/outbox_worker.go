@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/north-cloud/infrastructure/backoff"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
@@ -35,9 +37,9 @@ const (
 	NotifyDebounceDefault     = 10 * time.Millisecond
 	RetryInitialDefault       = time.Minute
 	RetryMaxDefault           = time.Hour
-	BreakerThresholdDefault   = 3
-	BreakerCooldownDefault    = time.Second
-	BreakerMaxCooldownDefault = 30 * time.Second
+	BreakerThresholdDefault   = breaker.ThresholdDefault
+	BreakerCooldownDefault    = breaker.CooldownDefault
+	BreakerMaxCooldownDefault = breaker.MaxCooldownDefault
 	StreamMaxLenDefault       = 10000
 )
 
@@ -72,15 +74,29 @@ type Config struct {
 	// Retry spaces out the retries of a row whose publish failed.
 	// Defaults to RetryInitialDefault doubling to RetryMaxDefault, 20% jitter.
 	Retry backoff.Policy
-	// BreakerThreshold is the number of consecutive Redis failures that
-	// open the circuit breaker. Defaults to BreakerThresholdDefault.
+	// BreakerThreshold is the number of consecutive Redis failures (of
+	// Redis itself, not of one message) that open the Redis circuit
+	// breaker. Defaults to BreakerThresholdDefault.
 	BreakerThreshold int
-	// BreakerCooldown is the wait before the first probe of an open breaker;
-	// it doubles after each failed probe. Defaults to BreakerCooldownDefault.
+	// BreakerCooldown is the wait before the first probe of an open Redis
+	// breaker; it doubles after each failed probe. Defaults to
+	// BreakerCooldownDefault.
 	BreakerCooldown time.Duration
-	// BreakerMaxCooldown caps the wait between probes.
+	// BreakerMaxCooldown caps the wait between probes of either breaker.
 	// Defaults to BreakerMaxCooldownDefault.
 	BreakerMaxCooldown time.Duration
+	// PostgresBreakerThreshold is the number of consecutive claims or
+	// outcome writes failing because the database is unusable (connection
+	// refused or lost, shutting down, credentials refused...) that open the
+	// Postgres circuit breaker. Defaults to BreakerThresholdDefault.
+	PostgresBreakerThreshold int
+	// PostgresBreakerCooldown is the wait before the first probe of an open
+	// Postgres breaker. Defaults to BreakerCooldownDefault.
+	PostgresBreakerCooldown time.Duration
+	// BreakerProbeInterval is how often the breaker monitor looks at the
+	// breakers (an open one is probed once its cooldown has passed).
+	// Defaults to breaker.MonitorIntervalDefault.
+	BreakerProbeInterval time.Duration
 	// StreamMirror also appends every message to a capped Redis stream per
 	// channel (StreamPrefix + channel) with XADD, so consumers that were
 	// offline can catch up. Defaults to false.
@@ -115,6 +131,15 @@ func (c *Config) setDefaults() {
 	if c.BreakerMaxCooldown <= 0 {
 		c.BreakerMaxCooldown = BreakerMaxCooldownDefault
 	}
+	if c.PostgresBreakerThreshold <= 0 {
+		c.PostgresBreakerThreshold = BreakerThresholdDefault
+	}
+	if c.PostgresBreakerCooldown <= 0 {
+		c.PostgresBreakerCooldown = BreakerCooldownDefault
+	}
+	if c.BreakerProbeInterval <= 0 {
+		c.BreakerProbeInterval = breaker.MonitorIntervalDefault
+	}
 	if c.StreamMaxLen <= 0 {
 		c.StreamMaxLen = StreamMaxLenDefault
 	}
@@ -123,6 +148,13 @@ func (c *Config) setDefaults() {
 // OutboxWorker claims outbox rows and publishes them to their channels.
 // Several workers, in one process or many, share the outbox safely: a row
 // is claimed by one of them at a time (FOR UPDATE SKIP LOCKED).
+//
+// It guards its two dependencies with circuit breakers (infrastructure/
+// breaker): Redis, opened by failures of Redis itself, and Postgres, opened
+// by claims and outcome writes that fail because the database is unusable.
+// While either is not closed the worker claims nothing, so an outage spends
+// no retry; its breaker monitor probes an open breaker (PING, database ping)
+// and claiming resumes as soon as a probe succeeds.
 type OutboxWorker struct {
 	cfg     Config
 	repo    *outbox.Repository
@@ -130,7 +162,12 @@ type OutboxWorker struct {
 	metrics *telemetry.Metrics
 	tracer  trace.Tracer
 	logger  *slog.Logger
-	breaker *CircuitBreaker
+
+	redisBreaker    *breaker.Breaker
+	postgresBreaker *breaker.Breaker
+	monitor         *breaker.Monitor
+	// wake is poked by LISTEN notifications and by a breaker closing.
+	wake chan struct{}
 
 	mu          sync.Mutex
 	started     bool
@@ -141,32 +178,76 @@ type OutboxWorker struct {
 	listener    *pq.Listener
 }
 
+// Dependency names: the breakers' names and the dependency label of
+// publisher_breaker_state.
+const (
+	DependencyRedis    = "redis"
+	DependencyPostgres = "postgres"
+)
+
 // New returns a worker; call Start to run it.
 func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *OutboxWorker {
 	cfg.setDefaults()
-	w := &OutboxWorker{cfg: cfg, repo: repo, redis: rdb, metrics: metrics, tracer: tracer, logger: logger.With("component", "outbox_worker")}
-	w.breaker = NewCircuitBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown, cfg.BreakerMaxCooldown, w.breakerChanged)
-	metrics.BreakerState.Record(context.Background(), int64(BreakerClosed))
+	w := &OutboxWorker{cfg: cfg, repo: repo, redis: rdb, metrics: metrics, tracer: tracer,
+		logger: logger.With("component", "outbox_worker"), wake: make(chan struct{}, 1)}
+	w.redisBreaker = breaker.MustNew(breaker.Config{Name: DependencyRedis, Threshold: cfg.BreakerThreshold,
+		Cooldown: cfg.BreakerCooldown, MaxCooldown: cfg.BreakerMaxCooldown, OnChange: w.breakerChanged})
+	w.postgresBreaker = breaker.MustNew(breaker.Config{Name: DependencyPostgres, Threshold: cfg.PostgresBreakerThreshold,
+		Cooldown: cfg.PostgresBreakerCooldown, MaxCooldown: cfg.BreakerMaxCooldown, OnChange: w.breakerChanged})
+	w.monitor = breaker.NewMonitor(cfg.BreakerProbeInterval, cfg.PublishTimeout, w.logger,
+		breaker.Guarded{Breaker: w.redisBreaker, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		breaker.Guarded{Breaker: w.postgresBreaker, Ping: repo.Ping})
+	ctx := context.Background()
+	metrics.BreakerState.Record(ctx, int64(breaker.Closed))
+	for _, b := range w.Breakers() {
+		metrics.DependencyBreakerState.Record(ctx, int64(breaker.Closed), metric.WithAttributes(attribute.String("dependency", b.Name())))
+	}
 	return w
 }
 
-// Breaker returns the worker's Redis circuit breaker.
-func (w *OutboxWorker) Breaker() *CircuitBreaker { return w.breaker }
+// RedisBreaker returns the worker's Redis circuit breaker.
+func (w *OutboxWorker) RedisBreaker() *breaker.Breaker { return w.redisBreaker }
 
-// breakerChanged logs each transition once and records the state metric.
-// Probes that fail (half-open -> open) are logged at debug level only, so an
-// outage is one error line followed by one line when Redis is back.
-func (w *OutboxWorker) breakerChanged(from, to BreakerState, cause error) {
+// PostgresBreaker returns the worker's circuit breaker of the outbox
+// database.
+func (w *OutboxWorker) PostgresBreaker() *breaker.Breaker { return w.postgresBreaker }
+
+// Breakers returns both breakers, Redis first; /ready reports each.
+func (w *OutboxWorker) Breakers() []*breaker.Breaker {
+	return []*breaker.Breaker{w.redisBreaker, w.postgresBreaker}
+}
+
+// breakerChanged records the state gauges and logs each transition with one
+// line: opening at error level, closing at info, and the probes of an open
+// breaker (open to half-open and back) at debug level, so an outage is one
+// error line followed by one line when the dependency is back. Closing wakes
+// the drain loop. It runs under the breaker's lock: nothing here may call
+// the breaker.
+func (w *OutboxWorker) breakerChanged(name string, from, to breaker.State, cause error) {
 	ctx := context.Background()
-	w.metrics.BreakerState.Record(ctx, int64(to))
+	w.metrics.DependencyBreakerState.Record(ctx, int64(to), metric.WithAttributes(attribute.String("dependency", name)))
+	if name == DependencyRedis {
+		w.metrics.BreakerState.Record(ctx, int64(to))
+	}
 	switch {
-	case to == BreakerOpen && from == BreakerClosed:
-		w.logger.ErrorContext(ctx, "redis unreachable: circuit breaker open, claiming paused; rows stay pending",
-			"breaker_state", to.String(), "error", cause)
-	case to == BreakerClosed:
-		w.logger.InfoContext(ctx, "redis reachable again: circuit breaker closed, claiming resumed", "breaker_state", to.String())
+	case to == breaker.Open && from == breaker.Closed:
+		w.logger.ErrorContext(ctx, name+" unusable: circuit breaker open, claiming paused; rows stay pending",
+			"dependency", name, "breaker_state", to.String(), "error", cause)
+	case to == breaker.Closed:
+		w.logger.InfoContext(ctx, name+" usable again: circuit breaker closed, claiming resumed",
+			"dependency", name, "breaker_state", to.String())
+		w.poke()
 	default:
-		w.logger.DebugContext(ctx, "circuit breaker state change", "from", from.String(), "to", to.String(), "error", cause)
+		w.logger.DebugContext(ctx, "circuit breaker state change", "dependency", name,
+			"from", from.String(), "to", to.String(), "error", cause)
+	}
+}
+
+// poke wakes the drain loop; a wake-up already pending absorbs it.
+func (w *OutboxWorker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -187,11 +268,13 @@ func (w *OutboxWorker) Start(ctx context.Context) error {
 	fetchCtx, fetchCancel := context.WithCancel(context.WithoutCancel(ctx))
 	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.fetchCancel, w.workCancel, w.done = fetchCancel, workCancel, make(chan struct{})
-	wake := make(chan struct{}, 1)
-	if w.cfg.ListenURL != "" {
-		w.listener = w.listen(fetchCtx, wake)
+	if err := w.monitor.Start(ctx); err != nil {
+		return fmt.Errorf("start outbox worker: %w", err)
 	}
-	go w.run(fetchCtx, workCtx, wake, w.done)
+	if w.cfg.ListenURL != "" {
+		w.listener = w.listen(fetchCtx)
+	}
+	go w.run(fetchCtx, workCtx, w.done)
 	w.logger.InfoContext(ctx, "outbox worker started", "batch_size", w.cfg.BatchSize, "poll_interval", w.cfg.PollInterval.String(),
 		"listen", w.cfg.ListenURL != "", "stream_mirror", w.cfg.StreamMirror)
 	return nil
@@ -213,6 +296,9 @@ func (w *OutboxWorker) Stop(ctx context.Context) error {
 
 	w.fetchCancel()
 	defer w.workCancel()
+	// The monitor's probe in progress is bounded by PublishTimeout; a
+	// deadline that comes first leaves it to finish on its own.
+	defer func() { _ = w.monitor.Stop(ctx) }()
 	if w.listener != nil {
 		_ = w.listener.Close()
 	}
@@ -241,7 +327,7 @@ func (w *OutboxWorker) Stop(ctx context.Context) error {
 // listen starts a LISTEN connection that turns notifications into wake-ups.
 // pq.Listener reconnects by itself and sends a nil notification after a
 // reconnect, which also wakes the worker, since inserts may have been missed.
-func (w *OutboxWorker) listen(ctx context.Context, wake chan<- struct{}) *pq.Listener {
+func (w *OutboxWorker) listen(ctx context.Context) *pq.Listener {
 	l := pq.NewListener(w.cfg.ListenURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
 		if err != nil {
 			w.logger.WarnContext(ctx, "outbox LISTEN connection problem; polling continues", "event", int(ev), "error", err)
@@ -262,17 +348,14 @@ func (w *OutboxWorker) listen(ctx context.Context, wake chan<- struct{}) *pq.Lis
 				if !ok {
 					return
 				}
-				select {
-				case wake <- struct{}{}:
-				default: // a wake-up is already pending: coalesced
-				}
+				w.poke()
 			}
 		}
 	}()
 	return l
 }
 
-func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wake <-chan struct{}, done chan<- struct{}) {
+func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, done chan<- struct{}) {
 	defer close(done)
 	timer := time.NewTimer(0) // drain at once on start
 	defer timer.Stop()
@@ -280,7 +363,7 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wake <-chan struct
 		select {
 		case <-fetchCtx.Done():
 			return
-		case <-wake:
+		case <-w.wake:
 			if !sleep(fetchCtx, w.cfg.NotifyDebounce) {
 				return
 			}
@@ -291,30 +374,22 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wake <-chan struct
 	}
 }
 
-// drain publishes batch after batch until one comes back short, the breaker
-// opens (then it waits for the probe) or fetching stops.
+// drain publishes batch after batch until one comes back short, a breaker
+// is not closed (the monitor probes it; its closing wakes the loop) or
+// fetching stops.
 func (w *OutboxWorker) drain(fetchCtx, workCtx context.Context) {
 	for fetchCtx.Err() == nil {
-		ok, wait := w.breaker.Allow()
-		if !ok {
-			if !sleep(fetchCtx, wait) {
-				return
-			}
-			continue
-		}
-		if w.breaker.State() == BreakerHalfOpen {
-			pingCtx, cancel := context.WithTimeout(workCtx, w.cfg.PublishTimeout)
-			err := w.redis.Ping(pingCtx).Err()
-			cancel()
-			if err != nil {
-				w.breaker.Failure(err)
-				continue
-			}
-			w.breaker.Success()
+		if ok, _ := breaker.AllClosed(w.redisBreaker, w.postgresBreaker); !ok {
+			return
 		}
 		n, err := w.DrainOnce(workCtx)
 		if err != nil {
-			w.logger.ErrorContext(workCtx, "outbox drain failed", "error", err)
+			if outbox.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+				w.logger.WarnContext(workCtx, "outbox drain failed: database unusable", "error", err,
+					"postgres_breaker", w.postgresBreaker.State().String())
+			} else {
+				w.logger.ErrorContext(workCtx, "outbox drain failed", "error", err)
+			}
 			return
 		}
 		if n < w.cfg.BatchSize {
@@ -323,21 +398,43 @@ func (w *OutboxWorker) drain(fetchCtx, workCtx context.Context) {
 	}
 }
 
-// outcome is the result of publishing one row. transport marks a failure
-// of Redis itself (unreachable, timed out, loading, read-only), after which
-// the row is released rather than charged a retry.
+// outcome is the result of publishing one row. dependency marks a failure
+// of Redis itself (unreachable, timed out, refusing the credentials, loading,
+// read-only, out of memory...), after which the row is released rather than
+// charged a retry. mirrorErr is a failed stream mirror (XADD) of a message
+// that was published: the row counts as published.
 type outcome struct {
-	err       error
-	transport bool
+	err        error
+	dependency bool
+	mirrorErr  error
+}
+
+// dbTimeout bounds a claim and the statements that record a batch.
+func (w *OutboxWorker) dbTimeout() time.Duration { return max(w.cfg.PublishTimeout, releaseTimeout) }
+
+// postgresFailed counts err against the Postgres breaker when it means the
+// database is unusable: a connection error, or a statement that did not
+// answer within its own deadline.
+func (w *OutboxWorker) postgresFailed(err error) {
+	if outbox.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+		w.postgresBreaker.Failure(err)
+	}
 }
 
 // DrainOnce claims one batch, publishes it and records the outcome of every
 // row. It returns the number of rows claimed.
 func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
-	entries, err := w.repo.Claim(ctx, w.cfg.BatchSize)
+	claimCtx, cancel := context.WithTimeout(ctx, w.dbTimeout())
+	batch, err := w.repo.Claim(claimCtx, w.cfg.BatchSize)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil {
+			w.postgresFailed(err)
+		}
 		return 0, err
 	}
+	w.postgresBreaker.Success()
+	entries := batch.Entries
 	if len(entries) == 0 {
 		return 0, nil
 	}
@@ -353,7 +450,7 @@ func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
 		switch o := outcomes[i]; {
 		case o.err == nil:
 			published = append(published, e.ID)
-		case o.transport:
+		case o.dependency:
 			release = append(release, e.ID)
 			redisErr = o.err
 		default:
@@ -362,21 +459,26 @@ func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
 	}
 	switch {
 	case redisErr != nil && ctx.Err() == nil:
-		w.breaker.Failure(redisErr)
+		w.redisBreaker.Failure(redisErr)
 	case redisErr == nil:
-		w.breaker.Success()
+		w.redisBreaker.Success()
 	}
 
 	// The outcome is recorded even when Stop cancelled the batch: the
-	// messages that went out must be marked, the rest released.
-	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(w.cfg.PublishTimeout, releaseTimeout))
+	// messages that went out must be marked, the rest released. Every
+	// statement carries the batch's claim token: rows rescued from this
+	// batch in the meantime (it outlived the stale age) are not touched.
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.dbTimeout())
 	defer cancel()
 	var errs []error
-	if _, err := w.repo.MarkPublished(dbCtx, published); err != nil {
+	var lost int64
+	if n, err := w.repo.MarkPublished(dbCtx, batch.Token, published); err != nil {
 		// The messages went out; the rows stay publishing and are rescued
 		// after the stale age: a duplicate delivery, never a loss.
+		w.postgresFailed(err)
 		errs = append(errs, fmt.Errorf("mark %d rows published: %w", len(published), err))
 	} else {
+		lost += int64(len(published)) - n
 		now := time.Now()
 		for i, e := range entries {
 			if outcomes[i].err == nil {
@@ -387,15 +489,33 @@ func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
 		}
 	}
 	if len(failures) > 0 {
-		errs = append(errs, w.recordFailures(dbCtx, entries, outcomes, failures))
+		recorded, err := w.recordFailures(dbCtx, batch.Token, entries, outcomes, failures)
+		if err != nil {
+			w.postgresFailed(err)
+			errs = append(errs, err)
+		} else {
+			lost += int64(len(failures) - recorded)
+		}
 	}
 	if len(release) > 0 {
-		n, err := w.repo.Release(dbCtx, release)
+		n, err := w.repo.Release(dbCtx, batch.Token, release)
 		if err != nil {
+			w.postgresFailed(err)
 			errs = append(errs, err)
+		} else {
+			lost += int64(len(release)) - n
 		}
 		w.metrics.OutboxReleased.Add(ctx, n)
 		w.logger.DebugContext(ctx, "released claimed rows to pending", "rows", n, "error", redisErr)
+	}
+	if lost > 0 {
+		// The batch outlived PUBLISHER_OUTBOX_STALE_AFTER: the rescuer gave
+		// these rows back to pending and another claim may hold them now.
+		// Theirs is the outcome that counts; a row published here may be
+		// published once more (at least once, never lost).
+		w.metrics.ClaimLost.Add(ctx, lost)
+		w.logger.WarnContext(ctx, "batch outlived the stale age: rows rescued from it were left to their new claim, outcome not recorded",
+			"rows_lost", lost, "batch_size", len(entries), "claim_token", batch.Token)
 	}
 	if err := errors.Join(errs...); err != nil {
 		span.RecordError(err)
@@ -405,18 +525,24 @@ func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
 	return len(entries), nil
 }
 
-func (w *OutboxWorker) recordFailures(ctx context.Context, entries []domain.OutboxEntry, outcomes []outcome, failures []outbox.Failure) error {
-	exhausted, err := w.repo.MarkFailed(ctx, failures)
+// recordFailures marks the failed rows and returns how many it recorded
+// (rows rescued from the batch meanwhile are not).
+func (w *OutboxWorker) recordFailures(ctx context.Context, token string, entries []domain.OutboxEntry, outcomes []outcome, failures []outbox.Failure) (int, error) {
+	marked, err := w.repo.MarkFailed(ctx, token, failures)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	isExhausted := make(map[string]bool, len(exhausted))
-	for _, id := range exhausted {
+	isRecorded := make(map[string]bool, len(marked.Recorded))
+	for _, id := range marked.Recorded {
+		isRecorded[id] = true
+	}
+	isExhausted := make(map[string]bool, len(marked.Exhausted))
+	for _, id := range marked.Exhausted {
 		isExhausted[id] = true
 	}
 	for i, e := range entries {
 		o := outcomes[i]
-		if o.err == nil || o.transport {
+		if o.err == nil || o.dependency || !isRecorded[e.ID] {
 			continue
 		}
 		attrs := metric.WithAttributes(attribute.String("channel", e.RoutingKey()))
@@ -430,7 +556,7 @@ func (w *OutboxWorker) recordFailures(ctx context.Context, entries []domain.Outb
 			w.logger.WarnContext(ctx, "publish failed, will retry", append(args, "retry_in", w.cfg.Retry.Delay(e.RetryCount).String())...)
 		}
 	}
-	return nil
+	return len(marked.Recorded), nil
 }
 
 // publish sends every entry (and its stream mirror) through one Redis
@@ -475,7 +601,7 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 	case <-ctx.Done():
 		for i := range entries {
 			if pubs[i] != nil {
-				out[i] = outcome{err: fmt.Errorf("redis publish: %w", ctx.Err()), transport: true}
+				out[i] = outcome{err: fmt.Errorf("redis publish: %w", ctx.Err()), dependency: true}
 			}
 			spans[i].RecordError(ctx.Err())
 			spans[i].SetStatus(codes.Error, "abandoned")
@@ -491,23 +617,26 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 			span.End()
 			continue
 		}
-		err := pubs[i].Err()
-		if err == nil && adds[i] != nil {
-			if err = adds[i].Err(); err != nil {
-				err = fmt.Errorf("stream mirror: %w", err)
-			}
-		}
-		if err != nil {
-			out[i] = outcome{err: fmt.Errorf("redis publish: %w", err), transport: isTransport(err)}
+		if err := pubs[i].Err(); err != nil {
+			out[i] = outcome{err: fmt.Errorf("redis publish: %w", err), dependency: isRedisUnusable(err)}
 			span.RecordError(err)
 			span.SetStatus(codes.Error, "publish")
 			span.End()
 			continue
 		}
+		attrs := metric.WithAttributes(attribute.String("channel", entries[i].RoutingKey()))
+		if adds[i] != nil {
+			// The message went out: a failed mirror must not fail the row,
+			// or every retry would publish it again.
+			if err := adds[i].Err(); err != nil {
+				out[i].mirrorErr = err
+				span.RecordError(fmt.Errorf("stream mirror: %w", err))
+				w.metrics.StreamMirrorFailures.Add(ctx, 1, attrs)
+			}
+		}
 		receivers := pubs[i].Val()
 		span.SetAttributes(attribute.Int64("receivers", receivers))
 		span.End()
-		attrs := metric.WithAttributes(attribute.String("channel", entries[i].RoutingKey()))
 		w.metrics.Receivers.Add(ctx, receivers, attrs)
 		if receivers == 0 {
 			// Published, but nobody was listening: recorded, not an error.
@@ -515,27 +644,69 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 			w.logger.DebugContext(ctx, "published to a channel with no subscribers", "channel", entries[i].RoutingKey(), "content_id", entries[i].ContentID)
 		}
 	}
+	w.logMirrorFailures(ctx, entries, out)
 	return out
 }
 
-// serverStateErrors are Redis error replies that describe the server, not
-// the message: they count against the breaker like a lost connection.
-var serverStateErrors = []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "OOM", "NOREPLICAS"}
+// logMirrorFailures logs one warning per batch for the messages whose stream
+// mirror failed, with their channels and the first error.
+func (w *OutboxWorker) logMirrorFailures(ctx context.Context, entries []domain.OutboxEntry, out []outcome) {
+	var n int
+	var first error
+	var channels []string
+	for i, o := range out {
+		if o.mirrorErr == nil {
+			continue
+		}
+		n++
+		if first == nil {
+			first = o.mirrorErr
+		}
+		if ch := StreamPrefix + entries[i].RoutingKey(); !slices.Contains(channels, ch) {
+			channels = append(channels, ch)
+		}
+	}
+	if n > 0 {
+		w.logger.WarnContext(ctx, "stream mirror XADD failed: messages published and rows marked published, streams miss them",
+			"messages", n, "streams", strings.Join(channels, ","), "error", first)
+	}
+}
 
-// isTransport reports whether err is a failure of Redis itself rather than
-// an error reply to one command (such as NOPERM for one channel).
-func isTransport(err error) bool {
+// redisUnusableReplies are Redis error replies (by their first word, or in
+// full) that describe the server or the connection, not the message: the
+// same reply would meet every message, so they open the Redis breaker and
+// release the batch without spending a retry, like a lost connection.
+var redisUnusableReplies = []string{
+	"NOAUTH", "WRONGPASS", // credentials missing or refused
+	"MISCONF",                              // cannot persist: writes refused
+	"OOM",                                  // maxmemory reached
+	"LOADING",                              // loading the dataset at start-up
+	"READONLY", "MASTERDOWN", "NOREPLICAS", // replica, lost master, min-replicas unmet
+	"CLUSTERDOWN", "TRYAGAIN", // cluster unavailable or resharding
+	"BUSY",                              // a script or function is running
+	"ERR max number of clients reached", // no connection slot
+}
+
+// isRedisUnusable reports whether err is a failure of Redis itself rather
+// than an error reply about one command's arguments. Network errors,
+// timeouts and a closed client are; so are the replies in
+// redisUnusableReplies, and NOPERM when the user may not run the command at
+// all ("no permissions to run the 'publish' command": every message would
+// meet it). NOPERM for a channel or key ("no permissions to access one of
+// the channels") concerns that message's channel: it stays a per-message
+// failure with retries, so one channel the ACL refuses stops nothing else.
+func isRedisUnusable(err error) bool {
 	var reply redis.Error
 	if !errors.As(err, &reply) {
 		return true // network error, timeout, closed pool
 	}
 	msg := reply.Error()
-	for _, p := range serverStateErrors {
-		if strings.HasPrefix(msg, p) {
+	for _, p := range redisUnusableReplies {
+		if msg == p || strings.HasPrefix(msg, p+" ") {
 			return true
 		}
 	}
-	return false
+	return strings.HasPrefix(msg, "NOPERM ") && strings.Contains(msg, "permissions to run")
 }
 
 // sleep waits d or until ctx ends, reporting whether the full wait passed.

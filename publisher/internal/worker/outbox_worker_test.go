@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/backoff"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outboxtest"
@@ -72,7 +73,7 @@ func TestRedisOutageMidDrain(t *testing.T) {
 	rs.Stop()
 	outboxtest.Insert(t, b.db, outboxtest.Rows("outage-late", 1000)) // arrives during the outage
 	outboxtest.WaitFor(t, time.Minute, "both breakers open", func() bool {
-		return w1.Breaker().State() != worker.BreakerClosed && w2.Breaker().State() != worker.BreakerClosed
+		return w1.RedisBreaker().State() != breaker.Closed && w2.RedisBreaker().State() != breaker.Closed
 	})
 	outboxtest.WaitFor(t, time.Minute, "claimed rows released", func() bool {
 		return outboxtest.Counts(t, b.db)["publishing"] == 0
@@ -92,7 +93,7 @@ func TestRedisOutageMidDrain(t *testing.T) {
 	if got := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`); got != 0 {
 		t.Errorf("%d rows used a retry because of the outage", got)
 	}
-	if w1.Breaker().State() != worker.BreakerClosed || w2.Breaker().State() != worker.BreakerClosed {
+	if w1.RedisBreaker().State() != breaker.Closed || w2.RedisBreaker().State() != breaker.Closed {
 		t.Errorf("breakers not closed after recovery")
 	}
 }
@@ -110,11 +111,11 @@ func TestClaimPriorityOrdering(t *testing.T) {
 	}
 	var got []string
 	for range 3 {
-		entries, err := b.repo.Claim(context.Background(), 2)
+		batch, err := b.repo.Claim(context.Background(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
+		for _, e := range batch.Entries {
 			got = append(got, e.ContentID)
 		}
 	}
@@ -183,13 +184,13 @@ func TestRetryBackoffToSuccessAndExhaustion(t *testing.T) {
 	if secs < 0.15-0.001 || secs > 0.3+0.001 {
 		t.Errorf("backoff after the fifth failure: %.3fs, want between 0.15s and 0.3s", secs)
 	}
-	if w.Breaker().State() != worker.BreakerClosed {
-		t.Errorf("breaker %s: a refused channel is not a Redis outage", w.Breaker().State())
+	if w.RedisBreaker().State() != breaker.Closed {
+		t.Errorf("breaker %s: a refused channel is not a Redis outage", w.RedisBreaker().State())
 	}
 	// Exhausted rows are not claimed again...
-	entries, err := b.repo.Claim(ctx, 10)
-	if err != nil || len(entries) != 0 {
-		t.Fatalf("claim after exhaustion: %v %v, want nothing", entries, err)
+	batch, err := b.repo.Claim(ctx, 10)
+	if err != nil || len(batch.Entries) != 0 {
+		t.Fatalf("claim after exhaustion: %v %v, want nothing", batch.Entries, err)
 	}
 	stats, err := b.repo.Stats(ctx)
 	if err != nil || stats.FailedExhausted != 1 || stats.FailedRetryable != 0 {
@@ -376,6 +377,8 @@ func TestMetricsExposedUnderSpecNames(t *testing.T) {
 		`classifier_outbox_backlog{status="failed"} 0`,
 		`publisher_publish_no_receivers_total{channel="articles:news"} 5`,
 		`publisher_redis_breaker_state 0`,
+		`publisher_breaker_state{dependency="redis"} 0`,
+		`publisher_breaker_state{dependency="postgres"} 0`,
 		`publisher_outbox_oldest_pending_age_seconds `,
 		`publisher_outbox_batch_size_count 1`,
 	} {

@@ -1,0 +1,319 @@
+package worker_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/north-cloud/infrastructure/backoff"
+	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/publisher/internal/outbox"
+	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/worker"
+)
+
+// breakerCfg opens a breaker at the first failure and probes quickly.
+func breakerCfg() worker.Config {
+	return worker.Config{
+		BatchSize: 10, BreakerThreshold: 1, BreakerCooldown: 50 * time.Millisecond, BreakerMaxCooldown: 200 * time.Millisecond,
+		PostgresBreakerThreshold: 1, PostgresBreakerCooldown: 50 * time.Millisecond, BreakerProbeInterval: 20 * time.Millisecond,
+		PublishTimeout: 2 * time.Second,
+		// A retry spent by the outage would leave a row failed for an hour.
+		Retry: backoff.Policy{Initial: time.Hour, Max: time.Hour},
+	}
+}
+
+// A private redis-server requires a password the publisher does not send:
+// every PUBLISH gets NOAUTH, a reply about the connection and not the
+// message. The Redis breaker opens, the rows go back to pending with no
+// retry spent and nothing failed; once the server stops requiring the
+// password the probe closes the breaker and every row is delivered.
+func TestRedisNOAUTHOpensBreakerWithoutSpendingRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs := outboxtest.StartRedis(t, "--requirepass", "s3cret")
+	admin := rs.ClientWithPassword("s3cret")
+	sub := outboxtest.Subscribe(t, admin)
+	outboxtest.Insert(t, b.db, outboxtest.Rows("noauth", 25))
+	cfg := breakerCfg()
+	cfg.BreakerThreshold = 3 // the default: three batches in a row meet NOAUTH
+	w := b.startWorker(t, cfg, rs.Client())
+
+	outboxtest.WaitFor(t, time.Minute, "redis breaker open", func() bool { return w.RedisBreaker().State() != breaker.Closed })
+	outboxtest.WaitFor(t, time.Minute, "claimed rows released", func() bool { return outboxtest.Counts(t, b.db)["publishing"] == 0 })
+	if counts := outboxtest.Counts(t, b.db); counts["pending"] != 25 {
+		t.Fatalf("with NOAUTH: %v, want all 25 rows pending", counts)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0 OR error_message IS NOT NULL OR claim_token IS NOT NULL`); n != 0 {
+		t.Fatalf("%d rows spent a retry, kept an error or a claim token", n)
+	}
+	if cause := w.RedisBreaker().LastCause(); cause == nil || !strings.Contains(cause.Error(), "NOAUTH") {
+		t.Errorf("breaker cause %v, want NOAUTH", cause)
+	}
+	if w.PostgresBreaker().State() != breaker.Closed {
+		t.Errorf("postgres breaker %s", w.PostgresBreaker().State())
+	}
+	m := b.scrape(t)
+	if !strings.Contains(m, `publisher_breaker_state{dependency="redis"} 2`) && !strings.Contains(m, `publisher_breaker_state{dependency="redis"} 1`) {
+		t.Errorf("redis breaker gauge not open:\n%s", grep(m, "breaker_state"))
+	}
+	if !strings.Contains(m, `publisher_breaker_state{dependency="postgres"} 0`) || strings.Contains(m, "publisher_redis_breaker_state 0") {
+		t.Errorf("breaker gauges:\n%s", grep(m, "breaker_state"))
+	}
+	if strings.Contains(m, "publisher_outbox_failed_total") {
+		t.Errorf("NOAUTH counted as message failures:\n%s", grep(m, "failed_total"))
+	}
+
+	// Fix the connection: the server stops requiring a password.
+	if err := admin.ConfigSet(context.Background(), "requirepass", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	outboxtest.WaitFor(t, time.Minute, "every row delivered", func() bool {
+		ids, _ := sub.Distinct()
+		return ids == 25 && outboxtest.Counts(t, b.db)["published"] == 25
+	})
+	if w.RedisBreaker().State() != breaker.Closed {
+		t.Errorf("breaker %s after recovery", w.RedisBreaker().State())
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`); n != 0 {
+		t.Errorf("%d rows spent a retry", n)
+	}
+}
+
+// A user that may not run PUBLISH at all (ACL -publish: "no permissions to
+// run the 'publish' command") cannot publish anything: a dependency fault,
+// no retry spent. A channel the ACL refuses stays a per-message failure
+// (TestRetryBackoffToSuccessAndExhaustion).
+func TestRedisNOPERMForCommandIsDependencyFault(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs := outboxtest.StartRedis(t)
+	admin := rs.Client()
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "default", "-publish").Err(); err != nil {
+		t.Fatal(err)
+	}
+	outboxtest.Insert(t, b.db, outboxtest.Rows("noperm", 5))
+	w := worker.New(breakerCfg(), b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	if n, err := w.DrainOnce(ctx); n != 5 || err != nil {
+		t.Fatalf("drain: %d %v", n, err)
+	}
+	if w.RedisBreaker().State() != breaker.Open {
+		t.Fatalf("breaker %s, want open", w.RedisBreaker().State())
+	}
+	if c := outboxtest.Counts(t, b.db); c["pending"] != 5 || b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`) != 0 {
+		t.Fatalf("rows %v, want 5 pending with no retry spent", c)
+	}
+}
+
+// The Postgres breaker: claims failing with connection errors (the network
+// to the database is cut) open it; while it is open the worker claims
+// nothing; the monitor's ping closes it once the database is reachable, and
+// draining resumes by itself.
+func TestPostgresOutageOpensBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs := outboxtest.StartRedis(t)
+	proxy, viaProxy := outboxtest.ProxyDSN(t, b.dsn)
+	db, err := sql.Open("postgres", viaProxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	repo := outbox.NewRepository(db)
+	cfg := breakerCfg()
+	cfg.ListenURL = b.dsn // wake-ups come straight from the database
+	cfg.PollInterval = 50 * time.Millisecond
+	w := worker.New(cfg, repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	outboxtest.Insert(t, b.db, outboxtest.Rows("pg-before", 10))
+	outboxtest.WaitFor(t, time.Minute, "rows published", func() bool { return outboxtest.Counts(t, b.db)["published"] == 10 })
+
+	proxy.Cut()
+	outboxtest.Insert(t, b.db, outboxtest.Rows("pg-during", 10))
+	outboxtest.WaitFor(t, time.Minute, "postgres breaker open", func() bool { return w.PostgresBreaker().State() != breaker.Closed })
+	if err := w.PostgresBreaker().Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "postgres circuit breaker") {
+		t.Errorf("ready: %v", err)
+	}
+	m := b.scrape(t)
+	if !strings.Contains(m, `publisher_breaker_state{dependency="postgres"} 2`) && !strings.Contains(m, `publisher_breaker_state{dependency="postgres"} 1`) {
+		t.Errorf("postgres breaker gauge:\n%s", grep(m, "breaker_state"))
+	}
+	if w.RedisBreaker().State() != breaker.Closed {
+		t.Errorf("redis breaker %s during a database outage", w.RedisBreaker().State())
+	}
+	if c := outboxtest.Counts(t, b.db); c["pending"] != 10 || c["publishing"] != 0 {
+		t.Fatalf("during the outage: %v", c)
+	}
+
+	proxy.Restore()
+	outboxtest.WaitFor(t, time.Minute, "rows published after the database is back", func() bool {
+		return outboxtest.Counts(t, b.db)["published"] == 20
+	})
+	if w.PostgresBreaker().State() != breaker.Closed {
+		t.Errorf("postgres breaker %s after recovery", w.PostgresBreaker().State())
+	}
+}
+
+// With the stream mirror on, a failed XADD after a successful PUBLISH (the
+// stream key holds a string) leaves the row published, once: it is counted
+// and logged, not retried (a retry would publish the message again).
+func TestStreamMirrorFailureMarksPublished(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs := outboxtest.StartRedis(t)
+	ctx := context.Background()
+	if err := rs.Client().Set(ctx, worker.StreamPrefix+"articles:news", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := outboxtest.Subscribe(t, rs.Client())
+	outboxtest.Insert(t, b.db, outboxtest.Rows("mirrorfail", 5))
+	w := worker.New(worker.Config{StreamMirror: true}, b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	if n, err := w.DrainOnce(ctx); n != 5 || err != nil {
+		t.Fatalf("drain: %d %v", n, err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published' AND retry_count = 0 AND error_message IS NULL`); n != 5 {
+		t.Fatalf("%d rows published cleanly, want 5: %v", n, outboxtest.Counts(t, b.db))
+	}
+	if n, err := w.DrainOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("second drain claimed %d %v", n, err)
+	}
+	outboxtest.WaitFor(t, time.Minute, "messages received", func() bool { ids, _ := sub.Distinct(); return ids == 5 })
+	if _, total := sub.Distinct(); total != 5 {
+		t.Errorf("%d messages, want 5", total)
+	}
+	if m := b.scrape(t); !strings.Contains(m, `publisher_stream_mirror_failures_total{channel="articles:news"} 5`) {
+		t.Errorf("mirror failure metric:\n%s", grep(m, "mirror"))
+	}
+	if w.RedisBreaker().State() != breaker.Closed {
+		t.Errorf("breaker %s", w.RedisBreaker().State())
+	}
+}
+
+// The claim token: a batch claimed by A outlives the stale age, is rescued
+// and claimed by B. A's late outcome (published, failed or released)
+// touches none of B's rows; B's claim records its own outcome.
+func TestClaimTokenKeepsRescuedRowsWithNewClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	outboxtest.Insert(t, b.db, outboxtest.Rows("token", 4))
+	a, err := b.repo.Claim(ctx, 10)
+	if err != nil || len(a.Entries) != 4 || a.Token == "" {
+		t.Fatalf("claim A: %d rows, token %q, %v", len(a.Entries), a.Token, err)
+	}
+	if _, err := b.db.Exec(`UPDATE classified_outbox SET updated_at = NOW() - INTERVAL '10 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.repo.Rescue(ctx, 5*time.Minute); n != 4 || err != nil {
+		t.Fatalf("rescue: %d %v", n, err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE claim_token IS NOT NULL`); n != 0 {
+		t.Fatalf("rescue left %d claim tokens", n)
+	}
+	bb, err := b.repo.Claim(ctx, 10)
+	if err != nil || len(bb.Entries) != 4 || bb.Token == a.Token {
+		t.Fatalf("claim B: %d rows, token %q (A %q), %v", len(bb.Entries), bb.Token, a.Token, err)
+	}
+	ids := make([]string, len(a.Entries))
+	var failures []outbox.Failure
+	for i, e := range a.Entries {
+		ids[i] = e.ID
+		failures = append(failures, outbox.Failure{ID: e.ID, Error: "late", RetryIn: time.Hour})
+	}
+	if n, err := b.repo.MarkPublished(ctx, a.Token, ids[:2]); n != 0 || err != nil {
+		t.Errorf("A's mark published touched %d rows (%v), want 0", n, err)
+	}
+	if m, err := b.repo.MarkFailed(ctx, a.Token, failures[2:]); len(m.Recorded) != 0 || err != nil {
+		t.Errorf("A's mark failed touched %v (%v), want none", m.Recorded, err)
+	}
+	if n, err := b.repo.Release(ctx, a.Token, ids); n != 0 || err != nil {
+		t.Errorf("A's release touched %d rows (%v), want 0", n, err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'publishing' AND claim_token = $1 AND retry_count = 0`, bb.Token); n != 4 {
+		t.Fatalf("%d rows still held by B's claim, want 4", n)
+	}
+	if n, err := b.repo.MarkPublished(ctx, bb.Token, ids); n != 4 || err != nil {
+		t.Fatalf("B's mark published: %d %v", n, err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published' AND claim_token IS NULL`); n != 4 {
+		t.Errorf("%d rows published with the token cleared, want 4", n)
+	}
+}
+
+// The same with two running workers: A's batch hangs in its Redis (paused)
+// past the stale age; the rows are rescued and B claims them (B's Redis is
+// paused too). When A's publish finally returns, its outcome touches none of
+// B's rows (counted in publisher_outbox_claim_lost_total); B then publishes
+// them and records its own outcome.
+func TestLateBatchDoesNotOverwriteNewClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ra, rb := outboxtest.StartRedis(t), outboxtest.StartRedis(t)
+	pause := func(rs *outboxtest.RedisServer) {
+		t.Helper()
+		if err := rs.Client().Do(ctx, "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rs.Client().Do(ctx, "CLIENT", "UNPAUSE") })
+	}
+	unpause := func(rs *outboxtest.RedisServer) {
+		t.Helper()
+		if err := rs.Client().Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(ra)
+	pause(rb)
+	outboxtest.Insert(t, b.db, outboxtest.Rows("late", 10))
+	cfg := worker.Config{BatchSize: 10, PublishTimeout: time.Minute}
+	wa := worker.New(cfg, b.repo, ra.Client(), b.metrics, b.tp.Tracer("a"), testenv.Logger(t))
+	aDone := make(chan error, 1)
+	go func() { _, err := wa.DrainOnce(ctx); aDone <- err }()
+	outboxtest.WaitFor(t, time.Minute, "A's batch in flight", func() bool { return outboxtest.Counts(t, b.db)["publishing"] == 10 })
+
+	if _, err := b.db.Exec(`UPDATE classified_outbox SET updated_at = NOW() - INTERVAL '10 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.repo.Rescue(ctx, 5*time.Minute); n != 10 || err != nil {
+		t.Fatalf("rescue: %d %v", n, err)
+	}
+	wb := worker.New(cfg, b.repo, rb.Client(), b.metrics, b.tp.Tracer("b"), testenv.Logger(t))
+	bDone := make(chan error, 1)
+	go func() { _, err := wb.DrainOnce(ctx); bDone <- err }()
+	outboxtest.WaitFor(t, time.Minute, "B's batch in flight", func() bool { return outboxtest.Counts(t, b.db)["publishing"] == 10 })
+	var tokenB string
+	if err := b.db.QueryRow(`SELECT DISTINCT claim_token::text FROM classified_outbox`).Scan(&tokenB); err != nil {
+		t.Fatalf("one claim token for the rows: %v", err)
+	}
+
+	unpause(ra)
+	if err := <-aDone; err != nil {
+		t.Fatalf("A's drain: %v", err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'publishing' AND claim_token = $1`, tokenB); n != 10 {
+		t.Fatalf("after A's late outcome %d rows held by B, want 10: %v", n, outboxtest.Counts(t, b.db))
+	}
+	if m := b.scrape(t); !strings.Contains(m, "publisher_outbox_claim_lost_total 10") {
+		t.Errorf("claim lost metric:\n%s", grep(m, "claim_lost"))
+	}
+
+	unpause(rb)
+	if err := <-bDone; err != nil {
+		t.Fatalf("B's drain: %v", err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published' AND retry_count = 0 AND claim_token IS NULL`); n != 10 {
+		t.Errorf("%d rows published by B, want 10: %v", n, outboxtest.Counts(t, b.db))
+	}
+}

@@ -42,15 +42,22 @@ func StemText(normalized string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(normalized))
-	for i, tok := range strings.Split(normalized, " ") {
-		if i > 0 {
+	for pos := 0; pos <= len(normalized); {
+		end := strings.IndexByte(normalized[pos:], ' ')
+		if end < 0 {
+			end = len(normalized)
+		} else {
+			end += pos
+		}
+		if pos > 0 {
 			b.WriteByte(' ')
 		}
-		if tok == fieldSeparator {
+		if tok := normalized[pos:end]; tok == fieldSeparator {
 			b.WriteString(tok)
-			continue
+		} else {
+			b.WriteString(Stem(tok))
 		}
-		b.WriteString(Stem(tok))
+		pos = end + 1
 	}
 	return b.String()
 }

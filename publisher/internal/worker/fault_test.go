@@ -50,6 +50,20 @@ func TestRedisNOAUTHOpensBreakerWithoutSpendingRetries(t *testing.T) {
 	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0 OR error_message IS NOT NULL OR claim_token IS NOT NULL`); n != 0 {
 		t.Fatalf("%d rows spent a retry, kept an error or a claim token", n)
 	}
+	// While the breaker is open the worker claims nothing: the rows are not
+	// touched over several poll intervals (200ms) and probe cooldowns.
+	var before time.Time
+	if err := b.db.QueryRow(`SELECT MAX(updated_at) FROM classified_outbox`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	var after time.Time
+	if err := b.db.QueryRow(`SELECT MAX(updated_at) FROM classified_outbox`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if !after.Equal(before) {
+		t.Errorf("rows claimed while the breaker was open (updated_at %s -> %s)", before, after)
+	}
 	if cause := w.RedisBreaker().LastCause(); cause == nil || !strings.Contains(cause.Error(), "NOAUTH") {
 		t.Errorf("breaker cause %v, want NOAUTH", cause)
 	}

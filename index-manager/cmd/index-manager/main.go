@@ -51,6 +51,7 @@ type Config struct {
 	DB               postgres.Config
 	ES               esclient.Config
 	Account          api.Account
+	LoginLimits      api.LoginLimits
 	TokenTTL         time.Duration
 	QueryTimeout     time.Duration
 	ProtectedIndices []string
@@ -67,6 +68,11 @@ func loadConfig(l *config.Loader) (Config, error) {
 			User:         l.String("INDEX_MANAGER_ADMIN_USER", ""),
 			PasswordHash: l.String("INDEX_MANAGER_ADMIN_PASSWORD_HASH", ""),
 		},
+		LoginLimits: api.LoginLimits{
+			PerUser:    l.PositiveInt("INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_USER", api.LoginFailuresPerUserDefault),
+			PerAddress: l.PositiveInt("INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_ADDRESS", api.LoginFailuresPerAddressDefault),
+			Window:     l.Duration("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", api.LoginWindowDefault),
+		},
 		TokenTTL:        l.Duration("INDEX_MANAGER_TOKEN_TTL", api.TokenTTLDefault),
 		QueryTimeout:    l.Duration("INDEX_MANAGER_QUERY_TIMEOUT", api.QueryTimeoutDefault),
 		SampleInterval:  l.Duration("INDEX_MANAGER_STATS_SAMPLE_INTERVAL", rates.IntervalDefault),
@@ -80,6 +86,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 	if err := c.Account.Validate(); err != nil {
 		l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", false, err.Error())
 	}
+	l.Check("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", c.LoginLimits.Window >= time.Second && c.LoginLimits.Window <= 24*time.Hour,
+		fmt.Sprintf("must be from 1s to 24h (got %s)", c.LoginLimits.Window))
 	l.Check("INDEX_MANAGER_STATS_RETENTION", c.SampleRetention > rates.WindowDefault,
 		fmt.Sprintf("must be longer than the %s rate window (got %s)", rates.WindowDefault, c.SampleRetention))
 	return c, l.Err()
@@ -133,6 +141,8 @@ func serve(ctx context.Context, _ []string) error {
 	log.InfoContext(ctx, "starting index-manager", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
 		"elasticsearch", cfg.ES.URL, "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
 		"login_enabled", cfg.Account.Configured(), "token_ttl", cfg.TokenTTL.String(),
+		"login_max_failures_per_user", cfg.LoginLimits.PerUser, "login_max_failures_per_address", cfg.LoginLimits.PerAddress,
+		"login_failure_window", cfg.LoginLimits.Window.String(),
 		"stats_sample_interval", cfg.SampleInterval.String(), "stats_retention", cfg.SampleRetention.String(),
 		"query_timeout", cfg.QueryTimeout.String(), "protected_indices", cfg.ProtectedIndices)
 	if !cfg.Account.Configured() {
@@ -178,7 +188,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
-		Account: cfg.Account, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
+		Account: cfg.Account, LoginLimits: cfg.LoginLimits, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
 		QueryTimeout: cfg.QueryTimeout, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
 	})
 	if err != nil {

@@ -53,7 +53,8 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		return m
 	}
 	cfg, err := loadConfig(config.NewFromMap(base))
-	if err != nil || cfg.Account.Configured() || cfg.TokenTTL != 12*time.Hour {
+	if err != nil || cfg.Account.Configured() || cfg.TokenTTL != 12*time.Hour ||
+		cfg.LoginLimits.PerUser != 5 || cfg.LoginLimits.PerAddress != 20 || cfg.LoginLimits.Window != time.Minute {
 		t.Fatalf("defaults: %v %+v", err, cfg)
 	}
 	for _, bad := range []map[string]string{
@@ -61,6 +62,9 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		{"INDEX_MANAGER_ADMIN_USER": "op", "INDEX_MANAGER_ADMIN_PASSWORD_HASH": "plaintext"},
 		{"INDEX_MANAGER_STATS_RETENTION": "1m"},
 		{"INDEX_MANAGER_TOKEN_TTL": "forever"},
+		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_USER": "0"},
+		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_ADDRESS": "many"},
+		{"INDEX_MANAGER_LOGIN_FAILURE_WINDOW": "0s"},
 	} {
 		if _, err := loadConfig(config.NewFromMap(with(bad))); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -8,21 +8,21 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/north-cloud/index-manager/internal/indices"
 )
 
 // errCursor marks a documents cursor that is malformed, forged, for another
 // index, or expired: 400.
 var errCursor = errors.New("invalid cursor")
 
-// cursor is the state of deep pagination through the documents endpoint: a
-// point in time on the index and the sort values of the last hit returned
-// (search_after). It is handed to the client signed, so a client cannot
-// point a search at another index's point in time.
+// cursor is the state of deep pagination through the documents endpoint:
+// the sort and the sort values of the last hit returned (search_after). No
+// point in time is kept open between pages (an abandoned listing would
+// hold a search context until it expired); the sort ends with the unique
+// id field, which makes the order total and stable. It is handed to the
+// client signed, so a client cannot alter the sort or point it at another
+// index.
 type cursor struct {
 	Index       string      `json:"i"`
-	PIT         string      `json:"p"`
 	SearchAfter []any       `json:"a"`
 	Sort        []SortField `json:"s,omitempty"`
 }
@@ -43,7 +43,7 @@ func (cc cursorCodec) encode(c cursor) (string, error) {
 
 func (cc cursorCodec) sign(payload string) []byte {
 	m := hmac.New(sha256.New, cc.key)
-	m.Write([]byte("index-manager documents cursor v1\x00"))
+	m.Write([]byte("index-manager documents cursor v2\x00"))
 	m.Write([]byte(payload))
 	return m.Sum(nil)
 }
@@ -72,8 +72,3 @@ func (cc cursorCodec) decode(s, index string) (cursor, error) {
 	}
 	return c, nil
 }
-
-// errCursorExpired: the point in time behind a cursor has expired.
-var errCursorExpired = fmt.Errorf("%w: the cursor has expired; start again without one", errCursor)
-
-func asESError(err error, target **indices.Error) bool { return errors.As(err, target) }

@@ -17,6 +17,7 @@ import (
 const (
 	codeInvalid       = "invalid_request"
 	codeInvalidJSON   = "invalid_json"
+	codeInvalidText   = "invalid_text"
 	codeTooLarge      = "body_too_large"
 	codeNotFound      = "not_found"
 	codeExists        = "already_exists"

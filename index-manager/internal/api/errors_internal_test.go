@@ -28,7 +28,7 @@ func TestStatusOf(t *testing.T) {
 		{&indices.Error{Op: "x", Kind: indices.ErrConflict}, http.StatusConflict, codeConflict},
 		{&indices.Error{Op: "x", Kind: indices.ErrBadRequest, Reason: "bad"}, http.StatusBadRequest, codeESBad},
 		{invalid("nope"), http.StatusBadRequest, codeInvalid},
-		{errCursorExpired, http.StatusBadRequest, codeCursor},
+		{fmt.Errorf("%w: bad signature", errCursor), http.StatusBadRequest, codeCursor},
 		{fmt.Errorf("%w: x", errDatabase), http.StatusServiceUnavailable, codeDBUnavailable},
 		{context.DeadlineExceeded, http.StatusServiceUnavailable, codeESUnavailable},
 		{errors.New("secret internals"), http.StatusInternalServerError, codeInternal},

@@ -12,7 +12,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -51,6 +55,8 @@ type Config struct {
 	Auth *auth.Authenticator
 	// Account is the operator login; empty disables login.
 	Account Account
+	// LoginLimits bound failed logins per user name and client address.
+	LoginLimits LoginLimits
 	// TokenTTL is the lifetime of login tokens. Defaults to TokenTTLDefault.
 	TokenTTL time.Duration
 	// CursorKey signs documents cursors. Required, at least 32 bytes.
@@ -71,6 +77,7 @@ func (c *Config) setDefaults() {
 	if c.QueryTimeout == 0 {
 		c.QueryTimeout = QueryTimeoutDefault
 	}
+	c.LoginLimits.setDefaults()
 }
 
 func (c *Config) validate() error {
@@ -87,6 +94,9 @@ func (c *Config) validate() error {
 	if err := c.Account.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Account: %w", err))
 	}
+	if err := c.LoginLimits.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("LoginLimits: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -97,6 +107,9 @@ type Handler struct {
 	rates        RateSource
 	auth         *auth.Authenticator
 	account      Account
+	dummyHash    []byte
+	userFailures *failureLimiter
+	addrFailures *failureLimiter
 	tokenTTL     time.Duration
 	cursors      cursorCodec
 	queryTimeout time.Duration
@@ -118,9 +131,15 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("mount api: %w", err)
 	}
+	dummy, err := dummyHashFor(cfg.Account)
+	if err != nil {
+		return fmt.Errorf("mount api: %w", err)
+	}
 	h := &Handler{
-		store: cfg.Indices, audit: cfg.Audit, rates: cfg.Rates, auth: cfg.Auth, account: cfg.Account,
-		tokenTTL: cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
+		store: cfg.Indices, audit: cfg.Audit, rates: cfg.Rates, auth: cfg.Auth, account: cfg.Account, dummyHash: dummy,
+		userFailures: newFailureLimiter(cfg.LoginLimits.PerUser, cfg.LoginLimits.Window),
+		addrFailures: newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.Window),
+		tokenTTL:     cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
 		protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")), openapiJSON: doc,
 	}
 	for _, n := range append(append([]string{}, DefaultProtectedIndices...), cfg.ProtectedIndices...) {
@@ -132,8 +151,8 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	engine.UseRawPath = true
 	engine.UnescapePathValues = true
 
-	engine.POST("/api/v1/auth/login", h.login)
-	v1 := engine.Group("/api/v1", cfg.Auth.Middleware())
+	engine.POST("/api/v1/auth/login", checkText, h.login)
+	v1 := engine.Group("/api/v1", cfg.Auth.Middleware(), checkText)
 	v1.GET("/openapi.json", h.openapi)
 	v1.GET("/indices", h.listIndices)
 	v1.POST("/indices", h.createIndex)
@@ -154,7 +173,9 @@ func (h *Handler) openapi(c *gin.Context) {
 }
 
 // bindJSON decodes exactly one JSON object with no unknown fields, and
-// answers 400 (malformed) or 413 (too large) itself when it cannot.
+// answers 400 (malformed) or 413 (too large) itself when it cannot. The
+// body must be valid UTF-8 without NUL characters, must not be null, and
+// must hold nothing but white space after the object.
 func (h *Handler) bindJSON(c *gin.Context, v any) bool {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -166,8 +187,19 @@ func (h *Handler) bindJSON(c *gin.Context, v any) bool {
 		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "could not read the request body")
 		return false
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) == 0:
 		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "request body must be a JSON object")
+		return false
+	case bytes.Equal(trimmed, []byte("null")):
+		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "request body must be a JSON object, not null")
+		return false
+	case !utf8.Valid(body):
+		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidText, "request body is not valid UTF-8")
+		return false
+	case hasJSONNul(body):
+		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidText, `request body contains a NUL character (\u0000), which no text may hold`)
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -177,11 +209,65 @@ func (h *Handler) bindJSON(c *gin.Context, v any) bool {
 		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "malformed JSON: "+jsonProblem(err))
 		return false
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "malformed JSON: trailing data after the object")
 		return false
 	}
 	return true
+}
+
+// hasJSONNul reports whether a JSON text holds a string (key or value)
+// with a NUL character. A raw NUL byte is a JSON syntax error already; only
+// the escape \u0000 can carry one, so texts without it are not scanned.
+func hasJSONNul(body []byte) bool {
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			// End of input or a syntax error, which Decode reports.
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
+}
+
+// checkText refuses a request whose path or query string holds a NUL
+// character or invalid UTF-8, or whose query string is malformed, with 400
+// invalid_text: such text would otherwise reach Postgres (which refuses it
+// with an error) or Elasticsearch.
+func checkText(c *gin.Context) {
+	if msg := textProblem(c.Request.URL); msg != "" {
+		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidText, msg)
+		c.Abort()
+		return
+	}
+	c.Next()
+}
+
+func textProblem(u *url.URL) string {
+	if !utf8.ValidString(u.Path) || strings.IndexByte(u.Path, 0) >= 0 {
+		return "the path must be valid UTF-8 without NUL characters"
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "the query string is malformed"
+	}
+	for k, vs := range q {
+		for _, s := range append([]string{k}, vs...) {
+			if !utf8.ValidString(s) {
+				return fmt.Sprintf("query parameter %s is not valid UTF-8", strconv.QuoteToASCII(truncate(k)))
+			}
+			if strings.IndexByte(s, 0) >= 0 {
+				return fmt.Sprintf("query parameter %s contains a NUL character, which no text may hold", strconv.QuoteToASCII(truncate(k)))
+			}
+		}
+	}
+	return ""
 }
 
 // jsonProblem describes a decode error without echoing Go type names.
@@ -211,7 +297,9 @@ func jsonProblem(err error) string {
 // fails, op does not run and the client gets 503), then op, then the
 // outcome. It returns op's error.
 func (h *Handler) audited(c *gin.Context, action, index string, params map[string]any, op func(ctx context.Context) error) error {
-	actor := auth.Subject(c)
+	// The subject is escaped (control characters quoted) and bounded
+	// before it reaches the audit row or the log.
+	actor := audit.SafeActor(auth.Subject(c))
 	id, err := h.audit.Begin(c.Request.Context(), actor, action, index, params, httpserver.RequestID(c))
 	if err != nil {
 		h.logger.ErrorContext(c.Request.Context(), "audit log unavailable", slog.String("action", action), slog.String("index", index), slog.Any("error", err))

@@ -20,9 +20,11 @@ type IndexListResponse struct {
 	Total   int               `json:"total"`
 }
 
-// CreateIndexRequest is the body of POST /api/v1/indices. Without
-// mappings the index gets the project's strict mapping of its type; without
-// settings the project's settings.
+// CreateIndexRequest is the body of POST /api/v1/indices. Settings are
+// limited to the allowlist of ValidateSettings (merged over the project's
+// defaults); mappings are refused, since every index the API creates is a
+// content index with the shipped strict mapping of its type
+// (ValidateMappings).
 type CreateIndexRequest struct {
 	Name     string         `json:"name"`
 	Settings map[string]any `json:"settings"`
@@ -194,9 +196,28 @@ func sortClauses(sort []SortField) []any {
 	return out
 }
 
-// listDocuments pages through an index in a stable order: each page is a
-// search on a point in time, and next_cursor continues after the last hit
-// with search_after, so pages beyond 10,000 documents never use from.
+// docIDField is the keyword field every content document carries with its
+// _id (the data contract); it ends every documents sort so the order is
+// total. Elasticsearch does not sort on _id itself.
+const docIDField = "id"
+
+// documentSort is the sort of the documents endpoint: the caller's sort,
+// then the id field as the tie-breaker.
+func documentSort(sort []SortField) []any {
+	out := sortClauses(sort)
+	for _, s := range sort {
+		if s.Field == docIDField {
+			return out
+		}
+	}
+	return append(out, map[string]any{docIDField: map[string]any{"order": "asc"}})
+}
+
+// listDocuments pages through an index in a stable order: next_cursor
+// continues after the last hit with search_after on the sort (ending with
+// the unique id field), so pages beyond 10,000 documents never use from,
+// and no page leaves a point in time or other search context open. Each
+// page sees the index as it is when that page is read.
 func (h *Handler) listDocuments(c *gin.Context) {
 	name := c.Param("name")
 	if err := ValidateIndexName(name); err != nil {
@@ -241,46 +262,28 @@ func (h *Handler) listDocuments(c *gin.Context) {
 			return
 		}
 		cur.Index = name
-		if cur.PIT, err = h.store.OpenPIT(c.Request.Context(), name); err != nil {
-			h.fail(c, err)
-			return
-		}
 	}
-	// _shard_doc breaks ties between equal sort values, so search_after
-	// neither skips nor repeats documents.
-	sort := append(sortClauses(cur.Sort), map[string]any{"_shard_doc": "asc"})
+	sort := documentSort(cur.Sort)
+	if cur.SearchAfter != nil && len(cur.SearchAfter) != len(sort) {
+		h.fail(c, invalid("cursor does not match its sort; start again without one"))
+		return
+	}
 	res, err := h.store.Search(c.Request.Context(), name, indices.Search{
 		Body:        map[string]any{"sort": sort},
 		Size:        size,
 		From:        from,
 		Timeout:     h.queryTimeout,
-		PIT:         cur.PIT,
 		SearchAfter: cur.SearchAfter,
 	})
 	if err != nil {
-		var esErr *indices.Error
-		if cur.SearchAfter != nil && asESError(err, &esErr) && esErr.Kind == indices.ErrNotFound {
-			h.fail(c, errCursorExpired)
-			return
-		}
 		h.fail(c, err)
 		return
 	}
 	if n := len(res.Hits); n == size && res.Hits[n-1].Sort != nil {
-		next := cursor{Index: name, PIT: cur.PIT, SearchAfter: res.Hits[n-1].Sort, Sort: cur.Sort}
-		if res.PIT != "" {
-			next.PIT = res.PIT
-		}
+		next := cursor{Index: name, SearchAfter: res.Hits[n-1].Sort, Sort: cur.Sort}
 		if res.NextCursor, err = h.cursors.encode(next); err != nil {
 			h.fail(c, err)
 			return
-		}
-	} else {
-		// Last page: release the point in time now instead of at expiry.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-		defer cancel()
-		if err := h.store.ClosePIT(ctx, cur.PIT); err != nil {
-			h.logger.DebugContext(c.Request.Context(), "close point in time", "error", err)
 		}
 	}
 	c.JSON(http.StatusOK, res)
@@ -317,11 +320,11 @@ func (h *Handler) query(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	if err := ValidateQueryTree("query", req.Query, name); err != nil {
+	if err := ValidateQuery(req.Query); err != nil {
 		h.fail(c, err)
 		return
 	}
-	if err := ValidateQueryTree("highlight", req.Highlight, name); err != nil {
+	if err := ValidateHighlight(req.Highlight); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -356,18 +359,19 @@ func (h *Handler) createIndex(c *gin.Context) {
 		return
 	}
 	typ := contentindex.TypeOf(req.Name)
-	mappings, settings := req.Mappings, req.Settings
-	params := map[string]any{"custom_mappings": mappings != nil, "custom_settings": settings != nil}
-	if settings != nil {
-		params["settings"] = settings
+	settings, err := ValidateSettings(req.Settings)
+	if err != nil {
+		h.fail(c, err)
+		return
 	}
-	if mappings == nil {
-		mappings = contentindex.MappingFor(typ)
+	mappings, err := ValidateMappings(req.Name, req.Mappings)
+	if err != nil {
+		h.fail(c, err)
+		return
 	}
-	if settings == nil {
-		settings = contentindex.Settings()
-	}
-	err := h.audited(c, audit.ActionCreate, req.Name, params, func(ctx context.Context) error {
+	// Only validated settings reach the audit log: they are a few bytes.
+	params := map[string]any{"custom_settings": req.Settings != nil, "settings": settings}
+	err = h.audited(c, audit.ActionCreate, req.Name, params, func(ctx context.Context) error {
 		return h.store.Create(ctx, req.Name, settings, mappings)
 	})
 	if err != nil {
@@ -483,9 +487,13 @@ func (h *Handler) listAudit(c *gin.Context) {
 		h.fail(c, errDatabase)
 		return
 	}
-	resp := AuditListResponse{Entries: entries}
-	if len(entries) == limit {
-		resp.NextBeforeID = entries[len(entries)-1].ID
+	// Entries are bounded in bytes when stored and listed; the page is
+	// bounded too, ending early (with next_before_id) when it would exceed
+	// audit.MaxPageBytes.
+	page, cut := audit.FitPage(entries, audit.MaxPageBytes)
+	resp := AuditListResponse{Entries: page}
+	if (cut || len(entries) == limit) && len(page) > 0 {
+		resp.NextBeforeID = page[len(page)-1].ID
 	}
 	c.JSON(http.StatusOK, resp)
 }

@@ -149,12 +149,11 @@ func TestCreateIndex(t *testing.T) {
 		t.Fatalf("create existing: %d %s, want 409", res.Status, res.Body)
 	}
 
-	// The request's own mappings and settings win.
+	// Allowlisted settings apply; the mapping is always the shipped one.
 	custom := b.prefix + "_custom_classified_content"
 	res = b.do(request{Method: "POST", Path: "/api/v1/indices", Body: map[string]any{
 		"name":     custom,
 		"settings": map[string]any{"number_of_shards": 2, "number_of_replicas": 0},
-		"mappings": map[string]any{"dynamic": "false", "properties": map[string]any{"special": map[string]any{"type": "keyword"}}},
 	}})
 	if res.Status != http.StatusCreated {
 		t.Fatalf("create custom: %d %s", res.Status, res.Body)
@@ -168,8 +167,8 @@ func TestCreateIndex(t *testing.T) {
 	}
 	res.decode(t, &d)
 	props, _ = d.Mappings["properties"].(map[string]any)
-	if props["special"] == nil || d.Stats.PrimaryShards != 2 {
-		t.Fatalf("custom mappings/settings not applied: %s", res.Body)
+	if props["topics"] == nil || d.Mappings["dynamic"] != "strict" || d.Stats.PrimaryShards != 2 {
+		t.Fatalf("settings not applied or mapping not the shipped one: %s", res.Body)
 	}
 
 	bad := []struct {

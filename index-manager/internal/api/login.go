@@ -1,10 +1,14 @@
 package api
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,9 +50,60 @@ func (a Account) Validate() error {
 	return nil
 }
 
-// dummyHash is compared against when the user name is wrong, so an unknown
-// user costs the same bcrypt work as a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("index-manager dummy password"), bcrypt.DefaultCost)
+// dummyHashFor returns the hash compared against when the user name is
+// wrong: a hash of a random password with the same bcrypt cost as the
+// account's, so an unknown user costs the same work as a wrong password
+// and timing does not tell which user names exist. It is nil when login is
+// disabled.
+func dummyHashFor(a Account) ([]byte, error) {
+	if !a.Configured() {
+		return nil, nil
+	}
+	cost, err := bcrypt.Cost([]byte(a.PasswordHash))
+	if err != nil {
+		return nil, fmt.Errorf("password hash is not a bcrypt hash: %w", err)
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("dummy password: %w", err)
+	}
+	return bcrypt.GenerateFromPassword([]byte(base64.RawStdEncoding.EncodeToString(secret)), cost)
+}
+
+// LoginLimits bound failed logins (see failureLimiter). Zero fields take
+// the defaults.
+type LoginLimits struct {
+	// PerUser is the number of failures per user name within Window after
+	// which that name is refused with 429.
+	PerUser int
+	// PerAddress is the same per client address.
+	PerAddress int
+	// Window is the sliding window failures are counted over.
+	Window time.Duration
+}
+
+func (l *LoginLimits) setDefaults() {
+	if l.PerUser == 0 {
+		l.PerUser = LoginFailuresPerUserDefault
+	}
+	if l.PerAddress == 0 {
+		l.PerAddress = LoginFailuresPerAddressDefault
+	}
+	if l.Window == 0 {
+		l.Window = LoginWindowDefault
+	}
+}
+
+// Validate checks that the limits are positive.
+func (l LoginLimits) Validate() error {
+	if l.PerUser < 0 || l.PerAddress < 0 || l.Window < 0 {
+		return errors.New("login limits must be positive")
+	}
+	return nil
+}
+
+// maxUsernameBytes bounds the user name of a login request.
+const maxUsernameBytes = 255
 
 // LoginRequest is the body of POST /api/v1/auth/login.
 type LoginRequest struct {
@@ -77,18 +132,40 @@ func (h *Handler) login(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusBadRequest, codeInvalid, "username and password are required")
 		return
 	}
+	if len(req.Username) > maxUsernameBytes {
+		httpserver.WriteError(c, http.StatusBadRequest, codeInvalid, fmt.Sprintf("username must be at most %d bytes", maxUsernameBytes))
+		return
+	}
+	addr := c.ClientIP()
+	// A name or address over its failure budget is refused before any
+	// bcrypt work, even with the right password.
+	wait, userBlocked := h.userFailures.blocked(req.Username)
+	if addrWait, addrBlocked := h.addrFailures.blocked(addr); addrBlocked {
+		wait, userBlocked = max(wait, addrWait), true
+	}
+	if userBlocked {
+		secs := int(math.Ceil(wait.Seconds()))
+		h.logger.WarnContext(c.Request.Context(), "login refused: too many failures", "client_ip", addr, "request_id", httpserver.RequestID(c))
+		c.Header("Retry-After", strconv.Itoa(max(secs, 1)))
+		httpserver.WriteError(c, http.StatusTooManyRequests, "too_many_attempts",
+			fmt.Sprintf("too many failed logins for this user name or address; try again in %d seconds", max(secs, 1)))
+		return
+	}
 	userOK := subtle.ConstantTimeCompare([]byte(req.Username), []byte(h.account.User)) == 1
 	hash := []byte(h.account.PasswordHash)
 	if !userOK {
-		hash = dummyHash
+		hash = h.dummyHash
 	}
 	passOK := bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) == nil
 	if !userOK || !passOK {
-		h.logger.WarnContext(c.Request.Context(), "login refused", "client_ip", c.ClientIP(), "request_id", httpserver.RequestID(c))
+		h.userFailures.fail(req.Username)
+		h.addrFailures.fail(addr)
+		h.logger.WarnContext(c.Request.Context(), "login refused", "client_ip", addr, "request_id", httpserver.RequestID(c))
 		c.Header("WWW-Authenticate", "Bearer")
 		httpserver.WriteError(c, http.StatusUnauthorized, "invalid_credentials", "invalid username or password")
 		return
 	}
+	h.userFailures.reset(req.Username)
 	token, exp, err := h.auth.Issue(h.account.User, h.tokenTTL)
 	if err != nil {
 		h.fail(c, err)

@@ -27,8 +27,6 @@ const (
 	// maxResultWindow caps from+size, Elasticsearch's index.max_result_window
 	// default; deeper pages go through the documents cursor (search_after).
 	maxResultWindow = 10000
-	// maxQueryDepth bounds the nesting of a query tree we walk.
-	maxQueryDepth = 64
 )
 
 // errInvalid marks a request refused by a safety rule: the API answers 400
@@ -166,58 +164,6 @@ func ValidateSourceFields(fields []string) error {
 	for _, f := range fields {
 		if !sourcePatternF.MatchString(f) {
 			return invalid("_source field %q is not a field name or pattern", truncate(f))
-		}
-	}
-	return nil
-}
-
-// forbiddenKeys are query DSL keys that run scripts or that hide a query
-// from this check, refused wherever they appear in the tree. A document
-// field that happens to be called "script" cannot be queried through this
-// API; that is the price of not parsing the whole DSL.
-var forbiddenKeys = map[string]string{
-	"script":           "scripts are not allowed",
-	"script_score":     "scripts are not allowed",
-	"_script":          "scripts are not allowed",
-	"script_fields":    "scripts are not allowed",
-	"scripted_metric":  "scripts are not allowed",
-	"runtime_mappings": "runtime fields (scripts) are not allowed",
-	"wrapper":          "wrapper queries are not allowed (they hide the query from safety checks)",
-	"percolate":        "percolate queries are not allowed",
-}
-
-// ValidateQueryTree walks a query (or highlight) tree and refuses
-// script-bearing clauses at any depth, references to documents of other
-// indices (terms lookup, more_like_this, geo_shape indexed shapes), and
-// trees nested deeper than maxQueryDepth.
-func ValidateQueryTree(what string, tree any, index string) error {
-	return walk(what, tree, index, 0)
-}
-
-func walk(path string, v any, index string, depth int) error {
-	if depth > maxQueryDepth {
-		return invalid("%s is nested more than %d levels deep", path, maxQueryDepth)
-	}
-	switch t := v.(type) {
-	case map[string]any:
-		for k, child := range t {
-			if msg, bad := forbiddenKeys[strings.ToLower(k)]; bad {
-				return invalid("%s.%s: %s", path, k, msg)
-			}
-			if k == "index" || k == "_index" {
-				if s, ok := child.(string); ok && s != index {
-					return invalid("%s.%s: queries may only read index %s", path, k, index)
-				}
-			}
-			if err := walk(path+"."+k, child, index, depth+1); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, child := range t {
-			if err := walk(fmt.Sprintf("%s[%d]", path, i), child, index, depth+1); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -238,6 +238,9 @@ type request struct {
 	Header map[string]string
 	// Chunked sends the body without a Content-Length.
 	Chunked bool
+	// Remote is the client address (host:port); httptest's default
+	// otherwise.
+	Remote string
 }
 
 // do serves one request through the real router and validates the answer
@@ -276,6 +279,9 @@ func (b *bundle) do(r request) response {
 	}
 	for k, v := range r.Header {
 		req.Header.Set(k, v)
+	}
+	if r.Remote != "" {
+		req.RemoteAddr = r.Remote
 	}
 	w := httptest.NewRecorder()
 	b.router.ServeHTTP(w, req)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Actions recorded in the log.
@@ -34,6 +36,27 @@ const (
 	ListLimitDefault = 50
 	ListLimitMax     = 500
 )
+
+// Byte bounds of one entry. Begin stores at most MaxParametersBytes of
+// parameters (larger ones are replaced by a truncation marker holding an
+// excerpt), Finish at most MaxErrorBytes of error text, and actors are
+// escaped and cut to MaxActorChars. List applies the same bounds to rows
+// written before these limits existed, so a page of List is at most
+// ListLimitMax entries of about MaxEntryBytes each.
+const (
+	MaxParametersBytes = 8 << 10
+	MaxErrorBytes      = 2 << 10
+	MaxActorChars      = 255
+	// MaxEntryBytes is a generous bound on one entry's JSON size.
+	MaxEntryBytes = MaxParametersBytes + MaxErrorBytes + 4*MaxActorChars + 1024
+	// excerptBytes is the size of the excerpt a truncation marker keeps.
+	excerptBytes = 4 << 10
+)
+
+// TruncatedMarker is the key a truncated parameters object carries
+// (true), alongside "original_bytes" and "excerpt" (the start of the
+// original JSON text).
+const TruncatedMarker = "_truncated"
 
 // Entry is one audit log row.
 type Entry struct {
@@ -82,6 +105,10 @@ func NewRepository(db *sql.DB) (*Repository, error) {
 // Begin records an operation about to run, as pending, and returns its id.
 // Callers refuse the operation when Begin fails, so nothing changes
 // unrecorded.
+//
+// actor is stored escaped (SafeActor) and params bounded
+// (BoundParameters), so no caller can make a row large or put control
+// characters into the log.
 func (r *Repository) Begin(ctx context.Context, actor, action, index string, params map[string]any, requestID string) (int64, error) {
 	if params == nil {
 		params = map[string]any{}
@@ -90,6 +117,8 @@ func (r *Repository) Begin(ctx context.Context, actor, action, index string, par
 	if err != nil {
 		return 0, fmt.Errorf("begin audit entry: %w", err)
 	}
+	p = BoundParameters(p)
+	actor = SafeActor(actor)
 	var id int64
 	err = r.db.QueryRowContext(ctx, `
 		INSERT INTO index_audit_log (actor, action, index_name, parameters, outcome, request_id)
@@ -106,7 +135,7 @@ func (r *Repository) Finish(ctx context.Context, id int64, outcome string, statu
 	res, err := r.db.ExecContext(ctx, `
 		UPDATE index_audit_log
 		SET outcome = $2, status_code = $3, error = NULLIF($4, ''), finished_at = NOW()
-		WHERE id = $1`, id, outcome, status, errMsg)
+		WHERE id = $1`, id, outcome, status, BoundText(errMsg, MaxErrorBytes))
 	if err != nil {
 		return fmt.Errorf("finish audit entry %d: %w", id, err)
 	}
@@ -151,7 +180,14 @@ func (r *Repository) List(ctx context.Context, f Filter) ([]Entry, error) {
 	if f.BeforeID > 0 {
 		add("id < ?", f.BeforeID)
 	}
-	q := `SELECT id, actor, action, index_name, parameters, outcome, status_code, COALESCE(error, ''),
+	// Rows written before the byte bounds are cut in the query, so a
+	// large one never leaves the database whole.
+	q := `SELECT id, actor, action, index_name,
+		CASE WHEN octet_length(parameters::text) > ` + strconv.Itoa(MaxParametersBytes) + `
+			THEN jsonb_build_object('` + TruncatedMarker + `', true, 'original_bytes', octet_length(parameters::text),
+				'excerpt', left(parameters::text, ` + strconv.Itoa(excerptBytes/4) + `))
+			ELSE parameters END,
+		outcome, status_code, left(COALESCE(error, ''), ` + strconv.Itoa(MaxErrorBytes) + `),
 		COALESCE(request_id, ''), created_at, finished_at FROM index_audit_log`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -178,6 +214,8 @@ func (r *Repository) List(ctx context.Context, f Filter) ([]Entry, error) {
 		if err := json.Unmarshal(params, &e.Parameters); err != nil {
 			return nil, fmt.Errorf("list audit entries: parameters of %d: %w", e.ID, err)
 		}
+		e.Error = BoundText(e.Error, MaxErrorBytes)
+		e.Actor = SafeActor(e.Actor)
 		if status.Valid {
 			s := int(status.Int64)
 			e.StatusCode = &s
@@ -193,4 +231,94 @@ func (r *Repository) List(ctx context.Context, f Filter) ([]Entry, error) {
 		return nil, fmt.Errorf("list audit entries: %w", err)
 	}
 	return out, nil
+}
+
+// BoundParameters returns p (a JSON object) unchanged when it fits in
+// MaxParametersBytes, and otherwise a marker object
+// {"_truncated": true, "original_bytes": n, "excerpt": "<start of p>"} that
+// does.
+func BoundParameters(p []byte) []byte {
+	if len(p) <= MaxParametersBytes {
+		return p
+	}
+	for n := excerptBytes; n > 0; n /= 2 {
+		out, err := json.Marshal(map[string]any{
+			TruncatedMarker: true, "original_bytes": len(p), "excerpt": cutUTF8(string(p), n),
+		})
+		if err == nil && len(out) <= MaxParametersBytes {
+			return out
+		}
+	}
+	out, _ := json.Marshal(map[string]any{TruncatedMarker: true, "original_bytes": len(p)})
+	return out
+}
+
+// truncatedSuffix marks text cut by BoundText.
+const truncatedSuffix = " ...[truncated]"
+
+// BoundText cuts s to at most maxBytes (on a character boundary), ending
+// it with a marker when it was cut, and replaces invalid UTF-8 and NUL
+// characters, which Postgres text cannot hold.
+func BoundText(s string, maxBytes int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= maxBytes {
+		return s
+	}
+	return cutUTF8(s, maxBytes-len(truncatedSuffix)) + truncatedSuffix
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that does not
+// split a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// SafeActor is the form an actor (a token's subject) is stored and listed
+// in. A subject of printable characters is kept as it is; one with control
+// characters (newlines, ANSI escapes, NUL), invalid UTF-8 or other
+// non-printing characters is stored quoted and escaped in Go syntax
+// (strconv.QuoteToGraphic: "\"evil\\n\\x1b[31m\""), so it can neither forge
+// log lines nor drive a terminal. The result is at most MaxActorChars
+// characters (the column's size).
+func SafeActor(actor string) string {
+	for _, r := range actor {
+		if r == utf8.RuneError || !unicode.IsGraphic(r) {
+			actor = strconv.QuoteToGraphic(actor)
+			break
+		}
+	}
+	if utf8.RuneCountInString(actor) <= MaxActorChars {
+		return actor
+	}
+	const marker = "..."
+	runes := []rune(actor)
+	return string(runes[:MaxActorChars-len(marker)]) + marker
+}
+
+// MaxPageBytes bounds the JSON size of one page of entries served by the
+// API; a page that would be larger ends early (FitPage).
+const MaxPageBytes = 1 << 20
+
+// FitPage returns the leading entries whose JSON encodings add up to at
+// most maxBytes (always at least one entry), and whether any were left
+// out.
+func FitPage(entries []Entry, maxBytes int) ([]Entry, bool) {
+	total := 0
+	for i, e := range entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return entries[:i], true
+		}
+		total += len(b) + 1
+		if total > maxBytes && i > 0 {
+			return entries[:i], true
+		}
+	}
+	return entries, false
 }

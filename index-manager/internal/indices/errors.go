@@ -148,6 +148,17 @@ func decode(op string, res *esapi.Response, v any) error {
 	return nil
 }
 
+// decodeNumbers is decode with numbers kept as json.Number.
+func decodeNumbers(op string, res *esapi.Response, v any) error {
+	defer res.Body.Close()
+	dec := json.NewDecoder(res.Body)
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return &Error{Op: op, Kind: ErrUpstream, Err: fmt.Errorf("decode response: %w", err)}
+	}
+	return nil
+}
+
 // discard drains and closes a successful response body.
 func discard(res *esapi.Response) {
 	_, _ = io.Copy(io.Discard, res.Body)

@@ -10,11 +10,10 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 )
 
-// PITKeepAlive is how long a documents cursor stays usable after each page.
-const PITKeepAlive = "2m"
-
-// Search is one search: Body is the search body without size, from,
-// search_after, pit and timeout, which the fields below set.
+// Search is one search of one concrete index: Body is the search body
+// without size, from, search_after and timeout, which the fields below set.
+// No search opens a point in time or a scroll, so no search context
+// outlives its request.
 type Search struct {
 	// Body holds query, sort, _source and highlight.
 	Body map[string]any
@@ -23,17 +22,13 @@ type Search struct {
 	// Timeout is passed to Elasticsearch (partial results after it) and
 	// also bounds the whole call.
 	Timeout time.Duration
-	// PIT, when set, searches that point in time instead of the index
-	// (Elasticsearch rejects an index in the path then).
-	PIT string
 	// SearchAfter continues after the given sort values.
 	SearchAfter []any
 }
 
 type searchResponse struct {
-	Took  int    `json:"took"`
-	PITID string `json:"pit_id"`
-	Hits  struct {
+	Took int `json:"took"`
+	Hits struct {
 		Total struct {
 			Value int64 `json:"value"`
 		} `json:"total"`
@@ -49,7 +44,7 @@ type searchResponse struct {
 	} `json:"hits"`
 }
 
-// Search runs s against the index name (or s.PIT, opened on name).
+// Search runs s against the index name.
 func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResult, error) {
 	const op = "search"
 	body := make(map[string]any, len(s.Body)+6)
@@ -72,13 +67,10 @@ func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResul
 	if len(s.SearchAfter) > 0 {
 		body["search_after"] = s.SearchAfter
 	}
-	req := esapi.SearchRequest{}
-	if s.PIT != "" {
-		body["pit"] = map[string]any{"id": s.PIT, "keep_alive": PITKeepAlive}
-	} else {
-		req.Index = []string{name}
-		req.ExpandWildcards = "none"
-		req.AllowNoIndices = boolPtr(false)
+	req := esapi.SearchRequest{
+		Index:           []string{name},
+		ExpandWildcards: "none",
+		AllowNoIndices:  boolPtr(false),
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -90,10 +82,13 @@ func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResul
 		return SearchResult{}, err
 	}
 	var sr searchResponse
-	if err := decode(op, res, &sr); err != nil {
+	// Numbers as json.Number: sort values of long fields (and the
+	// Long.MAX_VALUE Elasticsearch gives a missing value) survive the
+	// round trip through a cursor exactly.
+	if err := decodeNumbers(op, res, &sr); err != nil {
 		return SearchResult{}, err
 	}
-	out := SearchResult{Total: sr.Hits.Total.Value, Took: sr.Took, Hits: make([]Hit, 0, len(sr.Hits.Hits)), PIT: sr.PITID}
+	out := SearchResult{Total: sr.Hits.Total.Value, Took: sr.Took, Hits: make([]Hit, 0, len(sr.Hits.Hits))}
 	if sr.Hits.MaxScore != nil {
 		out.MaxScore = *sr.Hits.MaxScore
 	}
@@ -110,39 +105,4 @@ func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResul
 		out.Hits = append(out.Hits, hit)
 	}
 	return out, nil
-}
-
-// OpenPIT opens a point in time on exactly the index name.
-func (st *Store) OpenPIT(ctx context.Context, name string) (string, error) {
-	const op = "open point in time"
-	res, err := st.do(ctx, op, esapi.OpenPointInTimeRequest{
-		Index:           []string{name},
-		KeepAlive:       PITKeepAlive,
-		ExpandWildcards: "none",
-	})
-	if err != nil {
-		return "", err
-	}
-	var body struct {
-		ID string `json:"id"`
-	}
-	if err := decode(op, res, &body); err != nil {
-		return "", err
-	}
-	return body.ID, nil
-}
-
-// ClosePIT releases a point in time early (after the last page); a PIT that
-// is never closed expires after PITKeepAlive.
-func (st *Store) ClosePIT(ctx context.Context, id string) error {
-	b, err := json.Marshal(map[string]string{"id": id})
-	if err != nil {
-		return err
-	}
-	res, err := st.do(ctx, "close point in time", esapi.ClosePointInTimeRequest{Body: bytes.NewReader(b)})
-	if err != nil {
-		return err
-	}
-	discard(res)
-	return nil
 }

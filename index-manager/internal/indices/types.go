@@ -69,6 +69,4 @@ type SearchResult struct {
 	Hits       []Hit   `json:"hits"`
 	Took       int     `json:"took_ms"`
 	NextCursor string  `json:"next_cursor,omitempty"`
-	// PIT is the point-in-time id Elasticsearch returned, for the cursor.
-	PIT string `json:"-"`
 }

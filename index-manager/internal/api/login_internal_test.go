@@ -1,0 +1,69 @@
+package api
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// TestDummyHashHasTheAccountsCost: the hash an unknown user name is checked
+// against has the bcrypt cost of the configured account's hash, so known
+// and unknown names cost the same work.
+func TestDummyHashHasTheAccountsCost(t *testing.T) {
+	t.Parallel()
+	for _, cost := range []int{bcrypt.MinCost, bcrypt.MinCost + 2} {
+		hash, err := bcrypt.GenerateFromPassword([]byte("pw"), cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dummy, err := dummyHashFor(Account{User: "op", PasswordHash: string(hash)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := bcrypt.Cost(dummy); err != nil || got != cost {
+			t.Fatalf("dummy hash cost %d (%v), want the account's %d", got, err, cost)
+		}
+	}
+	if dummy, err := dummyHashFor(Account{}); dummy != nil || err != nil {
+		t.Fatalf("without an account: %q %v", dummy, err)
+	}
+}
+
+// TestFailureLimiterWindow: the limit blocks until the oldest failure
+// leaves the window, a reset clears a key, and the key table stays bounded.
+func TestFailureLimiterWindow(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	l := newFailureLimiter(3, time.Minute)
+	l.now = func() time.Time { return now }
+	for range 3 {
+		if _, blocked := l.blocked("a"); blocked {
+			t.Fatal("blocked before the limit")
+		}
+		l.fail("a")
+		now = now.Add(10 * time.Second)
+	}
+	wait, blocked := l.blocked("a")
+	if !blocked || wait != 30*time.Second {
+		t.Fatalf("at the limit: blocked %v, wait %s; want 30s", blocked, wait)
+	}
+	now = now.Add(wait)
+	if _, blocked := l.blocked("a"); blocked {
+		t.Fatal("still blocked after the oldest failure left the window")
+	}
+	l.fail("a")
+	if _, blocked := l.blocked("a"); !blocked {
+		t.Fatal("not blocked again")
+	}
+	l.reset("a")
+	if _, blocked := l.blocked("a"); blocked {
+		t.Fatal("blocked after reset")
+	}
+	for i := range maxLimiterKeys + 10 {
+		l.fail(string(rune('A'+i%26)) + time.Duration(i).String())
+	}
+	if n := len(l.failures); n > maxLimiterKeys {
+		t.Fatalf("%d keys kept, want at most %d", n, maxLimiterKeys)
+	}
+}

@@ -48,6 +48,10 @@ type IndexStatus struct {
 	NextRetry time.Time `json:"next_retry,omitzero"`
 	// Failures is the number of consecutive failed polls of the index.
 	Failures int `json:"consecutive_failures"`
+	// SetAside is the number of its documents left out of the poll for a
+	// claim lease because Elasticsearch refused their claims for their own
+	// sake (a custom routing, an update the document cannot take).
+	SetAside int `json:"set_aside_documents"`
 }
 
 // indexState is the poller's record of one raw index; guarded by Poller.mu.
@@ -173,6 +177,7 @@ func (p *Poller) adopt(ctx context.Context, r *resolution) {
 	for idx, st := range p.states {
 		if !slices.Contains(r.indices, idx) {
 			delete(p.states, idx)
+			delete(p.aside, idx)
 			gone = append(gone, idx)
 			if st.failing {
 				goneFailing = append(goneFailing, idx)
@@ -299,7 +304,7 @@ func (p *Poller) IndexStatus() []IndexStatus {
 	defer p.mu.Unlock()
 	out := make([]IndexStatus, 0, len(p.states))
 	for idx, st := range p.states {
-		s := IndexStatus{Index: idx, Failing: st.failing, Since: st.since, Failures: st.failures}
+		s := IndexStatus{Index: idx, Failing: st.failing, Since: st.since, Failures: st.failures, SetAside: len(p.aside[idx])}
 		if st.failing {
 			s.ReasonCode, s.Reason, s.NextRetry = st.code, st.reason, st.nextRetry
 		}

@@ -504,3 +504,58 @@ func TestPollerPausesWhileABreakerIsOpen(t *testing.T) {
 		t.Errorf("PollOnce with the elasticsearch breaker open = %v, want paused", err)
 	}
 }
+
+// A document whose claim Elasticsearch refuses for its own sake (here: it
+// was stored under a custom routing, so an update by _id alone finds no
+// document) is the oldest of its index. It is set aside for a claim lease,
+// so the newer documents of the same index still flow.
+func TestRefusedDocumentDoesNotHideNewerOnes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	idx := h.prefix + "poison" + contentindex.RawSuffix
+	body, _ := json.Marshal(map[string]any{"settings": map[string]any{"number_of_shards": 2, "number_of_replicas": 0},
+		"mappings": contentindex.RawMapping()})
+	res, err := h.es.Indices.Create(idx, h.es.Indices.Create.WithBody(bytes.NewReader(body)))
+	check(t, "create "+idx, res, err)
+
+	base := time.Now().Add(-time.Hour)
+	poison, _ := json.Marshal(map[string]any{"id": "poison", "url": "https://example.org/poison", "source_name": "poison",
+		"title": "P", "raw_text": "text", "crawled_at": base.Add(-time.Hour).UTC().Format(time.RFC3339), "classification_status": "pending"})
+	// Find a routing that puts it on the other shard than its _id would.
+	for i := 0; ; i++ {
+		if i == 20 {
+			t.Fatal("no routing put the document on the other shard")
+		}
+		routing := fmt.Sprint("r", i)
+		res, err := h.es.Index(idx, bytes.NewReader(poison), h.es.Index.WithDocumentID("poison"), h.es.Index.WithRouting(routing), h.es.Index.WithRefresh("true"))
+		check(t, "index poison", res, err)
+		res, err = h.es.Exists(idx, "poison")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == 404 {
+			break
+		}
+		res, err = h.es.Delete(idx, "poison", h.es.Delete.WithRouting(routing), h.es.Delete.WithRefresh("true"))
+		check(t, "delete poison", res, err)
+	}
+	newer := h.addDocs(t, idx, "n", 3, base)
+
+	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 1, PollInterval: 50 * time.Millisecond,
+		IndexRetry: 100 * time.Millisecond, IndexRetryMax: 100 * time.Millisecond})
+	if n, err := p.PollOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("first poll = %d, %v; want the refused document only", n, err)
+	}
+	if s := statusOf(t, p, idx); !s.Failing || s.ReasonCode != ReasonClaimRejected || !strings.Contains(s.Reason, "document_missing_exception") || s.SetAside != 1 {
+		t.Errorf("after the refused claim: %+v, want failing as claim_rejected with one document set aside", s)
+	}
+	time.Sleep(time.Until(statusOf(t, p, idx).NextRetry))
+	pollUntil(t, p, h.sink, len(newer))
+	if got := h.sink.keys(); !slices.Equal(got, newer) {
+		t.Fatalf("claimed %v, want the newer documents %v", got, newer)
+	}
+	if s := statusOf(t, p, idx); s.Failing || s.SetAside != 1 {
+		t.Errorf("after the newer documents flowed: %+v, want healthy with one document set aside", s)
+	}
+}

@@ -151,7 +151,8 @@ type Poller struct {
 	mu     sync.Mutex // guards the fields below; never held across a request
 	res    *resolution
 	states map[string]*indexState
-	next   int // round-robin start among the indices due
+	next   int                             // round-robin start among the indices due
+	aside  map[string]map[string]time.Time // index -> _id -> set aside until
 }
 
 // New returns a Poller; call Start to run it.
@@ -164,7 +165,8 @@ func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Met
 		return nil, errors.New("new poller: sink is required")
 	}
 	p := &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
-		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now, states: map[string]*indexState{}}
+		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now,
+		states: map[string]*indexState{}, aside: map[string]map[string]time.Time{}}
 	p.loop = lifecycle.Loop{Name: "poller", Step: p.step, Logger: p.logger}
 	return p, nil
 }
@@ -318,6 +320,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
 	won := p.settleClaims(ctx, results, searched)
+	p.setAside(ctx, results)
 	span.SetAttributes(attribute.Int("poll.won", len(won)))
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
@@ -524,9 +527,9 @@ type msearchResponse struct {
 // has expired. numeric_type makes a crawled_at that is not a date fail the
 // search of its own index (it would sort as text), even between two reads
 // of the mappings.
-func (p *Poller) pendingQuery(from, size int) map[string]any {
+func (p *Poller) pendingQuery(from, size int, aside []string) map[string]any {
 	expired := p.now().Add(-p.cfg.ClaimLease).UTC()
-	return map[string]any{
+	q := map[string]any{
 		"from":                from,
 		"size":                size,
 		"seq_no_primary_term": true,
@@ -544,6 +547,12 @@ func (p *Poller) pendingQuery(from, size int) map[string]any {
 			},
 		}},
 	}
+	if len(aside) > 0 {
+		q["query"].(map[string]any)["bool"].(map[string]any)["must_not"] = []any{
+			map[string]any{"ids": map[string]any{"values": aside}},
+		}
+	}
+	return q
 }
 
 // search sends one _msearch with one search per index, each for documents
@@ -553,12 +562,12 @@ func (p *Poller) pendingQuery(from, size int) map[string]any {
 func (p *Poller) search(ctx context.Context, indices []string, from, size int, mark bool) ([]page, error) {
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
-	query := p.pendingQuery(from, size)
+	now := p.now()
 	for _, idx := range indices {
 		if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
 			return nil, fmt.Errorf("search pending: %w", err)
 		}
-		if err := enc.Encode(query); err != nil {
+		if err := enc.Encode(p.pendingQuery(from, size, p.asideIDs(idx, now))); err != nil {
 			return nil, fmt.Errorf("search pending: %w", err)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
 	"github.com/north-cloud/classifier/internal/retry"
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/postgres"
@@ -26,6 +28,8 @@ type Config struct {
 	Processor processor.BatchProcessorConfig
 	Committer processor.CommitterConfig
 	Retry     retry.Config
+	Heartbeat claim.HeartbeatConfig
+	Store     storage.StoreConfig
 
 	// Matcher is the active rule matcher: aho_corasick (the trie engine) or
 	// token_index; naive when CLASSIFIER_USE_TRIE_ENGINE=false.
@@ -52,7 +56,14 @@ func loadConfig(l *config.Loader) (Config, error) {
 			IndexPattern: l.String("CLASSIFIER_INDEX_PATTERN", poller.IndexPatternDefault),
 			PollInterval: l.Duration("CLASSIFIER_POLL_INTERVAL", poller.PollIntervalDefault),
 			BatchSize:    l.PositiveInt("CLASSIFIER_BATCH_SIZE", poller.BatchSizeDefault),
-			ClaimLease:   l.Duration("CLASSIFIER_CLAIM_LEASE", poller.ClaimLeaseDefault),
+			ClaimLease:   l.Duration("CLASSIFIER_CLAIM_LEASE", claim.LeaseDefault),
+		},
+		Heartbeat: claim.HeartbeatConfig{
+			ReplicaID: replica,
+			Interval:  l.Duration("CLASSIFIER_CLAIM_HEARTBEAT", claim.IntervalDefault),
+		},
+		Store: storage.StoreConfig{
+			MaxBulkBytes: l.PositiveInt("CLASSIFIER_MAX_BULK_BYTES", storage.MaxBulkBytesDefault),
 		},
 		Processor: processor.BatchProcessorConfig{
 			Concurrency:   l.PositiveInt("CLASSIFIER_CONCURRENCY", processor.ConcurrencyDefault),
@@ -79,6 +90,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	if s := l.String("CLASSIFIER_SHADOW_MATCHER", ""); s != "" {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
+	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
+	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.Poller.ClaimLease,
+		fmt.Sprintf("must be at most half of CLASSIFIER_CLAIM_LEASE (%s), so a claim is renewed before it expires (got %s)", c.Poller.ClaimLease, c.Heartbeat.Interval))
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))
 	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))
 	return c, l.Err()

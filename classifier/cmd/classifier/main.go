@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/north-cloud/classifier/internal/api"
+	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
@@ -23,6 +24,7 @@ import (
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -72,11 +74,40 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
+	// One circuit breaker per dependency: while one is open, the work that
+	// needs it pauses (no claims, no dead-letter retries, commits held) and
+	// the monitor probes it until it answers again.
+	breakerLog := func(name string, from, to breaker.State, cause error) {
+		if to == breaker.Open && from == breaker.Closed {
+			log.Error("dependency unavailable: circuit breaker open, work that needs it paused", "dependency", name, "error", cause)
+		} else if to == breaker.Closed {
+			log.Info("dependency answers again: circuit breaker closed, work resumed", "dependency", name)
+		}
+	}
+	breakers := processor.Breakers{
+		Elasticsearch: breaker.MustNew(breaker.Config{Name: "elasticsearch", OnChange: breakerLog}),
+		Postgres:      breaker.MustNew(breaker.Config{Name: "postgres", OnChange: breakerLog}),
+		Outbox:        breaker.MustNew(breaker.Config{Name: "outbox_postgres", OnChange: breakerLog}),
+	}
+	allBreakers := []*breaker.Breaker{breakers.Elasticsearch, breakers.Postgres, breakers.Outbox}
+	monitor := breaker.NewMonitor(0, 0, log,
+		breaker.Guarded{Breaker: breakers.Elasticsearch, Ping: esclient.Ping(es)},
+		breaker.Guarded{Breaker: breakers.Postgres, Ping: postgres.Ping(db)},
+		breaker.Guarded{Breaker: breakers.Outbox, Ping: postgres.Ping(outboxDB)},
+	)
+
 	dlq := deadletter.NewRepository(db)
 	var proc *processor.BatchProcessor
 	metrics, err := telemetry.New(rt.Telemetry.Meter("classifier"), telemetry.Gauges{
 		QueueDepth: func() int64 { return int64(proc.QueueDepth()) },
 		DLQDepth:   dlq.PendingBySource,
+		BreakerStates: func() map[string]int64 {
+			out := make(map[string]int64, len(allBreakers))
+			for _, b := range allBreakers {
+				out[b.Name()] = int64(b.State())
+			}
+			return out
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("classifier metrics: %w", err)
@@ -121,18 +152,29 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 
+	claims := claim.NewRegistry()
 	stores := processor.Stores{
-		Content:    storage.NewContentStore(es),
+		Content:    storage.NewContentStoreWith(es, cfg.Store),
 		History:    storage.NewHistoryRepository(db),
 		Outbox:     storage.NewOutboxWriter(outboxDB),
 		Reputation: repRepo,
+		Claims:     claims,
 	}
 	if cfg.DLQEnabled {
 		stores.DeadLetters = dlq
 	}
-	committer := processor.NewCommitter(cfg.Committer, stores, metrics, tracer, log)
-	proc = processor.NewBatchProcessor(cfg.Processor, classifier, committer.Input(), metrics, tracer, log)
-	poll, err := poller.New(cfg.Poller, es, proc, metrics, tracer, log)
+	committer := processor.NewCommitter(cfg.Committer, stores, breakers, metrics, tracer, log)
+	proc = processor.NewBatchProcessor(cfg.Processor, classifier, committer.Output(), metrics, tracer, log)
+	// Every document the pool accepts is tracked until its commit, so the
+	// heartbeat renews its claim while it is in flight.
+	sink := claim.TrackingSink{Sink: proc, Registry: claims}
+	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)
+	if err != nil {
+		return err
+	}
+	cfg.Poller.Breakers = allBreakers
+	cfg.Poller.ESBreaker = breakers.Elasticsearch
+	poll, err := poller.New(cfg.Poller, es, sink, metrics, tracer, log)
 	if err != nil {
 		return err
 	}
@@ -141,6 +183,9 @@ func serve(ctx context.Context, _ []string) error {
 		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
 		httpserver.ReadyCheck{Name: "outbox_postgres", Check: postgres.Ping(outboxDB)},
 		httpserver.ReadyCheck{Name: "elasticsearch", Check: esclient.Ping(es)},
+		httpserver.ReadyCheck{Name: "elasticsearch_breaker", Check: breakers.Elasticsearch.Ready},
+		httpserver.ReadyCheck{Name: "postgres_breaker", Check: breakers.Postgres.Ready},
+		httpserver.ReadyCheck{Name: "outbox_postgres_breaker", Check: breakers.Outbox.Ready},
 	)
 	if err != nil {
 		return err
@@ -160,17 +205,21 @@ func serve(ctx context.Context, _ []string) error {
 
 	// Started in this order and stopped in reverse: the poller and the retry
 	// worker stop taking work first, then the workers drain the queue, then
-	// the committer commits what they produced.
+	// the committer commits what they produced, and last the heartbeat
+	// releases the claims nobody will commit.
 	components := []lifecycle.NamedComponent{
 		lifecycle.Named("rules_watcher", watcher),
 		lifecycle.Named("reputation_cache", repCache),
+		lifecycle.Named("breaker_monitor", monitor),
+		lifecycle.Named("claim_heartbeat", heartbeat),
 		lifecycle.Named("committer", committer),
 		lifecycle.Named("batch_processor", proc),
 		lifecycle.Named("http", srv),
 		lifecycle.Named("poller", poll),
 	}
 	if cfg.DLQEnabled {
-		retrier, err := retry.New(cfg.Retry, dlq, stores.Content, proc, log)
+		cfg.Retry.Breakers = allBreakers
+		retrier, err := retry.New(cfg.Retry, dlq, stores.Content, sink, log)
 		if err != nil {
 			return err
 		}

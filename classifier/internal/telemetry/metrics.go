@@ -58,6 +58,9 @@ type Gauges struct {
 	QueueDepth func() int64
 	// DLQDepth returns dead-letter rows still to retry, by source.
 	DLQDepth func(ctx context.Context) (map[string]int64, error)
+	// BreakerStates returns the state of each dependency's circuit breaker
+	// (0 closed, 1 half-open, 2 open), by dependency.
+	BreakerStates func() map[string]int64
 }
 
 // New creates the instruments on meter and registers the observable gauges.
@@ -124,6 +127,17 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 				}
 				for source, n := range bySource {
 					o.Observe(n, metric.WithAttributes(attribute.String("source", source)))
+				}
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if gauges.BreakerStates != nil {
+		_, err = meter.Int64ObservableGauge("classifier_breaker_state",
+			metric.WithDescription("Circuit breaker of each dependency: 0 closed, 1 half-open, 2 open (work that needs it is paused)"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				for dep, state := range gauges.BreakerStates() {
+					o.Observe(state, metric.WithAttributes(attribute.String("dependency", dep)))
 				}
 				return nil
 			}))

@@ -99,8 +99,10 @@ func TestRedisNOAUTHOpensBreakerWithoutSpendingRetries(t *testing.T) {
 
 // A user that may not run PUBLISH at all (ACL -publish: "no permissions to
 // run the 'publish' command") cannot publish anything: a dependency fault,
-// no retry spent. A channel the ACL refuses stays a per-message failure
-// (TestRetryBackoffToSuccessAndExhaustion).
+// no retry spent. PING still answers, so the probe also publishes (to
+// worker.ProbeChannel): the breaker stays open instead of closing at every
+// probe, and closes once the ACL allows PUBLISH again. A channel the ACL
+// refuses stays a per-message failure (TestRetryBackoffToSuccessAndExhaustion).
 func TestRedisNOPERMForCommandIsDependencyFault(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -111,16 +113,26 @@ func TestRedisNOPERMForCommandIsDependencyFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	outboxtest.Insert(t, b.db, outboxtest.Rows("noperm", 5))
-	w := worker.New(breakerCfg(), b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
-	if n, err := w.DrainOnce(ctx); n != 5 || err != nil {
-		t.Fatalf("drain: %d %v", n, err)
+	var changes []string
+	w := b.startWorker(t, breakerCfg(), rs.Client())
+	outboxtest.WaitFor(t, time.Minute, "redis breaker open", func() bool { return w.RedisBreaker().State() != breaker.Closed })
+	outboxtest.WaitFor(t, time.Minute, "claimed rows released", func() bool { return outboxtest.Counts(t, b.db)["publishing"] == 0 })
+	for range 10 { // 1s: many probe cooldowns (50ms doubling to 200ms)
+		if w.RedisBreaker().State() == breaker.Closed {
+			changes = append(changes, "closed")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if w.RedisBreaker().State() != breaker.Open {
-		t.Fatalf("breaker %s, want open", w.RedisBreaker().State())
+	if len(changes) > 0 {
+		t.Errorf("breaker closed %d times while PUBLISH was refused", len(changes))
 	}
 	if c := outboxtest.Counts(t, b.db); c["pending"] != 5 || b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`) != 0 {
 		t.Fatalf("rows %v, want 5 pending with no retry spent", c)
 	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "default", "+publish").Err(); err != nil {
+		t.Fatal(err)
+	}
+	outboxtest.WaitFor(t, time.Minute, "rows published", func() bool { return outboxtest.Counts(t, b.db)["published"] == 5 })
 }
 
 // The Postgres breaker: claims failing with connection errors (the network

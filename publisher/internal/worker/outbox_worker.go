@@ -195,7 +195,7 @@ func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *teleme
 	w.postgresBreaker = breaker.MustNew(breaker.Config{Name: DependencyPostgres, Threshold: cfg.PostgresBreakerThreshold,
 		Cooldown: cfg.PostgresBreakerCooldown, MaxCooldown: cfg.BreakerMaxCooldown, OnChange: w.breakerChanged})
 	w.monitor = breaker.NewMonitor(cfg.BreakerProbeInterval, cfg.PublishTimeout, w.logger,
-		breaker.Guarded{Breaker: w.redisBreaker, Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		breaker.Guarded{Breaker: w.redisBreaker, Ping: w.probeRedis},
 		breaker.Guarded{Breaker: w.postgresBreaker, Ping: repo.Ping})
 	ctx := context.Background()
 	metrics.BreakerState.Record(ctx, int64(breaker.Closed))
@@ -203,6 +203,26 @@ func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *teleme
 		metrics.DependencyBreakerState.Record(ctx, int64(breaker.Closed), metric.WithAttributes(attribute.String("dependency", b.Name())))
 	}
 	return w
+}
+
+// ProbeChannel is the channel the Redis breaker's probe publishes an empty
+// message to (no consumer subscribes to it).
+const ProbeChannel = "publisher:probe"
+
+// probeRedis is the Redis breaker's probe: PING, then an empty PUBLISH to
+// ProbeChannel, because PING still answers when the server refuses PUBLISH
+// to this user (an ACL without the command): with PING alone the breaker
+// would close and reopen at every probe. A refusal
+// about the probe channel itself (an ACL limited to the content channels)
+// means PUBLISH works, so it counts as success.
+func (w *OutboxWorker) probeRedis(ctx context.Context) error {
+	if err := w.redis.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	if err := w.redis.Publish(ctx, ProbeChannel, "").Err(); err != nil && isRedisUnusable(err) {
+		return err
+	}
+	return nil
 }
 
 // RedisBreaker returns the worker's Redis circuit breaker.

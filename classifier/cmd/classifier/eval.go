@@ -34,6 +34,7 @@ import (
 	"strings"
 	"testing/fstest"
 	"text/tabwriter"
+	"time"
 
 	_ "github.com/lib/pq" // postgres driver
 
@@ -169,6 +170,7 @@ type Miss struct {
 type Report struct {
 	Options  rules.Options
 	Rules    int
+	Keywords int // distinct keywords in the engine
 	Docs     int
 	Topics   []TopicStats
 	MicroP   float64
@@ -183,6 +185,11 @@ type Report struct {
 	NoTopic  int // of those, given no topic
 	Misses   []Miss
 	FalsePos []Miss
+	// MatchPerDoc is the mean time of Engine.Match (normalize, stem, match,
+	// score) over the set's documents; Build the engine's build time, when
+	// the caller measured it.
+	MatchPerDoc time.Duration
+	Build       time.Duration
 }
 
 // CrimeFPRate is CrimeFP over NonCrime.
@@ -205,7 +212,7 @@ func evaluate(engine *rules.Engine, ruleTopics []string, labels []Label) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Options: engine.Options(), Rules: engine.RuleCount(), Docs: len(labels)}
+	rep := &Report{Options: engine.Options(), Rules: engine.RuleCount(), Keywords: engine.KeywordCount(), Docs: len(labels)}
 	stats := map[string]*TopicStats{}
 	topic := func(t string) *TopicStats {
 		s, ok := stats[t]
@@ -277,6 +284,16 @@ func evaluate(engine *rules.Engine, ruleTopics []string, labels []Label) (*Repor
 			}
 		}
 	}
+	// Time the engine alone over the set: passes until a second has gone by
+	// (at least one).
+	start, docs := time.Now(), 0
+	for time.Since(start) < time.Second {
+		for i := range labels {
+			engine.Match(labels[i].Title, labels[i].Body)
+		}
+		docs += len(labels)
+	}
+	rep.MatchPerDoc = time.Since(start) / time.Duration(docs)
 	var tp, fp, fn int
 	for _, s := range stats {
 		s.Predicted = s.TP + s.FP
@@ -471,6 +488,8 @@ func printReport(w io.Writer, rep *Report, source string, misses int, markdown b
 	fmt.Fprintf(w, "%scrime recall: %d of %d crime documents flagged (%.1f%%); subcategory right on %d of them\n",
 		bullet, rep.CrimeTP, rep.Crime, 100*ratio(rep.CrimeTP, rep.Crime), rep.SubOK)
 	fmt.Fprintf(w, "%sarticles with no topic: %d of %d (%.1f%%)\n", bullet, rep.NoTopic, rep.News, 100*rep.NoTopicRate())
+	fmt.Fprintf(w, "%sengine: %d distinct keywords, built in %s; %.1f µs per document (Engine.Match)\n",
+		bullet, rep.Keywords, rep.Build.Round(time.Millisecond), float64(rep.MatchPerDoc.Nanoseconds())/1e3)
 	if misses <= 0 {
 		return
 	}
@@ -555,10 +574,12 @@ func evalCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("eval: rules: %w", err)
 	}
+	built := time.Now()
 	engine, err := rules.NewEngineWithOptions(opts, ruleSet)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
+	buildTime := time.Since(built)
 	var topics []string
 	for _, r := range engine.Rules() {
 		topics = append(topics, r.Topic)
@@ -567,6 +588,7 @@ func evalCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
+	rep.Build = buildTime
 	var fails []string
 	if *floors {
 		fails = checkFloors(rep, FloorRecall, FloorPrecision, FloorCrimeFP, FloorNoTopic)

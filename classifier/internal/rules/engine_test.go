@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kljensen/snowball/english"
 )
 
 // summary is a Match without the pointer, for comparisons.
@@ -474,4 +476,30 @@ func TestIsCrimeSubcategory(t *testing.T) {
 			t.Errorf("IsCrimeSubcategory(%q) = true", topic)
 		}
 	}
+}
+
+// TestStemConcurrent stems from many goroutines at once (the memo is shared
+// by every engine and worker): every result equals the stemmer's own. Run
+// with -race.
+func TestStemConcurrent(t *testing.T) {
+	t.Parallel()
+	words := strings.Fields("acquires acquired acquiring shootings shooting shot prices priced councillors " +
+		"theatres vandals vandalism elections referendum café montréal 2026 ai un")
+	want := make([]string, len(words))
+	for i, w := range words {
+		want[i] = english.Stem(Normalize(w), false)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				j := (g + i) % len(words)
+				if got := Stem(Normalize(words[j])); got != want[j] && !(len(Normalize(words[j])) <= 2 && got == Normalize(words[j])) {
+					t.Errorf("Stem(%q) = %q, want %q", words[j], got, want[j])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

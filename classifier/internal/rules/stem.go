@@ -17,17 +17,27 @@ func Stem(token string) string {
 	if len(token) <= 2 {
 		return token
 	}
-	if s, ok := stemCache.m.Load(token); ok {
-		return s.(string)
+	sh := &stemCache[shardOf(token)]
+	sh.mu.RLock()
+	s, ok := sh.m[token]
+	sh.mu.RUnlock()
+	if ok {
+		return s
 	}
-	s := english.Stem(token, false)
+	s = english.Stem(token, false)
 	if s == "" {
 		s = token
 	}
-	if stemCache.n.Load() < stemCacheMax {
-		if _, loaded := stemCache.m.LoadOrStore(token, s); !loaded {
-			stemCache.n.Add(1)
+	if stemCacheSize.Load() < stemCacheMax {
+		sh.mu.Lock()
+		if _, ok := sh.m[token]; !ok {
+			if sh.m == nil {
+				sh.m = make(map[string]string)
+			}
+			sh.m[strings.Clone(token)] = s
+			stemCacheSize.Add(1)
 		}
+		sh.mu.Unlock()
 	}
 	return s
 }
@@ -68,7 +78,24 @@ func StemText(normalized string) string {
 // the bound are stemmed each time).
 const stemCacheMax = 100_000
 
-var stemCache struct {
-	m sync.Map // token -> stem
-	n atomic.Int64
+// stemCache is the memo of Stem, sharded so that workers stemming at once
+// rarely share a lock.
+var (
+	stemCache     [64]stemShard
+	stemCacheSize atomic.Int64
+)
+
+type stemShard struct {
+	mu sync.RWMutex
+	m  map[string]string // token -> stem
+}
+
+// shardOf is FNV-1a of token, reduced to a shard index.
+func shardOf(token string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(token); i++ {
+		h ^= uint32(token[i])
+		h *= 16777619
+	}
+	return int(h % uint32(len(stemCache)))
 }

@@ -11,8 +11,9 @@ import (
 )
 
 type checkResult struct {
-	name string
-	err  error
+	name     string
+	err      error
+	advisory bool
 }
 
 // readyHandler runs every check at once, each bounded by timeout, so /ready
@@ -25,17 +26,21 @@ func readyHandler(timeout time.Duration, checks []ReadyCheck) gin.HandlerFunc {
 		// result and exit after this handler has stopped waiting for it.
 		results := make(chan checkResult, len(checks))
 		for _, rc := range checks {
-			go func() { results <- checkResult{name: rc.Name, err: rc.Check(ctx)} }()
+			go func() { results <- checkResult{name: rc.Name, err: rc.Check(ctx), advisory: rc.Advisory} }()
 		}
 
 		status := make(map[string]string, len(checks))
-		failing := []string{}
+		failing, degraded := []string{}, []string{}
 	collect:
 		for len(status) < len(checks) {
 			select {
 			case r := <-results:
 				status[r.name] = "ok"
-				if r.err != nil {
+				switch {
+				case r.err != nil && r.advisory:
+					status[r.name] = r.err.Error()
+					degraded = append(degraded, r.name)
+				case r.err != nil:
 					status[r.name] = r.err.Error()
 					failing = append(failing, r.name)
 				}
@@ -44,7 +49,7 @@ func readyHandler(timeout time.Duration, checks []ReadyCheck) gin.HandlerFunc {
 			}
 		}
 		for _, rc := range checks {
-			if _, answered := status[rc.Name]; !answered {
+			if _, answered := status[rc.Name]; !answered && !rc.Advisory {
 				status[rc.Name] = fmt.Sprintf("no answer within %s", timeout)
 				failing = append(failing, rc.Name)
 			}
@@ -53,6 +58,11 @@ func readyHandler(timeout time.Duration, checks []ReadyCheck) gin.HandlerFunc {
 		if len(failing) > 0 {
 			slices.Sort(failing)
 			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "failing": failing, "checks": status})
+			return
+		}
+		if len(degraded) > 0 {
+			slices.Sort(degraded)
+			c.JSON(http.StatusOK, gin.H{"status": "ready", "degraded": degraded, "checks": status})
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": status})

@@ -107,6 +107,10 @@ func (c *Config) validate() error {
 type ReadyCheck struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Advisory checks report in /ready's details (and in its "degraded"
+	// list) without making the service unready: a part of the work is
+	// impaired (one raw index skipped), the rest goes on.
+	Advisory bool
 }
 
 // Server is a gin engine behind an http.Server with a Start/Stop lifecycle.

@@ -182,6 +182,15 @@ func TestReady(t *testing.T) {
 			wantChecks:  map[string]any{"postgres": "ok", "elasticsearch": "connection refused"},
 		},
 		{
+			name: "advisory failure degrades but stays ready",
+			checks: []httpserver.ReadyCheck{
+				{Name: "postgres", Check: ok},
+				{Name: "raw_indices", Advisory: true, Check: func(context.Context) error { return errors.New("1 raw index skipped: x_raw_content (mapping)") }},
+			},
+			wantStatus: http.StatusOK,
+			wantChecks: map[string]any{"postgres": "ok", "raw_indices": "1 raw index skipped: x_raw_content (mapping)"},
+		},
+		{
 			name: "hanging check times out",
 			checks: []httpserver.ReadyCheck{
 				{Name: "redis", Check: func(ctx context.Context) error { <-ctx.Done(); time.Sleep(time.Second); return ctx.Err() }},
@@ -546,7 +555,7 @@ func TestNewValidates(t *testing.T) {
 		{"negative body", httpserver.Config{Addr: ":0", ServiceName: "s", MaxBodyBytes: -1}, logger, http.NotFoundHandler(), nil, "MaxBodyBytes"},
 		{"no logger", valid, nil, http.NotFoundHandler(), nil, "logger is required"},
 		{"no metrics", valid, logger, nil, nil, "metrics handler is required"},
-		{"duplicate check", valid, logger, http.NotFoundHandler(), []httpserver.ReadyCheck{{"db", ok}, {"db", ok}}, `ready check "db"`},
+		{"duplicate check", valid, logger, http.NotFoundHandler(), []httpserver.ReadyCheck{{Name: "db", Check: ok}, {Name: "db", Check: ok}}, `ready check "db"`},
 		{"nil check", valid, logger, http.NotFoundHandler(), []httpserver.ReadyCheck{{Name: "db"}}, `ready check "db"`},
 	}
 	for _, tt := range tests {

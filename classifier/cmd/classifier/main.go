@@ -186,6 +186,9 @@ func serve(ctx context.Context, _ []string) error {
 		httpserver.ReadyCheck{Name: "elasticsearch_breaker", Check: breakers.Elasticsearch.Ready},
 		httpserver.ReadyCheck{Name: "postgres_breaker", Check: breakers.Postgres.Ready},
 		httpserver.ReadyCheck{Name: "outbox_postgres_breaker", Check: breakers.Outbox.Ready},
+		// One failing raw index does not make the service unready (the
+		// others flow); /ready names it in its details.
+		httpserver.ReadyCheck{Name: "raw_indices", Advisory: true, Check: func(context.Context) error { return poller.Failing(poll.IndexStatus()) }},
 	)
 	if err != nil {
 		return err
@@ -201,6 +204,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	opsapi.Register(v1, opsapi.Deps{
 		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
+		PollStatus: poll.IndexStatus,
 	})
 
 	// Started in this order and stopped in reverse: the poller and the retry

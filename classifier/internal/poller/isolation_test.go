@@ -559,3 +559,14 @@ func TestRefusedDocumentDoesNotHideNewerOnes(t *testing.T) {
 		t.Errorf("after the newer documents flowed: %+v, want healthy with one document set aside", s)
 	}
 }
+
+func TestFailingNamesSkippedIndices(t *testing.T) {
+	t.Parallel()
+	if err := Failing([]IndexStatus{{Index: "a_raw_content"}}); err != nil {
+		t.Errorf("healthy index reported: %v", err)
+	}
+	err := Failing([]IndexStatus{{Index: "a_raw_content"}, {Index: "b_raw_content", Failing: true, ReasonCode: ReasonMapping}})
+	if err == nil || err.Error() != "1 raw index(es) skipped: b_raw_content (mapping)" {
+		t.Errorf("Failing = %v", err)
+	}
+}

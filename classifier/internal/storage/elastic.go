@@ -191,9 +191,7 @@ func (s *ContentStore) GetRaw(ctx context.Context, refs []domain.DocKey) (found 
 			raw.RawDocument = contentindex.RawDocument{}
 			raw.DecodeError = err.Error()
 		}
-		if raw.ID == "" {
-			raw.ID = d.ID
-		}
+		raw.ID = d.ID // identity is (index, _id), whatever _source.id says
 		found = append(found, raw)
 	}
 	return found, missing, nil

@@ -148,7 +148,7 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'rackets', 'protection racket', 'human trafficking', 'smuggling ring', 'trafficking ring',
     'smuggling networks', 'gun smuggling', 'illegal firearms', 'targeted shooting', 'loan sharking',
     'underworld', 'stash houses', 'syndicate', 'crime syndicate', 'illegal gambling',
-    'outlaw motorcycle', 'motorcycle gang', 'weapons trafficking'
+    'outlaw motorcycle', 'motorcycle gang', 'weapons trafficking', 'turf war', 'gangland', 'smugglers'
 ], 0.25, 95, 2),
 ('007_default_rules', 'Drug crime', 'drug_crime', ARRAY[
     'drug trafficking', 'drug traffickers', 'trafficking', 'drug dealer', 'drug dealers',
@@ -156,7 +156,7 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'fentanyl', 'cocaine', 'crack cocaine', 'heroin', 'methamphetamine', 'crystal meth', 'meth',
     'opioids', 'oxycodone', 'controlled substance', 'possession for the purpose of trafficking',
     'street value', 'drug lab', 'grow op', 'illegal cannabis', 'marijuana', 'drug smuggling',
-    'carfentanil', 'counterfeit pills', 'drug ring', 'importing'
+    'carfentanil', 'counterfeit pills', 'drug ring', 'importing', 'kilograms'
 ], 0.25, 90, 2),
 ('007_default_rules', 'Property crime', 'property_crime', ARRAY[
     'burglary', 'burglaries', 'burglar', 'break and enter', 'break-in', 'broke into', 'theft', 'thefts',
@@ -182,7 +182,8 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'opposition', 'legislation', 'political party', 'party leader', 'leadership race',
     'member of parliament', 'mps', 'mpp', 'question period', 'referendum', 'liberals', 'conservatives',
     'ndp', 'democrats', 'republicans', 'house of commons', 'confidence vote', 'minority government',
-    'veto', 'shadow cabinet', 'ethics', 'tabled', 'public inquiry', 'lobbying', 'lobbyists', 'committee'
+    'veto', 'shadow cabinet', 'ethics', 'tabled', 'justice minister', 'leadership convention',
+    'televised debate', 'public inquiry', 'lobbying', 'lobbyists', 'committee'
 ], 0.3, 50, 2),
 ('007_default_rules', 'Business', 'business', ARRAY[
     'economy', 'economic', 'economists', 'inflation', 'interest rates', 'interest rate', 'central bank',
@@ -194,7 +195,7 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'recession', 'ceo', 'chief executive', 'retail sales', 'housing market', 'housing starts',
     'mortgage rates', 'tsx', 'dow jones', 'nasdaq', 's&p 500', 'wall street', 'tariffs', 'trade',
     'exports', 'company', 'companies', 'bailout', 'bankruptcy', 'sales', 'markets',
-    'tentative agreement', 'employers'
+    'tentative agreement', 'employers', 'deal', 'agreed to buy', 'retailer', 'retail'
 ], 0.3, 45, 2),
 ('007_default_rules', 'Health', 'health', ARRAY[
     'hospital', 'hospitals', 'emergency room', 'emergency department', 'patients', 'doctors',
@@ -215,7 +216,7 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'algorithm', 'robots', 'robotics', 'electric vehicles', 'broadband', '5g', 'computer', 'computers',
     'computing', 'quantum computing', 'supercomputer', 'startup', 'chatbot', 'chatbots', 'router',
     'routers', 'devices', 'smart glasses', 'touchscreen', 'developers', 'online banking',
-    'cryptocurrency', 'encryption', 'messaging app', 'data centres'
+    'cryptocurrency', 'encryption', 'messaging app', 'data centres', 'online'
 ], 0.3, 40, 2),
 ('007_default_rules', 'Traffic', 'traffic', ARRAY[
     'traffic', 'collision', 'crash', 'car crash', 'highway', 'highways', 'motorist', 'motorists',
@@ -235,8 +236,9 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'temperatures', 'degrees', 'rainfall', 'heavy rain', 'torrential rain', 'flooding', 'flood warning',
     'hail', 'fog', 'fog advisory', 'visibility', 'humidex', 'frost', 'drought', 'wildfire smoke',
     'air quality', 'meteorologist', 'meteorologists', 'centimetres of snow', 'gusts', 'wind gusts',
-    'sunshine', 'cold snap', 'power outages', 'driest', 'storm', 'winds', 'heavy snow', 'rain',
-    'downpour', 'flash floods', 'floods', 'millimetres of rain', 'lightning'
+    'sunshine', 'cold snap', 'power outages', 'driest', 'storm', 'high winds', 'strong winds',
+    'ice storm', 'dry spell', 'wildfire', 'fire ban', 'heavy snow', 'rain', 'downpour', 'flash floods',
+    'floods', 'millimetres of rain', 'lightning'
 ], 0.25, 40, 2),
 ('007_default_rules', 'Local news', 'local_news', ARRAY[
     'city council', 'town council', 'councillor', 'councillors', 'council meeting', 'mayor',
@@ -245,19 +247,21 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'local business', 'local businesses', 'bylaw', 'zoning', 'rezoning', 'public library',
     'library board', 'fire department', 'fire chief', 'property taxes', 'property tax', 'ward',
     'county', 'county council', 'recreation centre', 'city crews', 'city staff', 'staff report',
-    'farmers market', 'water main', 'city s', 'council approved', 'council voted', 'park'
+    'farmers market', 'water main', 'city s', 'council approved', 'council voted', 'park', 'neighbours',
+    'neighbors', 'playground'
 ], 0.3, 35, 2),
 ('007_default_rules', 'Sports', 'sports', ARRAY[
     'hockey', 'nhl', 'ohl', 'football', 'nfl', 'cfl', 'soccer', 'basketball', 'nba', 'baseball', 'mlb',
     'playoffs', 'playoff', 'tournament', 'championship', 'stanley cup', 'grey cup', 'world cup',
     'cup final', 'olympics', 'olympic', 'goaltender', 'goalie', 'quarterback', 'head coach', 'coach',
     'overtime', 'hat trick', 'power play', 'touchdown', 'home run', 'home runs', 'athletes', 'athlete',
-    'scored', 'goal', 'goals', 'season', 'game', 'games', 'team', 'league', 'draft pick', 'draft',
-    'trade deadline', 'tennis', 'golf', 'golfer', 'marathon', 'runners', 'swimmer', 'shutout', 'saves',
-    'striker', 'fans', 'innings', 'pitcher', 'first baseman', 'outfielder', 'all star',
-    'winning streak', 'straight game', 'major championship', 'us open', 'straight sets', 'shootout',
-    'rookie', 'leafs', 'canadiens', 'senators', 'oilers', 'flames', 'canucks', 'jets', 'raptors',
-    'blue jays', 'argonauts', 'alouettes'
+    'scored', 'goal', 'goals', 'regular season', 'season opener', 'game', 'games', 'team', 'league',
+    'draft pick', 'draft', 'trade deadline', 'tennis', 'golf', 'golfer', 'marathon', 'runners',
+    'swimmer', 'shutout', 'saves', 'striker', 'fans', 'innings', 'pitcher', 'first baseman',
+    'outfielder', 'all star', 'winning streak', 'straight game', 'major championship', 'us open',
+    'straight sets', 'shootout', 'rookie', 'boxing', 'boxer', 'champion', 'curling', 'skier', 'leafs',
+    'canadiens', 'senators', 'oilers', 'flames', 'canucks', 'jets', 'raptors', 'blue jays', 'argonauts',
+    'alouettes'
 ], 0.25, 30, 2),
 ('007_default_rules', 'Entertainment', 'entertainment', ARRAY[
     'movie', 'movies', 'film', 'films', 'box office', 'actor', 'actors', 'actress', 'director',
@@ -268,7 +272,8 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'paintings', 'bestseller', 'novel', 'novelist', 'author', 'literary', 'podcast', 'musical',
     'world tour', 'charts', 'stand up', 'screening', 'sequel', 'superhero', 'quiz show', 'tv host',
     'divorce', 'romantic comedy', 'dinner theatre', 'television', 'fashion', 'photographer', 'magazine',
-    'sitcom', 'episode', 'documentary'
+    'sitcom', 'episode', 'documentary', 'opera', 'composer', 'nominations', 'best picture',
+    'giller prize'
 ], 0.3, 25, 2),
 ('007_default_rules', 'Energy and commodities', 'energy', ARRAY[
     'energy', 'oil', 'crude', 'crude oil', 'oil prices', 'oil futures', 'barrel', 'barrels', 'brent',
@@ -283,14 +288,15 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
 ], 0.25, 45, 2),
 ('007_default_rules', 'World news', 'world', ARRAY[
     'united nations', 'un', 'un security council', 'un refugee agency', 'ceasefire', 'peace talks',
-    'war', 'airstrikes', 'truce', 'front line', 'fighting', 'troops', 'military', 'rebel', 'rebels',
-    'refugees', 'migrants', 'humanitarian', 'humanitarian aid', 'humanitarian crisis', 'red cross',
-    'embassy', 'ambassador', 'diplomat', 'diplomats', 'diplomatic', 'foreign minister',
-    'foreign ministers', 'nato', 'summit', 'g7', 'g20', 'european union', 'african union', 'sanctions',
-    'coup', 'civilians', 'earthquake', 'china', 'russia', 'ukraine', 'israel', 'gaza', 'iran', 'brazil',
-    'mexico', 'india', 'europe', 'beijing', 'kyiv', 'moscow', 'indonesia', 'indonesian', 'japan',
-    'syria', 'sudan', 'afghanistan', 'haiti', 'venezuela', 'north korea', 'middle east', 'volcano',
-    'brussels', 'geneva', 'mediterranean', 'crackdown', 'international organization for migration'
+    'war', 'airstrikes', 'truce', 'front line', 'troops', 'military', 'rebel', 'rebels', 'refugees',
+    'migrants', 'humanitarian', 'humanitarian aid', 'humanitarian crisis', 'red cross', 'embassy',
+    'ambassador', 'diplomat', 'diplomats', 'diplomatic', 'foreign minister', 'foreign ministers',
+    'nato', 'summit', 'g7', 'g20', 'european union', 'african union', 'sanctions', 'coup', 'civilians',
+    'earthquake', 'china', 'russia', 'ukraine', 'israel', 'gaza', 'iran', 'brazil', 'mexico', 'india',
+    'europe', 'beijing', 'kyiv', 'moscow', 'indonesia', 'indonesian', 'japan', 'syria', 'sudan',
+    'afghanistan', 'haiti', 'venezuela', 'north korea', 'middle east', 'volcano', 'typhoon', 'cyclone',
+    'philippines', 'security forces', 'tear gas', 'brussels', 'geneva', 'mediterranean', 'crackdown',
+    'international organization for migration'
 ], 0.25, 40, 2),
 ('007_default_rules', 'Science', 'science', ARRAY[
     'science', 'scientists', 'scientific', 'researchers', 'research', 'study', 'published', 'journal',
@@ -299,7 +305,8 @@ INSERT INTO classification_rules_seed (seed, name, topic, keywords, min_confiden
     'solar eclipse', 'eclipse', 'species', 'fossil', 'fossils', 'dinosaur', 'physicists', 'physics',
     'particles', 'biologists', 'geneticists', 'archaeologists', 'dna', 'ancient dna', 'climate change',
     'climate scientists', 'sea ice', 'ocean current', 'stem cells', 'neurons', 'brain', 'laboratory',
-    'lab', 'extinct', 'wildlife', 'invasive species', 'atmosphere'
+    'lab', 'extinct', 'wildlife', 'invasive species', 'atmosphere', 'genome', 'moon', 'lunar', 'lander',
+    'microplastics', 'permafrost'
 ], 0.25, 40, 2),
 ('007_default_rules', 'Education', 'education', ARRAY[
     'education', 'school', 'schools', 'students', 'student', 'teachers', 'teacher', 'university',

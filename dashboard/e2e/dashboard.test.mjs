@@ -222,6 +222,17 @@ describe('dashboard', { concurrency: false }, () => {
     }
     await shot('sources')
 
+    // A raw index the poller cannot read (crawled_at mapped as keyword) is
+    // reported on Sources with its reason; the others keep flowing.
+    const broken = `${h.prefix}_broken_raw_content`
+    await h.es('PUT', `/${broken}`, { mappings: { properties: { crawled_at: { type: 'keyword' }, classification_status: { type: 'keyword' } } } })
+    await h.es('PUT', `/${broken}/_doc/b1?refresh=true`, { id: 'b1', url: 'https://x.test/b1', title: 'Broken', crawled_at: 'yesterday', classification_status: 'pending' })
+    await page.reload()
+    const skipped = page.getByTestId('index-poll-status').locator(`li[data-index="${broken}"]`)
+    await skipped.waitFor({ timeout: 45_000 })
+    await skipped.getByText('mapping').waitFor()
+    await h.es('DELETE', `/${broken}`)
+
     await page.getByRole('link', { name: 'Audit log' }).click()
     await page.locator(`tr[data-audit="create:${h.prefix}_scratch_raw_content"]`).waitFor()
     await page.locator(`tr[data-audit="delete:${h.prefix}_scratch_raw_content"]`).waitFor()

@@ -2,7 +2,7 @@ import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from '
 import type {
   ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
   DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
-  RuleTestResponse, SourceListResponse, SourceReputation,
+  RuleTestResponse, SourceListResponse, SourceReputation, PollStatusResponse,
 } from '@/types/classifier'
 
 /** Root of the classifier behind the dashboard's same-origin proxy. */
@@ -29,6 +29,8 @@ export function createClassifierApi(http: HttpClient) {
 
     listSources: () => http.get<SourceListResponse>('/api/v1/sources'),
     getSource: (name: string) => http.get<SourceReputation>(`/api/v1/sources/${seg(name)}`),
+    /** The poll state of every raw index: which ones are skipped, and why. */
+    pollStatus: () => http.get<PollStatusResponse>('/api/v1/sources/poll-status'),
     stats: (window = '1h', interval = '1m') => http.get<ClassificationStats>('/api/v1/stats', { window, interval }),
     /** Prometheus text of the classifier's /metrics. */
     metrics: () => http.text('/metrics'),

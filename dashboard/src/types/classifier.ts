@@ -175,6 +175,24 @@ export interface SourceListResponse {
   sources: SourceReputation[]
 }
 
+/** The poller's view of one raw index (GET /api/v1/sources/poll-status). */
+export interface IndexPollStatus {
+  index: string
+  failing: boolean
+  /** mapping, search_error, write_blocked or claim_rejected while failing. */
+  reason_code?: string
+  reason?: string
+  since: string
+  next_retry?: string
+  consecutive_failures?: number
+  set_aside_documents?: number
+}
+
+export interface PollStatusResponse {
+  indices: IndexPollStatus[]
+  failing: number
+}
+
 export interface ClassificationStats {
   total: number
   per_interval: { bucket: string; count: number }[]

@@ -5,19 +5,21 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
-// ErrUnprocessable marks a document that no retry can fix (no URL, a URL
-// that is not http(s), no text). It is failed with the reason, not retried.
+// ErrUnprocessable marks a document that no retry can fix: one the door
+// (package admission) refuses, such as no URL, a URL that is not http(s), no
+// text, an id with a NUL byte or over 255 characters, or a document over
+// the size limit. It is failed with the reason, not retried.
 var ErrUnprocessable = errors.New("unprocessable document")
 
 // MaxAnalysedBytes bounds how much of a body is analysed, so a document of
@@ -43,6 +45,9 @@ type Config struct {
 	// RuleCount returns the number of rules evaluated per match, for
 	// OnRuleMatch.
 	RuleCount func() int
+	// Limits bounds what a raw document may carry (admission.Limits); a zero
+	// field takes its default. Defaults to admission.DefaultLimits().
+	Limits admission.Limits
 }
 
 // Classifier runs the pipeline stages in order.
@@ -59,17 +64,24 @@ func New(cfg Config) (*Classifier, error) {
 	if cfg.Reputation == nil {
 		cfg.Reputation = func(string) float64 { return 0.5 }
 	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("new pipeline: limits: %w", err)
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
 	return &Classifier{cfg: cfg, now: time.Now}, nil
 }
 
-// Classify validates raw and classifies it. Errors wrap ErrUnprocessable when
-// the document itself is at fault.
+// Classify admits raw (admission.Admit, which normalizes its free-text
+// fields in place) and classifies it. A refusal wraps both ErrUnprocessable
+// and the *admission.RejectionError naming the field.
 func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {
-	if err := validate(raw); err != nil {
-		return nil, err
+	if err := admission.Admit(raw, c.cfg.Limits); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnprocessable, err)
 	}
+	// From here every string of raw is valid UTF-8 without NUL bytes and
+	// within the limits, and so is everything copied from it below.
 	text := bounded(raw.RawText)
-	title := strings.ToValidUTF8(raw.Title, "")
+	title := raw.Title
 
 	words := raw.WordCount
 	if words <= 0 {
@@ -94,10 +106,10 @@ func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent
 		URL:                   raw.URL,
 		SourceName:            raw.SourceName,
 		Title:                 title,
-		RawText:               strings.ToValidUTF8(raw.RawText, ""),
-		RawHTML:               strings.ToValidUTF8(raw.RawHTML, ""),
+		RawText:               raw.RawText,
+		RawHTML:               raw.RawHTML,
 		OGType:                raw.OGType,
-		MetaDescription:       strings.ToValidUTF8(raw.MetaDescription, ""),
+		MetaDescription:       raw.MetaDescription,
 		PublishedDate:         published,
 		CrawledAt:             raw.CrawledAt,
 		WordCount:             words,
@@ -138,28 +150,8 @@ func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent
 	return out, nil
 }
 
-func validate(raw *domain.RawContent) error {
-	if raw.DecodeError != "" {
-		return fmt.Errorf("%w: malformed document: %s", ErrUnprocessable, truncate(raw.DecodeError, 300))
-	}
-	if strings.TrimSpace(raw.ID) == "" {
-		return fmt.Errorf("%w: missing id", ErrUnprocessable)
-	}
-	if strings.TrimSpace(raw.URL) == "" {
-		return fmt.Errorf("%w: missing url", ErrUnprocessable)
-	}
-	u, err := url.Parse(raw.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: url %q is not an absolute http(s) URL", ErrUnprocessable, truncate(raw.URL, 200))
-	}
-	if strings.TrimSpace(raw.RawText) == "" && strings.TrimSpace(raw.Title) == "" {
-		return fmt.Errorf("%w: empty text and title", ErrUnprocessable)
-	}
-	return nil
-}
-
-// bounded returns at most MaxAnalysedBytes of s, cut at a rune boundary,
-// with invalid UTF-8 dropped.
+// bounded returns at most MaxAnalysedBytes of s (admitted, so valid UTF-8),
+// cut at a rune boundary.
 func bounded(s string) string {
 	if len(s) > MaxAnalysedBytes {
 		cut := MaxAnalysedBytes
@@ -168,13 +160,15 @@ func bounded(s string) string {
 		}
 		s = s[:cut]
 	}
-	return strings.ToValidUTF8(s, "")
+	return s
 }
 
 var dateLayouts = []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02", time.RFC1123Z, time.RFC1123}
 
 // parseDate accepts the layouts crawlers commonly send and returns nil for
-// anything else: an unparsable date is missing metadata, not an error.
+// anything else: an unparsable date is missing metadata, not an error. So is
+// a date whose UTC year is outside 1..9999 (such as 0000-01-01T00:00:00+01:00):
+// encoding/json cannot write it, which would fail the whole bulk request.
 func parseDate(s string) *time.Time {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -183,15 +177,11 @@ func parseDate(s string) *time.Time {
 	for _, layout := range dateLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
 			t = t.UTC()
+			if t.Year() < 1 || t.Year() > 9999 {
+				return nil
+			}
 			return &t
 		}
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

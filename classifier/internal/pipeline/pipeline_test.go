@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -198,3 +200,124 @@ func TestClassifyBadInput(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "") == s }
+
+func TestClassifyAdmission(t *testing.T) {
+	t.Parallel()
+	c := newClassifier(t)
+	tests := []struct {
+		name string
+		mod  func(*contentindex.RawDocument)
+		// wantField is the field the refusal names; "" means classified.
+		wantField, wantMsg string
+	}{
+		{name: "NUL in raw_text", mod: func(d *contentindex.RawDocument) { d.RawText = "Police said the\x00 shooting\x00 happened." }},
+		{name: "invalid UTF-8 in title", mod: func(d *contentindex.RawDocument) { d.Title = "Shooting \xff\xfe downtown" }},
+		{name: "NUL in id", mod: func(d *contentindex.RawDocument) { d.ID = "1\x00" }, wantField: "id", wantMsg: "id: NUL byte"},
+		{name: "256-character id", mod: func(d *contentindex.RawDocument) { d.ID = strings.Repeat("i", 256) },
+			wantField: "id", wantMsg: "id: 256 characters, over the 255-character limit"},
+		{name: "255-character id", mod: func(d *contentindex.RawDocument) { d.ID = strings.Repeat("i", 255) }},
+		{name: "255 multibyte characters of source", mod: func(d *contentindex.RawDocument) { d.SourceName = strings.Repeat("ü", 255) }},
+		{name: "300-character source", mod: func(d *contentindex.RawDocument) { d.SourceName = strings.Repeat("s", 300) },
+			wantField: "source_name", wantMsg: "source_name: 300 characters, over the 255-character limit"},
+		{name: "NUL in url", mod: func(d *contentindex.RawDocument) { d.URL += "\x00" }, wantField: "url", wantMsg: "url: NUL byte"},
+		{name: "10 MB raw_text", mod: func(d *contentindex.RawDocument) { d.RawText = strings.Repeat("shooting ", 10_000_000/9) },
+			wantField: "document", wantMsg: "over the 8388608-byte (8 MiB) limit"},
+		{name: "5.6 MB raw_text", mod: func(d *contentindex.RawDocument) { d.RawText = strings.Repeat("shooting ", 5_600_000/9) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			doc, err := c.Classify(raw(tt.mod))
+			if tt.wantField != "" {
+				var rej *admission.RejectionError
+				if !errors.Is(err, ErrUnprocessable) || !errors.As(err, &rej) || rej.Field != tt.wantField ||
+					!strings.Contains(err.Error(), tt.wantMsg) {
+					t.Fatalf("err = %v, want ErrUnprocessable naming %s: %q", err, tt.wantField, tt.wantMsg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertStorable(t, doc)
+			if !doc.IsCrimeRelated || doc.CrimeSubcategory == nil || *doc.CrimeSubcategory != "violent_crime" {
+				t.Errorf("not classified as violent_crime: %v", doc.Topics)
+			}
+		})
+	}
+
+	doc, err := c.Classify(raw(func(d *contentindex.RawDocument) {
+		d.Title, d.RawText, d.MetaDescription = "Shoot\x00ing \xc3", "A\x00 shooting \xff.", "de\x00sc"
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Title != "Shooting \uFFFD" || doc.RawText != "A shooting \uFFFD." || doc.MetaDescription != "desc" {
+		t.Errorf("normalized to title %q, raw_text %q, meta_description %q", doc.Title, doc.RawText, doc.MetaDescription)
+	}
+}
+
+// assertStorable checks every string a classified document takes to
+// Postgres or Elasticsearch.
+func assertStorable(t *testing.T, d *domain.ClassifiedContent) {
+	t.Helper()
+	strs := []string{d.ID, d.URL, d.SourceName, d.Title, d.RawText, d.RawHTML, d.OGType, d.MetaDescription,
+		d.ClassificationStatus, d.ContentType, d.ContentTypeMethod, d.ClassifierVersion, d.Index, d.ClaimID}
+	strs = append(strs, d.Topics...)
+	for i, s := range strs {
+		if !utf8Valid(s) || strings.ContainsRune(s, 0) {
+			t.Errorf("string %d of the classified document is not storable: %.40q", i, s)
+		}
+	}
+	if _, err := json.Marshal(d); err != nil {
+		t.Errorf("classified document does not encode: %v", err)
+	}
+}
+
+func TestClassifyLimits(t *testing.T) {
+	t.Parallel()
+	engine, err := rules.NewEngine(rules.MatcherAhoCorasick, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Topics: engine, Limits: admission.Limits{MaxIDChars: 300}}); err == nil ||
+		!strings.Contains(err.Error(), "MaxIDChars") {
+		t.Errorf("New accepted an id limit wider than its column: %v", err)
+	}
+	c, err := New(Config{Topics: engine, Limits: admission.Limits{MaxDocumentBytes: 100, MaxURLBytes: 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Classify(raw(func(d *contentindex.RawDocument) { d.RawText = strings.Repeat("x", 101) })); !errors.Is(err, ErrUnprocessable) ||
+		!strings.Contains(err.Error(), "over the 100-byte limit") {
+		t.Errorf("configured document limit not applied: %v", err)
+	}
+	if _, err := c.Classify(raw(func(d *contentindex.RawDocument) { d.URL = "https://x.test/" + strings.Repeat("a", 16) })); !errors.Is(err, ErrUnprocessable) ||
+		!strings.Contains(err.Error(), "url: 31 bytes, over the 30-byte limit") {
+		t.Errorf("configured url limit not applied: %v", err)
+	}
+	if _, err := c.Classify(raw(func(d *contentindex.RawDocument) { d.Title, d.RawText = "short", "fits" })); err != nil {
+		t.Errorf("a small document was refused: %v", err)
+	}
+}
+
+// A published date whose UTC year leaves 1..9999 cannot be encoded to JSON
+// (it would fail the whole bulk request): it is treated as missing.
+func TestClassifyDateOutOfRange(t *testing.T) {
+	t.Parallel()
+	c := newClassifier(t)
+	for _, date := range []string{"0000-01-01T00:00:00+01:00", "9999-12-31T23:00:00-14:00", "0000-01-01"} {
+		doc, err := c.Classify(raw(func(d *contentindex.RawDocument) { d.PublishedDate = date }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.PublishedDate != nil {
+			t.Errorf("%s became %v, want nil", date, doc.PublishedDate)
+		}
+		assertStorable(t, doc)
+	}
+	doc, _ := c.Classify(raw(func(d *contentindex.RawDocument) { d.PublishedDate = "0001-01-01T00:00:00Z" }))
+	if doc.PublishedDate == nil {
+		t.Error("year 1 was dropped")
+	}
+}

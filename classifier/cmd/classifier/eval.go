@@ -388,7 +388,7 @@ func nearKeywords(engine *rules.Engine, l *Label, t string, ruleSet []rules.Rule
 				hit = kw
 			} else if !strings.Contains(n, " ") && len(n) >= 5 {
 				for _, w := range words {
-					if len(w) >= 5 && w[:5] == n[:5] && w != n {
+					if len(w) >= 5 && w[:5] == n[:5] && w != n && !seen[engine.Key(w)] {
 						hit = kw + "~" + w
 						break
 					}

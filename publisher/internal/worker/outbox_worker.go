@@ -429,8 +429,19 @@ type outcome struct {
 	mirrorErr  error
 }
 
-// dbTimeout bounds a claim and the statements that record a batch.
+// dbTimeout bounds the statements that record a batch.
 func (w *OutboxWorker) dbTimeout() time.Duration { return max(w.cfg.PublishTimeout, releaseTimeout) }
+
+// claimTimeout bounds a claim, so a database that stopped answering (a
+// network black hole) opens the Postgres breaker instead of hanging the
+// worker. It is generous: a claim that commits just as the client gives up
+// leaves its rows publishing until the rescuer returns them (after
+// PUBLISHER_OUTBOX_STALE_AFTER), so a slow but working database must not
+// meet it.
+func (w *OutboxWorker) claimTimeout() time.Duration { return max(w.dbTimeout(), minClaimTimeout) }
+
+// minClaimTimeout is the least claimTimeout.
+const minClaimTimeout = 30 * time.Second
 
 // postgresFailed counts err against the Postgres breaker when it means the
 // database is unusable: a connection error, or a statement that did not
@@ -444,7 +455,7 @@ func (w *OutboxWorker) postgresFailed(err error) {
 // DrainOnce claims one batch, publishes it and records the outcome of every
 // row. It returns the number of rows claimed.
 func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
-	claimCtx, cancel := context.WithTimeout(ctx, w.dbTimeout())
+	claimCtx, cancel := context.WithTimeout(ctx, w.claimTimeout())
 	batch, err := w.repo.Claim(claimCtx, w.cfg.BatchSize)
 	cancel()
 	if err != nil {

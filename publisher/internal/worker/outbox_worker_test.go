@@ -87,6 +87,12 @@ func TestRedisOutageMidDrain(t *testing.T) {
 	}
 
 	rs.Start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rows %v; breakers redis %s/%s postgres %s/%s", outboxtest.Counts(t, b.db),
+				w1.RedisBreaker().State(), w2.RedisBreaker().State(), w1.PostgresBreaker().State(), w2.PostgresBreaker().State())
+		}
+	})
 	outboxtest.WaitFor(t, 2*time.Minute, "every row published after Redis is back", func() bool {
 		return outboxtest.Counts(t, b.db)["published"] == 11000
 	})

@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
@@ -30,6 +34,8 @@ type Config struct {
 	Retry     retry.Config
 	Heartbeat claim.HeartbeatConfig
 	Store     storage.StoreConfig
+	// Limits are what a raw document may carry (checked at the door).
+	Limits admission.Limits
 
 	// Matcher is the active rule matcher: aho_corasick (the trie engine) or
 	// token_index; naive when CLASSIFIER_USE_TRIE_ENGINE=false.
@@ -62,6 +68,11 @@ func loadConfig(l *config.Loader) (Config, error) {
 			ReplicaID: replica,
 			Interval:  l.Duration("CLASSIFIER_CLAIM_HEARTBEAT", claim.IntervalDefault),
 		},
+		Limits: admission.Limits{
+			MaxDocumentBytes: l.PositiveInt("CLASSIFIER_MAX_DOCUMENT_BYTES", admission.MaxDocumentBytesDefault),
+			MaxURLBytes:      l.PositiveInt("CLASSIFIER_MAX_URL_BYTES", admission.MaxURLBytesDefault),
+			MaxTitleBytes:    l.PositiveInt("CLASSIFIER_MAX_TITLE_BYTES", admission.MaxTitleBytesDefault),
+		},
 		Store: storage.StoreConfig{
 			MaxBulkBytes: l.PositiveInt("CLASSIFIER_MAX_BULK_BYTES", storage.MaxBulkBytesDefault),
 		},
@@ -91,6 +102,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
+	l.Check("CLASSIFIER_ID", utf8.ValidString(replica) && len(replica) <= 200 && !strings.ContainsFunc(replica, unicode.IsControl),
+		"must be at most 200 bytes of UTF-8 without control characters (it is part of every claim id)")
 	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.Poller.ClaimLease,
 		fmt.Sprintf("must be at most half of CLASSIFIER_CLAIM_LEASE (%s), so a claim is renewed before it expires (got %s)", c.Poller.ClaimLease, c.Heartbeat.Interval))
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))

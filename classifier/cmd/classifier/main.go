@@ -143,6 +143,7 @@ func serve(ctx context.Context, _ []string) error {
 	repRepo := reputation.NewRepository(db)
 	repCache := reputation.NewCache(repRepo, cfg.ReputationRefresh, log)
 	classifier, err := pipeline.New(pipeline.Config{
+		Limits:      cfg.Limits,
 		Topics:      topics,
 		Reputation:  repCache.Score,
 		RuleCount:   engine.RuleCount,

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lib/pq"
 
+	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
 )
 
@@ -81,8 +81,8 @@ func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]R
 		}
 		// Every value is made storable: a failure must reach the queue
 		// even when what failed is the document's own id or source.
-		args = append(args, storable(f.ContentID, 512), storable(f.Source, 255), storable(f.Index, 255),
-			storable(f.Message, 4000), string(f.Code), maxRetries,
+		args = append(args, admission.Storable(f.ContentID, 512), admission.Storable(f.Source, 255), admission.Storable(f.Index, 255),
+			admission.Storable(f.Message, 4000), string(f.Code), maxRetries,
 			now.Add(f.Code.RetryPolicy().Delay(0)))
 	}
 	q.WriteString(`
@@ -326,20 +326,4 @@ func scanEntries(rows *sql.Rows) ([]domain.DeadLetterEntry, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-// storable returns s as Postgres can store it in a column of n characters:
-// valid UTF-8, NUL bytes written as the two characters \0, cut to n
-// characters.
-func storable(s string, n int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", `\0`)
-	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }

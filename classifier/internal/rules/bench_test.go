@@ -2,9 +2,11 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -231,7 +233,9 @@ func BenchmarkMatch(b *testing.B) {
 // 20 keywords over the same 5 KB documents. With stemming on, Engine.Match
 // also stems every token of the text (memoized by Stem, so the figures are
 // the steady state once a vocabulary has been seen); build_ms includes
-// stemming the keywords. x_slower_than_unstemmed is the ns/doc ratio.
+// stemming the keywords. ns/doc is the best of three runs in wall time,
+// cpu_ns/doc in the CPU time of the matching thread (steadier on a shared
+// machine); x_cpu_of_unstemmed is the cpu_ns/doc ratio of stemming on to off.
 func BenchmarkMatchStemming(b *testing.B) {
 	const n = 1000
 	w := newBenchWorkload(n)
@@ -252,14 +256,32 @@ func BenchmarkMatchStemming(b *testing.B) {
 					for i := range w.titles { // warm the pools and the stem memo
 						e.Match(w.titles[i], w.bodies[i])
 					}
-					ns, bps, docs := runDocs(w, benchBudget, benchDocs, func(i int) int {
-						return len(e.Match(w.titles[i], w.bodies[i]))
-					})
+					// The best of three runs, in wall time and in the CPU time of
+					// the thread that ran them: on a shared machine a slow run
+					// measures the neighbours, and thread CPU time leaves out the
+					// time spent waiting for a core.
+					ns, bps, docs, cpu := math.Inf(1), 0.0, 0, math.Inf(1)
+					runtime.LockOSThread()
+					for range 3 {
+						c0 := threadCPU()
+						n, b, d := runDocs(w, benchBudget/3, benchDocs/3, func(i int) int {
+							return len(e.Match(w.titles[i], w.bodies[i]))
+						})
+						if c := float64(threadCPU()-c0) / float64(d); c < cpu {
+							cpu = c
+						}
+						if n < ns {
+							ns, bps = n, b
+						}
+						docs += d
+					}
+					runtime.UnlockOSThread()
 					var matched int
 					for i := range 10 {
 						matched += len(e.Match(w.titles[i], w.bodies[i]))
 					}
 					b.ReportMetric(ns, "ns/doc")
+					b.ReportMetric(cpu, "cpu_ns/doc")
 					b.ReportMetric(bps/1e6, "MB/s")
 					b.ReportMetric(float64(build.Microseconds())/1e3, "build_ms")
 					b.ReportMetric(retained/(1<<20), "heap_MB")
@@ -267,13 +289,25 @@ func BenchmarkMatchStemming(b *testing.B) {
 					b.ReportMetric(float64(matched)/10, "matches/doc")
 					b.ReportMetric(float64(e.KeywordCount()), "distinct_keywords")
 					if stem {
-						b.ReportMetric(ns/flat, "x_slower_than_unstemmed")
+						b.ReportMetric(cpu/flat, "x_cpu_of_unstemmed")
 					} else {
-						flat = ns
+						flat = cpu
 					}
 					runtime.KeepAlive(e)
 				}
 			})
 		}
 	}
+}
+
+// threadCPU is the CPU time the calling OS thread has used (user and
+// system), in nanoseconds: getrusage(RUSAGE_THREAD). The caller locks the
+// goroutine to its thread.
+func threadCPU() int64 {
+	const rusageThread = 1 // RUSAGE_THREAD, Linux
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -830,18 +830,21 @@ func countClaimed(es *elasticsearch.Client, pattern, replica string) (int, error
 	return parsed.Count, err
 }
 
-// waitClaimed waits until replica holds at least n claims in flight and
-// returns how many it held, or fails after timeout.
-func waitClaimed(t *testing.T, es *elasticsearch.Client, pattern, replica string, n int, timeout time.Duration) int {
+// waitMidBatch waits until the pipeline is busy: at least delivered
+// documents of prefix have reached Redis (the workers and the committer
+// are running) while replica still holds at least claims claimed
+// documents. It fails the test after timeout.
+func waitMidBatch(t *testing.T, sub *subscriber, es *elasticsearch.Client, pattern, replica string, delivered, claims int, timeout time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		c, err := countClaimed(es, pattern, replica)
-		if err == nil && c >= n {
+		if err == nil && c >= claims && sub.Distinct() >= delivered {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replica %s never held %d claims in flight within %s (last count %d, err %v)", replica, n, timeout, c, err)
+			t.Fatalf("never mid-batch within %s: %d delivered (want %d) while %s held %d claims (want %d, err %v)",
+				timeout, sub.Distinct(), delivered, replica, c, claims, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -113,3 +113,6 @@ func topicScores(ms []Match) map[string]float64 {
 
 // Explain is the active engine's Explain: explanations are not compared.
 func (s *Shadow) Explain(title, body string) []Match { return s.active.Explain(title, body) }
+
+// Options are the active engine's options.
+func (s *Shadow) Options() Options { return s.active.Options() }

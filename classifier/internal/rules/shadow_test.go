@@ -34,6 +34,9 @@ func TestShadow(t *testing.T) {
 			t.Errorf("Shadow.Match did not return the active result for %q", tx)
 		}
 	}
+	if s.Options() != active.Options() || len(s.Explain("Car stolen in Sudbury", "")) == 0 {
+		t.Errorf("Shadow.Options/Explain are not the active engine's")
+	}
 	if s.Compared() != 4 || s.Disagreements() != 0 || len(calls) != 0 {
 		t.Fatalf("same rules: compared %d, disagreements %d, calls %d", s.Compared(), s.Disagreements(), len(calls))
 	}

@@ -261,6 +261,14 @@ func (h *Handler) listDocuments(c *gin.Context) {
 			h.fail(c, err)
 			return
 		}
+		for _, s := range cur.Sort {
+			if s.Field == "_doc" {
+				// Index order changes between searches without a point in
+				// time: the cursor would skip or repeat documents.
+				h.fail(c, invalid("sort by _doc is not stable across pages; sort by a field (the default order is by id)"))
+				return
+			}
+		}
 		cur.Index = name
 	}
 	sort := documentSort(cur.Sort)

@@ -349,7 +349,7 @@ func TestDocumentsPageBeyondTenThousand(t *testing.T) {
 
 	bad := []string{
 		"?from=10000&size=10", "?from=9995", "?size=101", "?size=0", "?size=-1", "?from=x",
-		"?cursor=garbage", "?cursor=eyJpIjoieCJ9.AAAA", "?sort=title:sideways", "?sort=_index", "?sort=" + url.QueryEscape(`{"script":1}`),
+		"?cursor=garbage", "?cursor=eyJpIjoieCJ9.AAAA", "?sort=title:sideways", "?sort=_index", "?sort=_doc", "?sort=" + url.QueryEscape(`{"script":1}`),
 	}
 	for _, q := range bad {
 		r := b.do(request{Method: "GET", Path: "/api/v1/indices/" + name + "/documents" + q})

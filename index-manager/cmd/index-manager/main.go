@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -93,6 +94,16 @@ func loadConfig(l *config.Loader) (Config, error) {
 	return c, l.Err()
 }
 
+// redactURL masks the password of a URL for logs (Elasticsearch URLs may
+// carry credentials).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable url>"
+	}
+	return u.Redacted()
+}
+
 // cursorKey derives the documents-cursor signing key from the shared
 // secret, so every replica accepts the cursors of the others.
 func cursorKey(secret string) []byte {
@@ -139,7 +150,7 @@ func serve(ctx context.Context, _ []string) error {
 	log := rt.Logger
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting index-manager", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
-		"elasticsearch", cfg.ES.URL, "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
+		"elasticsearch", redactURL(cfg.ES.URL), "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
 		"login_enabled", cfg.Account.Configured(), "token_ttl", cfg.TokenTTL.String(),
 		"login_max_failures_per_user", cfg.LoginLimits.PerUser, "login_max_failures_per_address", cfg.LoginLimits.PerAddress,
 		"login_failure_window", cfg.LoginLimits.Window.String(),

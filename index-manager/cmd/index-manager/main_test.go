@@ -36,6 +36,16 @@ func TestHashPasswordPrintsAVerifiableHash(t *testing.T) {
 	}
 }
 
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	if got := redactURL("https://elastic:s3cret@es.example:9200"); strings.Contains(got, "s3cret") || !strings.Contains(got, "es.example:9200") {
+		t.Fatalf("redacted to %q", got)
+	}
+	if got := redactURL("http://127.0.0.1:9200"); got != "http://127.0.0.1:9200" {
+		t.Fatalf("plain URL changed to %q", got)
+	}
+}
+
 func TestLoadConfigChecksTheAccount(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{

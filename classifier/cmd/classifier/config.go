@@ -40,6 +40,9 @@ type Config struct {
 	// Matcher is the active rule matcher: aho_corasick (the trie engine) or
 	// token_index; naive when CLASSIFIER_USE_TRIE_ENGINE=false.
 	Matcher rules.MatcherKind
+	// RuleOptions are the engine's stemming and scoring (the matcher kind
+	// is Matcher, or ShadowMatcher for the shadow engine).
+	RuleOptions rules.Options
 	// ShadowMatcher, when set, runs beside the active engine and counts
 	// disagreements (spec 6.3 shadow mode).
 	ShadowMatcher rules.MatcherKind
@@ -98,6 +101,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	if !l.Bool("CLASSIFIER_USE_TRIE_ENGINE", true) {
 		c.Matcher = rules.MatcherNaive
 	}
+	c.RuleOptions.Stemming = l.Bool("CLASSIFIER_RULE_STEMMING", rules.StemmingDefault)
+	scoring := l.OneOf("CLASSIFIER_RULE_SCORING", string(rules.ScoringDefault), string(rules.ScoringMinKeywords), string(rules.ScoringSpec))
+	c.RuleOptions.Scoring, _ = rules.ParseScoring(scoring)
 	if s := l.String("CLASSIFIER_SHADOW_MATCHER", ""); s != "" {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}

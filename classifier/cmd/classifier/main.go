@@ -116,14 +116,19 @@ func serve(ctx context.Context, _ []string) error {
 
 	// Rules: the engine starts empty; the watcher loads the enabled rules
 	// before any document is classified and keeps them current.
-	engine, err := rules.NewEngine(cfg.Matcher, nil)
+	engineOptions := func(kind rules.MatcherKind) rules.Options {
+		o := cfg.RuleOptions
+		o.Matcher = kind
+		return o
+	}
+	engine, err := rules.NewEngineWithOptions(engineOptions(cfg.Matcher), nil)
 	if err != nil {
 		return err
 	}
 	var topics pipeline.TopicMatcher = engine
 	var updater rulestore.Updater = engine
 	if cfg.ShadowMatcher != "" {
-		shadowEngine, err := rules.NewEngine(cfg.ShadowMatcher, nil)
+		shadowEngine, err := rules.NewEngineWithOptions(engineOptions(cfg.ShadowMatcher), nil)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ type ruleRequest struct {
 	Topic         *string   `json:"topic"`
 	Keywords      *[]string `json:"keywords"`
 	MinConfidence *float64  `json:"min_confidence"`
+	MinKeywords   *int      `json:"min_keywords"`
 	Priority      *int      `json:"priority"`
 	Enabled       *bool     `json:"enabled"`
 }
@@ -51,6 +52,7 @@ func (r ruleRequest) input() (rulestore.Input, error) {
 	if r.MinConfidence != nil {
 		in.MinConfidence = *r.MinConfidence
 	}
+	in.MinKeywords = r.MinKeywords
 	if r.Priority != nil {
 		in.Priority = *r.Priority
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -33,6 +34,7 @@ type ESNode struct {
 	home     string // the distribution (read-only, shared)
 	javaHome string
 	heap     string
+	javaOpts string
 	dir      string // config/, data/, logs/, tmp/ of this node
 	owner    serviceUser
 	log      *logFile
@@ -49,7 +51,15 @@ type ESOptions struct {
 	// StartTimeout bounds each start until the cluster is yellow.
 	// Defaults to 120s.
 	StartTimeout time.Duration
+	// JavaOpts are added to ES_JAVA_OPTS after the heap. Defaults to
+	// ESJavaOptsDefault; set to "-" for none.
+	JavaOpts string
 }
+
+// ESJavaOptsDefault makes a test node start faster: the JIT stops at its
+// first tier (start-up is mostly class loading and cold code, and a test
+// node never runs long enough for the optimizing tier to pay off).
+const ESJavaOptsDefault = "-XX:TieredStopAtLevel=1"
 
 // esHome finds the unpacked Elasticsearch distribution: NC_ES_HOME, else the
 // one scripts/services.sh installed for NC_ES_VERSION, else the newest it
@@ -101,6 +111,12 @@ func PrivateES(t testing.TB, opts ...ESOptions) *ESNode {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 120 * time.Second
 	}
+	switch o.JavaOpts {
+	case "":
+		o.JavaOpts = ESJavaOptsDefault
+	case "-":
+		o.JavaOpts = ""
+	}
 	home, err := esHome()
 	if err != nil {
 		Unavailable(t, "elasticsearch (private node)", err)
@@ -117,7 +133,7 @@ func PrivateES(t testing.TB, opts ...ESOptions) *ESNode {
 	copyTree(t, filepath.Join(home, "config"), filepath.Join(dir, "config"), owner, "elasticsearch.yml")
 	n := &ESNode{
 		HTTPPort: FreePort(t), TransportPort: FreePort(t),
-		t: t, home: home, javaHome: javaHome, heap: o.Heap, dir: dir, owner: owner,
+		t: t, home: home, javaHome: javaHome, heap: o.Heap, javaOpts: o.JavaOpts, dir: dir, owner: owner,
 		log: &logFile{path: filepath.Join(dir, "node.out")},
 	}
 	n.URL = "http://127.0.0.1:" + strconv.Itoa(n.HTTPPort)
@@ -226,7 +242,7 @@ func (n *ESNode) start(timeout time.Duration) error {
 		"ES_PATH_CONF=" + filepath.Join(n.dir, "config"),
 		"ES_JAVA_HOME=" + n.javaHome,
 		"ES_TMPDIR=" + filepath.Join(n.dir, "tmp"),
-		"ES_JAVA_OPTS=-Xms" + n.heap + " -Xmx" + n.heap,
+		"ES_JAVA_OPTS=" + strings.TrimSpace("-Xms"+n.heap+" -Xmx"+n.heap+" "+n.javaOpts),
 	}
 	// A process group of its own: Kill reaches the launcher and the server
 	// JVM it forks, and a signal to the test's group does not reach them.

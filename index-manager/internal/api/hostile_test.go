@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -489,5 +490,31 @@ func TestControlCharactersInSubjectAreEscaped(t *testing.T) {
 	// Plain subjects stay as they are.
 	if got := audit.SafeActor("bob@example.org"); got != "bob@example.org" {
 		t.Fatalf("plain subject changed to %q", got)
+	}
+}
+
+// TestConcurrentLoginsShareTheBudget: 20 wrong passwords sent at once for
+// one user name get at most 5 password checks (401); the rest get 429.
+func TestConcurrentLoginsShareTheBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	const attempts = 20
+	statuses := make(chan int, attempts)
+	var wg sync.WaitGroup
+	for i := range attempts {
+		wg.Go(func() {
+			r := b.do(request{Method: "POST", Path: "/api/v1/auth/login", Token: ptr(""), Remote: fmt.Sprintf("192.0.2.%d:1000", i+1),
+				Body: map[string]string{"username": adminUser, "password": "wrong"}})
+			statuses <- r.Status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	if counts[http.StatusUnauthorized] != api.LoginFailuresPerUserDefault || counts[http.StatusTooManyRequests] != attempts-api.LoginFailuresPerUserDefault {
+		t.Fatalf("statuses %v, want %d x 401 and the rest 429", counts, api.LoginFailuresPerUserDefault)
 	}
 }

@@ -137,18 +137,23 @@ func (h *Handler) login(c *gin.Context) {
 		return
 	}
 	addr := c.ClientIP()
-	// A name or address over its failure budget is refused before any
-	// bcrypt work, even with the right password.
-	wait, userBlocked := h.userFailures.blocked(req.Username)
-	if addrWait, addrBlocked := h.addrFailures.blocked(addr); addrBlocked {
-		wait, userBlocked = max(wait, addrWait), true
+	// Each attempt counts as a failure of its user name and address from
+	// the start (so concurrent attempts cannot all slip under the limit)
+	// and is taken back if it succeeds. A name or address over its budget
+	// is refused before any bcrypt work, even with the right password.
+	userAt, wait, ok := h.userFailures.take(req.Username)
+	var addrAt time.Time
+	if ok {
+		if addrAt, wait, ok = h.addrFailures.take(addr); !ok {
+			h.userFailures.forgive(req.Username, userAt)
+		}
 	}
-	if userBlocked {
-		secs := int(math.Ceil(wait.Seconds()))
+	if !ok {
+		secs := max(int(math.Ceil(wait.Seconds())), 1)
 		h.logger.WarnContext(c.Request.Context(), "login refused: too many failures", "client_ip", addr, "request_id", httpserver.RequestID(c))
-		c.Header("Retry-After", strconv.Itoa(max(secs, 1)))
+		c.Header("Retry-After", strconv.Itoa(secs))
 		httpserver.WriteError(c, http.StatusTooManyRequests, "too_many_attempts",
-			fmt.Sprintf("too many failed logins for this user name or address; try again in %d seconds", max(secs, 1)))
+			fmt.Sprintf("too many failed logins for this user name or address; try again in %d seconds", secs))
 		return
 	}
 	userOK := subtle.ConstantTimeCompare([]byte(req.Username), []byte(h.account.User)) == 1
@@ -158,14 +163,13 @@ func (h *Handler) login(c *gin.Context) {
 	}
 	passOK := bcrypt.CompareHashAndPassword(hash, []byte(req.Password)) == nil
 	if !userOK || !passOK {
-		h.userFailures.fail(req.Username)
-		h.addrFailures.fail(addr)
 		h.logger.WarnContext(c.Request.Context(), "login refused", "client_ip", addr, "request_id", httpserver.RequestID(c))
 		c.Header("WWW-Authenticate", "Bearer")
 		httpserver.WriteError(c, http.StatusUnauthorized, "invalid_credentials", "invalid username or password")
 		return
 	}
 	h.userFailures.reset(req.Username)
+	h.addrFailures.forgive(addr, addrAt)
 	token, exp, err := h.auth.Issue(h.account.User, h.tokenTTL)
 	if err != nil {
 		h.fail(c, err)

@@ -31,37 +31,41 @@ func TestDummyHashHasTheAccountsCost(t *testing.T) {
 }
 
 // TestFailureLimiterWindow: the limit blocks until the oldest failure
-// leaves the window, a reset clears a key, and the key table stays bounded.
+// leaves the window, a forgiven or reset attempt no longer counts, and the
+// key table stays bounded.
 func TestFailureLimiterWindow(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	l := newFailureLimiter(3, time.Minute)
 	l.now = func() time.Time { return now }
 	for range 3 {
-		if _, blocked := l.blocked("a"); blocked {
+		if _, _, ok := l.take("a"); !ok {
 			t.Fatal("blocked before the limit")
 		}
-		l.fail("a")
 		now = now.Add(10 * time.Second)
 	}
-	wait, blocked := l.blocked("a")
-	if !blocked || wait != 30*time.Second {
-		t.Fatalf("at the limit: blocked %v, wait %s; want 30s", blocked, wait)
+	_, wait, ok := l.take("a")
+	if ok || wait != 30*time.Second {
+		t.Fatalf("at the limit: allowed %v, wait %s; want refused for 30s", ok, wait)
 	}
 	now = now.Add(wait)
-	if _, blocked := l.blocked("a"); blocked {
+	at, _, ok := l.take("a")
+	if !ok {
 		t.Fatal("still blocked after the oldest failure left the window")
 	}
-	l.fail("a")
-	if _, blocked := l.blocked("a"); !blocked {
+	if _, _, ok := l.take("a"); ok {
 		t.Fatal("not blocked again")
 	}
+	l.forgive("a", at)
+	if _, _, ok := l.take("a"); !ok {
+		t.Fatal("a forgiven attempt still counts")
+	}
 	l.reset("a")
-	if _, blocked := l.blocked("a"); blocked {
-		t.Fatal("blocked after reset")
+	if n := len(l.failures["a"]); n != 0 {
+		t.Fatalf("%d failures after reset", n)
 	}
 	for i := range maxLimiterKeys + 10 {
-		l.fail(string(rune('A'+i%26)) + time.Duration(i).String())
+		l.take(string(rune('A'+i%26)) + time.Duration(i).String())
 	}
 	if n := len(l.failures); n > maxLimiterKeys {
 		t.Fatalf("%d keys kept, want at most %d", n, maxLimiterKeys)

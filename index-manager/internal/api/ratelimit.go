@@ -52,31 +52,39 @@ func (l *failureLimiter) prune(key string, now time.Time) []time.Time {
 	return ts
 }
 
-// blocked reports whether key has reached the limit, and if so how long
-// until an attempt is allowed again.
-func (l *failureLimiter) blocked(key string) (time.Duration, bool) {
+// take records an attempt of key as a failure, in the same step as it
+// checks the limit, so concurrent attempts cannot all slip under it. At
+// the limit it records nothing and reports how long until an attempt is
+// allowed again. A successful attempt is taken back with forgive.
+func (l *failureLimiter) take(key string) (at time.Time, wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	ts := l.prune(key, now)
-	if len(ts) < l.limit {
-		return 0, false
+	if len(ts) >= l.limit {
+		return time.Time{}, ts[len(ts)-l.limit].Add(l.window).Sub(now), false
 	}
-	return ts[len(ts)-l.limit].Add(l.window).Sub(now), true
-}
-
-// fail records a failure of key.
-func (l *failureLimiter) fail(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	ts := l.prune(key, now)
 	if ts == nil && len(l.failures) >= maxLimiterKeys {
 		l.evict(now)
 	}
-	ts = append(ts, now)
-	if len(ts) > l.limit {
-		ts = ts[len(ts)-l.limit:]
+	l.failures[key] = append(ts, now)
+	return now, 0, true
+}
+
+// forgive takes back the attempt of key recorded at at.
+func (l *failureLimiter) forgive(key string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ts := l.failures[key]
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i].Equal(at) {
+			ts = append(ts[:i:i], ts[i+1:]...)
+			break
+		}
+	}
+	if len(ts) == 0 {
+		delete(l.failures, key)
+		return
 	}
 	l.failures[key] = ts
 }

@@ -36,6 +36,8 @@ func withEnv(base map[string]string, extra map[string]string) map[string]string 
 // claimed documents in flight and starts it again, with the same
 // CLASSIFIER_ID and with a new one. With the default claim lease and
 // heartbeat, the documents it held must be delivered within 30 s of the kill.
+// It is not parallel: the 30 s bound should not depend on what else the
+// machine runs.
 func TestFaultClassifierKilledMidBatch(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -104,6 +106,7 @@ func TestFaultClassifierKilledMidBatch(t *testing.T) {
 // Every document must be published once: one outbox row per document, no
 // content id twice on Redis.
 func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
+	t.Parallel()
 	st := sharedStack(t)
 	docs := healthyDocs(st.prefix+"_zombie", 2000, 41)
 	keys := keysOf(docs)
@@ -171,6 +174,7 @@ func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
 // on closed channel" from workers outliving the committer), and after a
 // restart everything must be delivered.
 func TestFaultStopWithOneSecondDeadline(t *testing.T) {
+	t.Parallel()
 	st := sharedStack(t)
 	docs := healthyDocs(st.prefix+"_stop", 3000, 51)
 	keys := keysOf(docs)

@@ -210,7 +210,8 @@ func documentSort(sort []SortField) []any {
 			return out
 		}
 	}
-	return append(out, map[string]any{docIDField: map[string]any{"order": "asc"}})
+	// unmapped_type: an index without the field yet (empty) still sorts.
+	return append(out, map[string]any{docIDField: map[string]any{"order": "asc", "unmapped_type": "keyword"}})
 }
 
 // listDocuments pages through an index in a stable order: next_cursor

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"database/sql"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -137,10 +138,14 @@ func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
 
 	total, distinct, dups, _ := sub.Stats()
 	t.Logf("Redis: %d messages for %d documents, %d duplicates", total, distinct, dups)
+	var twice []string
 	for _, k := range keys {
 		if n := sub.Count(k); n > 1 {
-			t.Errorf("%s published %d times", k, n)
+			twice = append(twice, fmt.Sprintf("%s x%d", k, n))
 		}
+	}
+	if len(twice) > 0 {
+		t.Errorf("%d documents published more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}
 	db, err := sql.Open("postgres", st.publisherDB)
 	if err != nil {
@@ -177,11 +182,19 @@ func TestFaultStopWithOneSecondDeadline(t *testing.T) {
 	t.Parallel()
 	st := sharedStack(t)
 	docs := healthyDocs(st.prefix+"_stop", 3000, 51)
+	for i := range docs { // ~12 KB each: several ms of work per document
+		docs[i].RawText = strings.Repeat(docs[i].RawText+" ", 4)
+		docs[i].WordCount *= 4
+	}
 	keys := keysOf(docs)
 	loadDocs(t, st.es, docs)
 	sub := subscribe(t, st.rdb, st.prefix)
 	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
 	env := st.classifierEnv("e2e-"+st.prefix, withEnv(inFlightEnv, map[string]string{
+		// Several workers, each in the middle of a document when the
+		// deadline passes: one that finishes after the committer has
+		// gone must not send on its closed input.
+		"CLASSIFIER_CONCURRENCY":     "4",
 		"HTTP_SHUTDOWN_TIMEOUT":      "1s",
 		"CLASSIFIER_CLAIM_LEASE":     "10s",
 		"CLASSIFIER_CLAIM_HEARTBEAT": "3s",

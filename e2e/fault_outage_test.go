@@ -241,7 +241,9 @@ func TestChaosDeliversEverything(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				time.Sleep(5 * time.Second)
-				node.Start()
+				if err := node.TryStart(); err != nil {
+					t.Errorf("restart elasticsearch: %v\n%s", err, node.LogTail(30))
+				}
 				mu.Lock()
 				faults = append(faults, fmt.Sprintf("%6.1fs elasticsearch back", time.Since(chaosStart).Seconds()))
 				mu.Unlock()

@@ -217,10 +217,14 @@ func (n *ESNode) Stop() {
 // it answers. It fails the test if the node does not come up in 120s.
 func (n *ESNode) Start() {
 	n.t.Helper()
-	if err := n.start(120 * time.Second); err != nil {
+	if err := n.TryStart(); err != nil {
 		n.t.Fatalf("restart private elasticsearch: %v\n%s", err, n.LogTail(40))
 	}
 }
+
+// TryStart is Start for a goroutine other than the test's: it returns the
+// error instead of failing the test.
+func (n *ESNode) TryStart() error { return n.start(120 * time.Second) }
 
 // LogTail returns the last lines of the node's console output.
 func (n *ESNode) LogTail(lines int) string { return n.log.Tail(lines) }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
@@ -20,6 +22,27 @@ import (
 
 // IssuerDefault is the iss claim shared by all north-cloud services.
 const IssuerDefault = "north-cloud"
+
+// AudienceDefault is the aud claim of every token: one audience shared by
+// the three services, because the dashboard signs in once (at the
+// index-manager) and uses the same token for all of them. A token signed
+// with the same secret for another purpose (another aud, or none) is
+// refused.
+const AudienceDefault = "north-cloud-api"
+
+// MaxLifetimeDefault is the longest lifetime (exp - iat) a token may have:
+// twice the index-manager's default login lifetime. A longer-lived token,
+// even correctly signed, is refused, so a leaked token cannot be valid for
+// years.
+const MaxLifetimeDefault = 24 * time.Hour
+
+// MaxSubjectBytes bounds the sub claim, which ends up in logs and the audit
+// log.
+const MaxSubjectBytes = 255
+
+// placeholderMarker is in every example secret of .env.example; a service
+// refuses to start with such a secret.
+const placeholderMarker = "change-me"
 
 // MinSecretBytes is the shortest accepted secret: HS256 is only as strong as
 // its key, and 32 bytes matches the hash size.
@@ -39,11 +62,17 @@ type Config struct {
 	// Issuer is written to and required in the iss claim. Defaults to
 	// "north-cloud".
 	Issuer string
+	// Audience is written to and required in the aud claim. Defaults to
+	// AudienceDefault.
+	Audience string
+	// MaxLifetime is the longest exp - iat accepted (and issued). Defaults
+	// to MaxLifetimeDefault (JWT_MAX_LIFETIME).
+	MaxLifetime time.Duration
 }
 
 // String masks the secret so the effective config can be logged at start-up.
 func (c Config) String() string {
-	return fmt.Sprintf("{Secret:%s Issuer:%s}", mask(c.Secret), c.Issuer)
+	return fmt.Sprintf("{Secret:%s Issuer:%s Audience:%s MaxLifetime:%s}", mask(c.Secret), c.Issuer, c.Audience, c.MaxLifetime)
 }
 
 func mask(s string) string {
@@ -53,14 +82,24 @@ func mask(s string) string {
 	return fmt.Sprintf("<%d bytes>", len(s))
 }
 
-// ConfigFromEnv reads JWT_SECRET, recording a problem when it is missing or
-// shorter than 32 bytes, so the service refuses to start without it.
+// ConfigFromEnv reads JWT_SECRET and JWT_MAX_LIFETIME, recording a problem
+// when the secret is missing, shorter than 32 bytes or one of the
+// placeholders of .env.example, so the service refuses to start with it.
 func ConfigFromEnv(l *config.Loader) Config {
 	secret := l.Required("JWT_SECRET")
 	if secret != "" {
 		l.Check("JWT_SECRET", len(secret) >= MinSecretBytes, fmt.Sprintf("must be at least %d bytes (got %d)", MinSecretBytes, len(secret)))
+		l.Check("JWT_SECRET", !IsPlaceholder(secret),
+			"is the example placeholder of .env.example; generate a secret (openssl rand -hex 32)")
 	}
-	return Config{Secret: secret, Issuer: IssuerDefault}
+	return Config{Secret: secret, Issuer: IssuerDefault, Audience: AudienceDefault,
+		MaxLifetime: l.Duration("JWT_MAX_LIFETIME", MaxLifetimeDefault)}
+}
+
+// IsPlaceholder reports whether secret is one of the example values of
+// .env.example (they all contain "change-me"), which are public.
+func IsPlaceholder(secret string) bool {
+	return strings.Contains(strings.ToLower(secret), placeholderMarker)
 }
 
 // Claims are the registered JWT claims our tokens carry.
@@ -70,9 +109,11 @@ type Claims struct {
 
 // Authenticator issues and verifies tokens with one secret.
 type Authenticator struct {
-	secret []byte
-	issuer string
-	parser *jwt.Parser
+	secret      []byte
+	issuer      string
+	audience    string
+	maxLifetime time.Duration
+	parser      *jwt.Parser
 }
 
 // New returns an Authenticator, or an error when the secret is empty or
@@ -82,6 +123,15 @@ func New(cfg Config) (*Authenticator, error) {
 	if cfg.Issuer == "" {
 		cfg.Issuer = IssuerDefault
 	}
+	if cfg.Audience == "" {
+		cfg.Audience = AudienceDefault
+	}
+	if cfg.MaxLifetime == 0 {
+		cfg.MaxLifetime = MaxLifetimeDefault
+	}
+	if cfg.MaxLifetime < 0 {
+		return nil, fmt.Errorf("new authenticator: MaxLifetime must be positive (got %s)", cfg.MaxLifetime)
+	}
 	if cfg.Secret == "" {
 		return nil, errors.New("new authenticator: Secret is required")
 	}
@@ -89,31 +139,36 @@ func New(cfg Config) (*Authenticator, error) {
 		return nil, fmt.Errorf("new authenticator: Secret must be at least %d bytes (got %d)", MinSecretBytes, len(cfg.Secret))
 	}
 	return &Authenticator{
-		secret: []byte(cfg.Secret),
-		issuer: cfg.Issuer,
+		secret:      []byte(cfg.Secret),
+		issuer:      cfg.Issuer,
+		audience:    cfg.Audience,
+		maxLifetime: cfg.MaxLifetime,
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
 			jwt.WithIssuer(cfg.Issuer),
+			jwt.WithAudience(cfg.Audience),
 			jwt.WithIssuedAt(),
 			jwt.WithLeeway(clockSkew),
 		),
 	}, nil
 }
 
-// Issue signs a token for subject that expires after ttl.
+// Issue signs a token for subject that expires after ttl, at most the
+// maximum lifetime.
 func (a *Authenticator) Issue(subject string, ttl time.Duration) (string, time.Time, error) {
-	if subject == "" {
-		return "", time.Time{}, errors.New("issue token: subject is required")
+	if err := checkSubject(subject); err != nil {
+		return "", time.Time{}, fmt.Errorf("issue token: %w", err)
 	}
-	if ttl <= 0 {
-		return "", time.Time{}, fmt.Errorf("issue token: ttl must be positive (got %s)", ttl)
+	if ttl <= 0 || ttl > a.maxLifetime {
+		return "", time.Time{}, fmt.Errorf("issue token: ttl must be positive and at most %s (got %s)", a.maxLifetime, ttl)
 	}
 	now := time.Now()
 	expiresAt := now.Add(ttl)
 	claims := Claims{RegisteredClaims: jwt.RegisteredClaims{
 		Issuer:    a.issuer,
 		Subject:   subject,
+		Audience:  jwt.ClaimStrings{a.audience},
 		IssuedAt:  jwt.NewNumericDate(now),
 		NotBefore: jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(expiresAt),
@@ -127,7 +182,9 @@ func (a *Authenticator) Issue(subject string, ttl time.Duration) (string, time.T
 }
 
 // Verify checks the signature (HS256 only, so "none" and other algorithms
-// are refused), expiry (required), issuer and subject, and returns the claims.
+// are refused), expiry and issue time (required, at most the maximum
+// lifetime apart), issuer, audience and subject (printable text only: it
+// reaches logs and the audit log), and returns the claims.
 func (a *Authenticator) Verify(token string) (*Claims, error) {
 	claims := &Claims{}
 	_, err := a.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
@@ -141,10 +198,48 @@ func (a *Authenticator) Verify(token string) (*Claims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify token: %w", err)
 	}
-	if claims.Subject == "" {
-		return nil, errors.New("verify token: subject is missing")
+	if claims.IssuedAt == nil {
+		return nil, errors.New("verify token: iat is missing")
+	}
+	if life := claims.ExpiresAt.Sub(claims.IssuedAt.Time); life > a.maxLifetime {
+		return nil, fmt.Errorf("verify token: lifetime %s is over the maximum %s", life, a.maxLifetime)
+	}
+	if err := checkSubject(claims.Subject); err != nil {
+		return nil, fmt.Errorf("verify token: %w", err)
 	}
 	return claims, nil
+}
+
+// checkSubject accepts a non-empty subject of at most MaxSubjectBytes of
+// valid UTF-8 without control or format characters (newlines, ANSI
+// escapes, NUL, bidirectional overrides), which could forge log lines or
+// drive a terminal.
+func checkSubject(sub string) error {
+	switch {
+	case sub == "":
+		return errors.New("subject is missing")
+	case len(sub) > MaxSubjectBytes:
+		return fmt.Errorf("subject is over %d bytes", MaxSubjectBytes)
+	case !utf8.ValidString(sub):
+		return errors.New("subject is not valid UTF-8")
+	}
+	for _, r := range sub {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("subject contains the control character %U", r)
+		}
+	}
+	return nil
+}
+
+// Authenticated reports whether r carries a valid bearer token, for
+// routes that answer everyone but tell more to operators (/ready details).
+func (a *Authenticator) Authenticated(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	_, err := a.Verify(strings.TrimSpace(token))
+	return err == nil
 }
 
 // Middleware rejects a request without a valid "Authorization: Bearer"
@@ -178,7 +273,7 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 
 func unauthorized(c *gin.Context, msg string) {
 	c.Header("WWW-Authenticate", "Bearer")
-	httpserver.WriteError(c, http.StatusUnauthorized, "unauthorized", msg)
+	httpserver.WriteError(c, http.StatusUnauthorized, httpserver.CodeUnauthorized, msg)
 }
 
 // Subject returns the verified subject of the request, or "" when the

@@ -30,7 +30,14 @@ func newAuth(t *testing.T, s string) *auth.Authenticator {
 
 func claims(sub, iss string, exp time.Time) jwt.RegisteredClaims {
 	now := time.Now()
-	return jwt.RegisteredClaims{Subject: sub, Issuer: iss, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp)}
+	return jwt.RegisteredClaims{Subject: sub, Issuer: iss, Audience: jwt.ClaimStrings{auth.AudienceDefault},
+		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp)}
+}
+
+// with returns c changed by f, for the token variants below.
+func with(c jwt.RegisteredClaims, f func(*jwt.RegisteredClaims)) jwt.RegisteredClaims {
+	f(&c)
+	return c
 }
 
 func sign(t *testing.T, method jwt.SigningMethod, c jwt.Claims, key any) string {
@@ -82,6 +89,21 @@ func TestMiddleware(t *testing.T) {
 		{"alg none", "Bearer " + sign(t, jwt.SigningMethodNone, claims("user-1", "north-cloud", hour), jwt.UnsafeAllowNoneSignatureType), http.StatusUnauthorized, "invalid token"},
 		{"other HMAC alg with our secret", "Bearer " + sign(t, jwt.SigningMethodHS512, claims("user-1", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
 		{"RS256 token", "Bearer " + sign(t, jwt.SigningMethodRS256, claims("user-1", "north-cloud", hour), rsaKey), http.StatusUnauthorized, "invalid token"},
+		{"hand-signed valid", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("user-1", "north-cloud", hour), []byte(secret)), http.StatusOK, ""},
+		{"wrong audience", "Bearer " + sign(t, jwt.SigningMethodHS256, with(claims("user-1", "north-cloud", hour), func(c *jwt.RegisteredClaims) {
+			c.Audience = jwt.ClaimStrings{"some-other-api"}
+		}), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"no audience", "Bearer " + sign(t, jwt.SigningMethodHS256, with(claims("user-1", "north-cloud", hour), func(c *jwt.RegisteredClaims) {
+			c.Audience = nil
+		}), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"100-year lifetime", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("user-1", "north-cloud", time.Now().AddDate(100, 0, 0)), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"lifetime just over the maximum", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("user-1", "north-cloud", time.Now().Add(auth.MaxLifetimeDefault+time.Minute)), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"no iat", "Bearer " + sign(t, jwt.SigningMethodHS256, with(claims("user-1", "north-cloud", hour), func(c *jwt.RegisteredClaims) {
+			c.IssuedAt = nil
+		}), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"newline and ANSI escape in sub", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("mallory\n\x1b[31m", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"NUL in sub", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("a\x00b", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"bidi override in sub", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("admin\u202e", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
 	}
 
 	gin.SetMode(gin.ReleaseMode)
@@ -142,7 +164,8 @@ func TestIssueAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify() error = %v", err)
 	}
-	if c.Subject != "svc-publisher" || c.Issuer != auth.IssuerDefault || c.ExpiresAt == nil || c.ID == "" {
+	if c.Subject != "svc-publisher" || c.Issuer != auth.IssuerDefault || c.ExpiresAt == nil || c.ID == "" ||
+		len(c.Audience) != 1 || c.Audience[0] != auth.AudienceDefault {
 		t.Errorf("claims = %+v", c)
 	}
 	// A token issued by one service verifies in another with the same secret.
@@ -156,8 +179,10 @@ func TestIssueAndVerify(t *testing.T) {
 		ttl     time.Duration
 		want    string
 	}{
-		{"empty subject", "", time.Minute, "subject is required"},
+		{"empty subject", "", time.Minute, "subject is missing"},
 		{"zero ttl", "s", 0, "ttl must be positive"},
+		{"ttl over the maximum", "s", auth.MaxLifetimeDefault + time.Second, "at most 24h0m0s"},
+		{"control character in subject", "a\nb", time.Minute, "control character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,13 +225,18 @@ func TestConfigFromEnv(t *testing.T) {
 		{"valid", map[string]string{"JWT_SECRET": secret}, ""},
 		{"missing", nil, "invalid configuration: JWT_SECRET: required"},
 		{"short", map[string]string{"JWT_SECRET": "short"}, "invalid configuration: JWT_SECRET: must be at least 32 bytes (got 5)"},
+		{"example placeholder", map[string]string{"JWT_SECRET": "change-me-local-dev-jwt-secret-0123456789abcdef"},
+			"invalid configuration: JWT_SECRET: is the example placeholder of .env.example; generate a secret (openssl rand -hex 32)"},
+		{"bad max lifetime", map[string]string{"JWT_SECRET": secret, "JWT_MAX_LIFETIME": "forever"},
+			`invalid configuration: JWT_MAX_LIFETIME: must be a positive duration such as "30s" (got "forever")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			l := config.NewFromMap(tt.env)
 			cfg := auth.ConfigFromEnv(l)
-			if cfg.Issuer != auth.IssuerDefault || cfg.Secret != tt.env["JWT_SECRET"] {
+			if cfg.Issuer != auth.IssuerDefault || cfg.Audience != auth.AudienceDefault || cfg.MaxLifetime != auth.MaxLifetimeDefault ||
+				cfg.Secret != tt.env["JWT_SECRET"] {
 				t.Errorf("ConfigFromEnv = %+v", cfg)
 			}
 			if strings.Contains(cfg.String(), secret) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -45,6 +46,20 @@ func ConfigFromEnv(l *config.Loader) Config {
 	}
 }
 
+// Redact returns an Elasticsearch URL for logs and errors: the password of
+// https://user:pw@host masked (and an api_key query parameter, if any).
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable elasticsearch url>"
+	}
+	if q := u.Query(); q.Has("api_key") {
+		q.Set("api_key", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
 // New returns a client after the cluster has answered a ping, retrying with
 // backoff for up to ConnectTimeout.
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*elasticsearch.Client, error) {
@@ -58,10 +73,10 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*elasticsearch.C
 	err = backoff.Retry(ctx, backoff.Policy{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}, cfg.ConnectTimeout,
 		Ping(client),
 		func(attempt int, err error, wait time.Duration) {
-			logger.WarnContext(ctx, "elasticsearch not reachable yet", "url", cfg.URL, "attempt", attempt, "retry_in", wait.String(), "error", err)
+			logger.WarnContext(ctx, "elasticsearch not reachable yet", "url", Redact(cfg.URL), "attempt", attempt, "retry_in", wait.String(), "error", err)
 		})
 	if err != nil {
-		return nil, fmt.Errorf("connect elasticsearch %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("connect elasticsearch %s: %w", Redact(cfg.URL), err)
 	}
 	return client, nil
 }

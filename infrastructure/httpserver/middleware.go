@@ -50,7 +50,7 @@ func recovery(logger *slog.Logger) gin.HandlerFunc {
 				c.Abort()
 				return
 			}
-			WriteError(c, http.StatusInternalServerError, "internal_error", "internal server error")
+			WriteError(c, http.StatusInternalServerError, CodeInternal, "internal server error")
 		}()
 		c.Next()
 	}
@@ -124,7 +124,7 @@ func routePath(c *gin.Context) string {
 func bodyLimit(maxBytes int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.ContentLength > maxBytes {
-			WriteError(c, http.StatusRequestEntityTooLarge, "body_too_large", "request body is too large")
+			WriteError(c, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body is too large")
 			return
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBytes)

@@ -18,8 +18,14 @@ type checkResult struct {
 
 // readyHandler runs every check at once, each bounded by timeout, so /ready
 // answers within about timeout however many dependencies are down.
-func readyHandler(timeout time.Duration, checks []ReadyCheck) gin.HandlerFunc {
+//
+// The error text of a failing check goes only to callers details allows;
+// everyone else reads "failing" (or "degraded" for an advisory check), which
+// says what an orchestrator needs without host names, addresses or user
+// names from driver errors.
+func readyHandler(timeout time.Duration, details func(*http.Request) bool, checks []ReadyCheck) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		showText := details != nil && details(c.Request)
 		ctx, cancel := context.WithTimeout(c.Request.Context(), timeout)
 		defer cancel()
 		// Buffered so that a check which ignores ctx can still deliver its
@@ -38,10 +44,16 @@ func readyHandler(timeout time.Duration, checks []ReadyCheck) gin.HandlerFunc {
 				status[r.name] = "ok"
 				switch {
 				case r.err != nil && r.advisory:
-					status[r.name] = r.err.Error()
+					status[r.name] = "degraded"
+					if showText {
+						status[r.name] = r.err.Error()
+					}
 					degraded = append(degraded, r.name)
 				case r.err != nil:
-					status[r.name] = r.err.Error()
+					status[r.name] = "failing"
+					if showText {
+						status[r.name] = r.err.Error()
+					}
 					failing = append(failing, r.name)
 				}
 			case <-ctx.Done():

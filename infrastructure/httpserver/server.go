@@ -25,9 +25,18 @@ const (
 	ShutdownTimeoutDefault         = 20 * time.Second
 	ReadHeaderTimeoutDefault       = 10 * time.Second
 	ReadyTimeoutDefault            = 2 * time.Second
-	// idleTimeout closes keep-alive connections nobody uses, so a stopping
-	// server does not wait on them and clients cannot hoard sockets.
-	idleTimeout = 120 * time.Second
+	// ReadTimeoutDefault bounds reading one whole request, body included,
+	// so a client that trickles a body cannot hold a connection and a
+	// handler forever.
+	ReadTimeoutDefault = 30 * time.Second
+	// WriteTimeoutDefault bounds one request from the end of its headers to
+	// the end of the response: above every handler's own bounds (database
+	// 5s, searches 10s), so only a stuck client or handler meets it.
+	WriteTimeoutDefault = 60 * time.Second
+	// IdleTimeoutDefault closes keep-alive connections nobody uses, so a
+	// stopping server does not wait on them and clients cannot hoard
+	// sockets.
+	IdleTimeoutDefault = 120 * time.Second
 )
 
 // Config describes one service's HTTP server.
@@ -46,8 +55,21 @@ type Config struct {
 	// ReadHeaderTimeout limits how long a client may take to send headers,
 	// against slow-loris connections. Defaults to 10s.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request. Defaults to 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from its headers to the end of its
+	// response. Defaults to 60s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes idle keep-alive connections. Defaults to 120s.
+	IdleTimeout time.Duration
 	// ReadyTimeout bounds each /ready check. Defaults to 2s.
 	ReadyTimeout time.Duration
+	// ReadyDetails reports whether the caller of /ready may read the error
+	// text of failing checks (service.Runtime allows callers with a valid
+	// bearer token). Others see only "ok", "failing" or "degraded" per
+	// check: dependency errors carry host names, addresses and user names.
+	// nil shows the text to nobody.
+	ReadyDetails func(*http.Request) bool
 	// Meter, when set, records <service>_http_requests_total and
 	// <service>_http_request_duration_seconds per route.
 	Meter metric.Meter
@@ -66,6 +88,9 @@ func ConfigFromEnv(l *config.Loader, service, addrVar, defaultAddr string) Confi
 		MaxBodyBytes:      l.PositiveInt64("HTTP_MAX_BODY_BYTES", MaxBodyBytesDefault),
 		ShutdownTimeout:   l.Duration("HTTP_SHUTDOWN_TIMEOUT", ShutdownTimeoutDefault),
 		ReadHeaderTimeout: ReadHeaderTimeoutDefault,
+		ReadTimeout:       ReadTimeoutDefault,
+		WriteTimeout:      WriteTimeoutDefault,
+		IdleTimeout:       IdleTimeoutDefault,
 		ReadyTimeout:      ReadyTimeoutDefault,
 	}
 }
@@ -79,6 +104,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReadHeaderTimeout == 0 {
 		c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = ReadTimeoutDefault
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = WriteTimeoutDefault
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = IdleTimeoutDefault
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = ReadyTimeoutDefault
@@ -96,8 +130,9 @@ func (c *Config) validate() error {
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("MaxBodyBytes must be positive"))
 	}
-	if c.ShutdownTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadyTimeout < 0 {
-		errs = append(errs, errors.New("ShutdownTimeout, ReadHeaderTimeout and ReadyTimeout must be positive"))
+	if c.ShutdownTimeout < 0 || c.ReadHeaderTimeout < 0 || c.ReadyTimeout < 0 ||
+		c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
+		errs = append(errs, errors.New("ShutdownTimeout, ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout and ReadyTimeout must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -173,12 +208,13 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 		requestID(),
 		accessLog(logger),
 		bodyLimit(cfg.MaxBodyBytes),
+		checkText(),
 	)
-	engine.NoRoute(func(c *gin.Context) { WriteError(c, http.StatusNotFound, "not_found", "no such route") })
+	engine.NoRoute(func(c *gin.Context) { WriteError(c, http.StatusNotFound, CodeNotFound, "no such route") })
 	engine.GET("/health", func(c *gin.Context) {
 		c.JSON(http.StatusOK, gin.H{"status": "ok", "service": cfg.ServiceName})
 	})
-	engine.GET("/ready", readyHandler(cfg.ReadyTimeout, checks))
+	engine.GET("/ready", readyHandler(cfg.ReadyTimeout, cfg.ReadyDetails, checks))
 	engine.GET("/metrics", gin.WrapH(metrics))
 
 	return &Server{
@@ -188,7 +224,9 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 		http: &http.Server{
 			Handler:           engine,
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-			IdleTimeout:       idleTimeout,
+			ReadTimeout:       cfg.ReadTimeout,
+			WriteTimeout:      cfg.WriteTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
 	}, nil
@@ -267,20 +305,4 @@ func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// WriteError answers with the JSON error shape every service uses,
-// {"error":{"code":...,"message":...}}, and aborts the handler chain so no
-// later handler writes a second response.
-func WriteError(c *gin.Context, status int, code, message string) {
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: code, Message: message}})
 }

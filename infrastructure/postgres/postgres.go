@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "github.com/lib/pq" // registers the "postgres" driver
@@ -50,6 +51,11 @@ func ConfigFromEnv(l *config.Loader, urlVar string) Config {
 	dbURL := l.Required(urlVar)
 	if dbURL != "" {
 		dbURL = l.URL(urlVar, "", "postgres", "postgresql")
+		if u, err := url.Parse(dbURL); err == nil {
+			pw, _ := u.User.Password()
+			l.Check(urlVar, !strings.Contains(strings.ToLower(pw), "change-me"),
+				"its password is an example placeholder of .env.example; set a real one")
+		}
 	}
 	return Config{
 		URL:             dbURL,

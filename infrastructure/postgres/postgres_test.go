@@ -95,3 +95,20 @@ func TestConfigFromEnvNamesBadVariables(t *testing.T) {
 		}
 	}
 }
+
+// A database password from .env.example (all contain "change-me") is
+// refused at start-up, without echoing it.
+func TestConfigFromEnvRefusesExamplePassword(t *testing.T) {
+	t.Parallel()
+	l := config.NewFromMap(map[string]string{"X_DATABASE_URL": "postgres://classifier:change-me-classifier-db@postgres:5432/classifier"})
+	_ = ConfigFromEnv(l, "X_DATABASE_URL")
+	err := l.Err()
+	if err == nil || !strings.Contains(err.Error(), "X_DATABASE_URL: its password is an example placeholder") || strings.Contains(err.Error(), "change-me-classifier-db") {
+		t.Fatalf("err = %v, want X_DATABASE_URL refused as a placeholder without the password", err)
+	}
+	l = config.NewFromMap(map[string]string{"X_DATABASE_URL": "postgres://classifier:0f3a9c@postgres:5432/classifier"})
+	_ = ConfigFromEnv(l, "X_DATABASE_URL")
+	if err := l.Err(); err != nil {
+		t.Fatalf("a real password refused: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,21 @@ func ConfigFromEnv(l *config.Loader) Config {
 		URL:            l.URL("REDIS_URL", URLDefault, "redis", "rediss"),
 		ConnectTimeout: l.Duration("CONNECT_TIMEOUT", ConnectTimeoutDefault),
 	}
+}
+
+// Redact returns a Redis URL for logs: the password (of redis://user:pw@
+// or redis://:pw@, and of a password query parameter) masked, the rest
+// kept so the log still says which server and database.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable redis url>"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // New returns a client after Redis has answered PING, retrying with backoff

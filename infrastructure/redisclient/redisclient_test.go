@@ -35,3 +35,19 @@ func TestNewGivesUpAndConfigRejectsBadURL(t *testing.T) {
 		t.Fatalf("config error = %v, want one naming REDIS_URL", err)
 	}
 }
+
+// Redis has its own redaction (not postgres.Redact): the password of
+// either URL form and of a password parameter is masked.
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"redis://:s3cr3t@127.0.0.1:6379/0":              "redis://:xxxxx@127.0.0.1:6379/0",
+		"rediss://publisher:s3cr3t@redis:6380/1":        "rediss://publisher:xxxxx@redis:6380/1",
+		"redis://127.0.0.1:6379/0":                      "redis://127.0.0.1:6379/0",
+		"redis://127.0.0.1:6379/0?password=s3cr3t&db=2": "redis://127.0.0.1:6379/0?db=2&password=xxxxx",
+	} {
+		if got := Redact(raw); got != want || strings.Contains(got, "s3cr3t") {
+			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func serve(ctx context.Context, _ []string) error {
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting classifier", "http_addr", cfg.HTTP.Addr, "replica", cfg.Poller.ReplicaID,
 		"database", postgres.Redact(cfg.DB.URL), "outbox_database", postgres.Redact(cfg.OutboxDB.URL),
-		"elasticsearch", cfg.ES.URL, "index_pattern", cfg.Poller.IndexPattern, "matcher", cfg.Matcher,
+		"elasticsearch", esclient.Redact(cfg.ES.URL), "index_pattern", cfg.Poller.IndexPattern, "matcher", cfg.Matcher,
 		"shadow_matcher", cfg.ShadowMatcher, "dlq_enabled", cfg.DLQEnabled, "workers", cfg.Processor.Concurrency,
 		"max_queue_depth", cfg.Processor.MaxQueueDepth, "auth", cfg.Auth.String())
 

@@ -94,7 +94,7 @@ func serve(ctx context.Context, _ []string) error {
 	log := rt.Logger
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting publisher", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
-		"redis", postgres.Redact(cfg.Redis.URL), "auth", cfg.Auth.String(),
+		"redis", redisclient.Redact(cfg.Redis.URL), "auth", cfg.Auth.String(),
 		"batch_size", cfg.Worker.BatchSize, "poll_interval", cfg.Worker.PollInterval.String(),
 		"publish_timeout", cfg.Worker.PublishTimeout.String(), "notify_debounce", cfg.Worker.NotifyDebounce.String(),
 		"retry_initial", cfg.Worker.Retry.Initial.String(), "retry_max", cfg.Worker.Retry.Max.String(),

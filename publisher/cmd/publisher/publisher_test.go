@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 )
@@ -185,8 +186,25 @@ func TestReadyNamesOpenBreaker(t *testing.T) {
 		}
 		return code == http.StatusServiceUnavailable && slices.Contains(ready.Failing, "redis_breaker")
 	})
-	if c := ready.Checks["redis_breaker"]; !strings.HasPrefix(c, "redis circuit breaker ") || ready.Checks["postgres_breaker"] != "ok" {
-		t.Errorf("/ready checks %v", ready.Checks)
+	// Anonymous callers see that the breaker fails, not why; an operator
+	// with a token reads the reason.
+	if c := ready.Checks["redis_breaker"]; c != "failing" || ready.Checks["postgres_breaker"] != "ok" {
+		t.Errorf("anonymous /ready checks %v, want redis_breaker failing without its error text", ready.Checks)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/ready", nil)
+	req.Header.Set("Authorization", "Bearer "+operatorToken(t))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ready.Checks = nil
+	if err := json.Unmarshal(body, &ready); err != nil {
+		t.Fatalf("/ready body %s: %v", body, err)
+	}
+	if c := ready.Checks["redis_breaker"]; !strings.HasPrefix(c, "redis circuit breaker ") {
+		t.Errorf("/ready checks with a token %v, want the breaker's reason", ready.Checks)
 	}
 	metrics := get(t, "http://"+p.addr+"/metrics")
 	if !strings.Contains(metrics, `publisher_breaker_state{dependency="redis"} 2`) && !strings.Contains(metrics, `publisher_breaker_state{dependency="redis"} 1`) {
@@ -213,6 +231,21 @@ func TestReadyNamesOpenBreaker(t *testing.T) {
 	if !strings.Contains(p.logs.String(), "redis unusable: circuit breaker open") || !strings.Contains(p.logs.String(), "redis usable again") {
 		t.Errorf("breaker state changes not logged:\n%s", p.logs.String())
 	}
+}
+
+// operatorToken is a token signed with the JWT_SECRET the binaries get from
+// the environment (scripts/services.sh env).
+func operatorToken(t *testing.T) string {
+	t.Helper()
+	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := authn.Issue("publisher-test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }
 
 func getStatus(t *testing.T, url string) (int, string) {
@@ -258,3 +291,47 @@ func get(t *testing.T, url string) string {
 
 var _ = fmt.Sprint
 var _ = testenv.InCI
+
+// The JWT secret of .env.example is public: a publisher given it refuses
+// to start (exit 2, naming JWT_SECRET), as every service does.
+func TestRefusesExamplePlaceholderSecret(t *testing.T) {
+	t.Parallel()
+	example, err := os.ReadFile("../../../.env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret string
+	for line := range strings.Lines(string(example)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "JWT_SECRET="); ok {
+			secret = v
+		}
+	}
+	if len(secret) < 32 {
+		t.Fatalf(".env.example has no usable-looking JWT_SECRET (%q)", secret)
+	}
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "PUBLISHER_DATABASE_URL=postgres://x@127.0.0.1:1/x", "JWT_SECRET="+secret)
+	out, err := cmd.CombinedOutput()
+	exit, ok := err.(*exec.ExitError)
+	if !ok || exit.ExitCode() != 2 || !bytes.Contains(out, []byte("JWT_SECRET: is the example placeholder")) {
+		t.Fatalf("exit %v, want 2 naming the placeholder JWT_SECRET\n%s", err, out)
+	}
+}
+
+// The Redis password never reaches the log: the start-up line names the
+// server with the password masked.
+func TestRedisPasswordNotLogged(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "PUBLISHER_DATABASE_URL=postgres://x@127.0.0.1:1/x", "CONNECT_TIMEOUT=1s",
+		"REDIS_URL=redis://:s3cr3t-redis-pw@127.0.0.1:1/0", "PUBLISHER_HTTP_ADDR=127.0.0.1:0")
+	out, _ := cmd.CombinedOutput()
+	if !bytes.Contains(out, []byte("starting publisher")) || !bytes.Contains(out, []byte("127.0.0.1:1/0")) {
+		t.Fatalf("no start-up line naming redis:\n%s", out)
+	}
+	if bytes.Contains(out, []byte("s3cr3t-redis-pw")) {
+		t.Fatalf("the Redis password is in the log:\n%s", out)
+	}
+}

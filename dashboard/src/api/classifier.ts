@@ -1,4 +1,4 @@
-import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
+import { bulkBody, createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
 import type {
   ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
   DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
@@ -23,8 +23,8 @@ export function createClassifierApi(http: HttpClient) {
     listDeadLetters: (params: DeadLetterListParams = {}) => http.get<DeadLetterListResponse>('/api/v1/dlq', { ...params }),
     deadLetterStats: () => http.get<DeadLetterStats>('/api/v1/dlq/stats'),
     requeueDeadLetter: (id: string) => http.post<RequeueResponse>(`/api/v1/dlq/${seg(id)}/requeue`),
-    /** Re-queues every entry matching filter; an empty filter re-queues all. */
-    requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<RequeueResponse>('/api/v1/dlq/requeue', filter),
+    /** Re-queues every entry matching filter; an empty filter re-queues all (sent as `"all": true`). */
+    requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<RequeueResponse>('/api/v1/dlq/requeue', bulkBody(filter)),
     deleteDeadLetter: (id: string) => http.delete<void>(`/api/v1/dlq/${seg(id)}`),
 
     listSources: () => http.get<SourceListResponse>('/api/v1/sources'),

@@ -131,3 +131,14 @@ export function createHttpClient(opts: HttpClientOptions): HttpClient {
     text: async (path: string) => (await request('GET', path, undefined, undefined, 'text/plain')).text(),
   }
 }
+
+/**
+ * The body of a bulk action (re-queue, retry): the filter without its empty
+ * fields, or `{ all: true }` when nothing is left. The services refuse a bulk
+ * action with neither a filter nor an explicit `all`, so that an empty body
+ * never acts on every row by accident; the dashboard says `all` on purpose.
+ */
+export function bulkBody(filter: object): Record<string, unknown> {
+  const body = Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined && v !== null && v !== ''))
+  return Object.keys(body).length > 0 ? body : { all: true }
+}

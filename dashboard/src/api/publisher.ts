@@ -1,4 +1,4 @@
-import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
+import { bulkBody, createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
 import type {
   ChannelsResponse, OutboxEntry, OutboxListParams, OutboxListResponse, OutboxRequeueRequest, OutboxStats,
 } from '@/types/publisher'
@@ -13,8 +13,8 @@ export function createPublisherApi(http: HttpClient) {
     listOutbox: (params: OutboxListParams = {}) => http.get<OutboxListResponse>('/api/v1/outbox', { ...params }),
     /** Puts one failed row back to pending. */
     retryOutbox: (id: string) => http.post<OutboxEntry>(`/api/v1/outbox/${seg(id)}/retry`),
-    /** Puts every failed row matching the filter back to pending. */
-    retryOutboxMatching: (filter: OutboxRequeueRequest = {}) => http.post<RequeueResponse>('/api/v1/outbox/retry', filter),
+    /** Puts every failed row matching the filter back to pending; an empty filter means all (sent as `"all": true`). */
+    retryOutboxMatching: (filter: OutboxRequeueRequest = {}) => http.post<RequeueResponse>('/api/v1/outbox/retry', bulkBody(filter)),
     channels: () => http.get<ChannelsResponse>('/api/v1/channels'),
     metrics: () => http.text('/metrics'),
   }

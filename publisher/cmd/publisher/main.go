@@ -134,7 +134,9 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	api.New(repo, log).Register(srv.Router().Group("/api/v1", rt.Auth.Middleware()))
+	if err := api.New(repo, log).Register(srv.Router().Group("/api/v1", rt.Auth.Middleware())); err != nil {
+		return err
+	}
 
 	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout,
 		lifecycle.Named("outbox_rescuer", worker.NewRescuer(cfg.Rescuer, repo, metrics, log)),

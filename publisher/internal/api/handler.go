@@ -5,12 +5,10 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/publisher/internal/domain"
+	"github.com/north-cloud/publisher/internal/openapi"
 )
 
 // Store is what the API needs from the outbox; *outbox.Repository is it.
@@ -36,10 +35,15 @@ const (
 	LimitMax     = 500
 )
 
+// maxFilterBytes bounds the source and channel filters: the longest source
+// and channel names are far shorter.
+const maxFilterBytes = 255
+
 // Handler serves the API.
 type Handler struct {
-	store  Store
-	logger *slog.Logger
+	store       Store
+	logger      *slog.Logger
+	openapiJSON []byte
 }
 
 // New returns a handler over store.
@@ -48,13 +52,20 @@ func New(store Store, logger *slog.Logger) *Handler {
 }
 
 // Register adds the routes to rg, which the caller guards with the JWT
-// middleware (/api/v1).
-func (h *Handler) Register(rg *gin.RouterGroup) {
+// middleware (/api/v1), and the OpenAPI document at /openapi.json.
+func (h *Handler) Register(rg *gin.RouterGroup) error {
+	doc, err := openapi.JSON()
+	if err != nil {
+		return fmt.Errorf("register publisher api: %w", err)
+	}
+	h.openapiJSON = doc
+	rg.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", h.openapiJSON) })
 	rg.GET("/outbox/stats", h.stats)
 	rg.GET("/outbox", h.list)
 	rg.POST("/outbox/retry", h.requeueMatching)
 	rg.POST("/outbox/:id/retry", h.requeue)
 	rg.GET("/channels", h.channels)
+	return nil
 }
 
 // Entry is an outbox row as the API shows it.
@@ -131,12 +142,12 @@ func (h *Handler) list(c *gin.Context) {
 	}
 	var after *domain.Cursor
 	if v := c.Query("cursor"); v != "" {
-		cur, err := decodeCursor(v)
+		k, err := httpserver.DecodeCursor(v)
 		if err != nil {
-			badRequest(c, err)
+			httpserver.WriteRequestError(c, err)
 			return
 		}
-		after = &cur
+		after = &domain.Cursor{CreatedAt: k.CreatedAt, ID: k.ID}
 	}
 	entries, next, err := h.store.List(c, f, after, limit)
 	if err != nil {
@@ -148,14 +159,14 @@ func (h *Handler) list(c *gin.Context) {
 		resp.Entries = append(resp.Entries, toEntry(e))
 	}
 	if next != nil {
-		resp.NextCursor = encodeCursor(*next)
+		resp.NextCursor = httpserver.EncodeCursor(httpserver.Keyset{CreatedAt: next.CreatedAt, ID: next.ID})
 	}
 	c.JSON(http.StatusOK, resp)
 }
 
 func (h *Handler) requeue(c *gin.Context) {
 	id := c.Param("id")
-	if !uuidPattern.MatchString(id) {
+	if !httpserver.IsUUID(id) {
 		badRequest(c, fmt.Errorf("id must be a UUID (got %q)", id))
 		return
 	}
@@ -169,8 +180,9 @@ func (h *Handler) requeue(c *gin.Context) {
 }
 
 // RequeueRequest is the body of POST /api/v1/outbox/retry. Every failed row
-// matching all given fields goes back to pending; with no field, every
-// failed row does.
+// matching all given fields goes back to pending. At least one filter, or
+// "all": true, is required: an empty object (or a null or empty body) is a
+// 400, never a re-queue of every failed row by accident.
 type RequeueRequest struct {
 	Source  string `json:"source"`
 	Channel string `json:"channel"`
@@ -178,6 +190,13 @@ type RequeueRequest struct {
 	// Exhausted keeps only rows that used all their retries (true) or only
 	// rows still waiting for a retry (false).
 	Exhausted *bool `json:"exhausted"`
+	// All, true, re-queues every failed row; it cannot be combined with a
+	// filter.
+	All bool `json:"all"`
+}
+
+func (r RequeueRequest) hasFilter() bool {
+	return r.Source != "" || r.Channel != "" || r.Crime != nil || r.Exhausted != nil
 }
 
 // RequeueResponse is the answer of POST /api/v1/outbox/retry.
@@ -187,12 +206,19 @@ type RequeueResponse struct {
 
 func (h *Handler) requeueMatching(c *gin.Context) {
 	var req RequeueRequest
-	if c.Request.ContentLength != 0 {
-		dec := jsonDecoder(c)
-		if err := dec.Decode(&req); err != nil {
-			badRequest(c, fmt.Errorf("body must be a JSON object with source, channel, crime, exhausted: %v", err))
-			return
-		}
+	if !httpserver.DecodeJSON(c, &req) {
+		return
+	}
+	switch {
+	case req.All && req.hasFilter():
+		badRequest(c, errors.New(`"all": true re-queues every failed row; send it without filters`))
+		return
+	case !req.All && !req.hasFilter():
+		badRequest(c, errors.New(`give a filter (source, channel, crime, exhausted) or "all": true to re-queue every failed row`))
+		return
+	case len(req.Source) > maxFilterBytes || len(req.Channel) > maxFilterBytes:
+		badRequest(c, fmt.Errorf("source and channel must be at most %d bytes", maxFilterBytes))
+		return
 	}
 	f := domain.OutboxFilter{Status: domain.OutboxStatusFailed, Source: req.Source, Channel: req.Channel, Crime: req.Crime, Exhausted: req.Exhausted}
 	n, err := h.store.RequeueMatching(c, f)
@@ -200,7 +226,7 @@ func (h *Handler) requeueMatching(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.logger.InfoContext(c, "failed outbox entries re-queued", "rows", n, "source", req.Source, "channel", req.Channel)
+	h.logger.InfoContext(c, "failed outbox entries re-queued", "rows", n, "source", req.Source, "channel", req.Channel, "all", req.All)
 	c.JSON(http.StatusOK, RequeueResponse{Requeued: n})
 }
 
@@ -218,8 +244,6 @@ func (h *Handler) channels(c *gin.Context) {
 	c.JSON(http.StatusOK, ChannelsResponse{Channels: chs})
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 var statuses = map[string]domain.OutboxStatus{
 	"pending": domain.OutboxStatusPending, "publishing": domain.OutboxStatusPublishing,
 	"published": domain.OutboxStatusPublished, "failed": domain.OutboxStatusFailed,
@@ -236,6 +260,9 @@ func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, erro
 	}
 	f.Source = c.Query("source")
 	f.Channel = c.Query("channel")
+	if len(f.Source) > maxFilterBytes || len(f.Channel) > maxFilterBytes {
+		return f, fmt.Errorf("source and channel must be at most %d bytes", maxFilterBytes)
+	}
 	for name, dst := range map[string]**bool{"crime": &f.Crime, "exhausted": &f.Exhausted} {
 		if v := c.Query(name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -248,40 +275,22 @@ func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, erro
 	return f, nil
 }
 
-func encodeCursor(c domain.Cursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + c.ID))
-}
-
-func decodeCursor(s string) (domain.Cursor, error) {
-	bad := fmt.Errorf("cursor is not one this API returned (got %q)", s)
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return domain.Cursor{}, bad
-	}
-	ts, id, ok := strings.Cut(string(raw), "|")
-	if !ok || !uuidPattern.MatchString(id) {
-		return domain.Cursor{}, bad
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return domain.Cursor{}, bad
-	}
-	return domain.Cursor{CreatedAt: t, ID: id}, nil
-}
-
 func badRequest(c *gin.Context, err error) {
-	httpserver.WriteError(c, http.StatusBadRequest, "bad_request", err.Error())
+	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, err.Error())
 }
 
 // fail maps errors to status codes in one place.
 func (h *Handler) fail(c *gin.Context, err error) {
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
-		httpserver.WriteError(c, http.StatusNotFound, "not_found", err.Error())
+		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
 	case errors.Is(err, domain.ErrConflict):
-		httpserver.WriteError(c, http.StatusConflict, "conflict", err.Error())
+		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		h.logger.WarnContext(c, "outbox database unavailable", "path", c.FullPath(), "error", err)
+		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the outbox database did not answer; retry later")
 	default:
 		h.logger.ErrorContext(c, "api request failed", "path", c.FullPath(), "error", err)
-		httpserver.WriteError(c, http.StatusInternalServerError, "internal", "internal error")
+		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "internal error")
 	}
 }

@@ -1,31 +1,42 @@
 package api_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/api"
+	"github.com/north-cloud/publisher/internal/openapi"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 )
 
 type client struct {
-	t      *testing.T
-	engine *gin.Engine
-	token  string
+	t        *testing.T
+	engine   *gin.Engine
+	token    string
+	oaRouter routers.Router
 }
 
+// do serves one request through the server main.go builds and checks the
+// answer against the OpenAPI document (status documented, body matching).
 func (c *client) do(method, path, body string) (int, map[string]any) {
 	c.t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := httptest.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -34,11 +45,42 @@ func (c *client) do(method, path, body string) (int, map[string]any) {
 	}
 	rec := httptest.NewRecorder()
 	c.engine.ServeHTTP(rec, req)
+	validateResponse(c.t, c.oaRouter, req, rec)
 	var out map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		c.t.Fatalf("%s %s: body %q is not JSON: %v", method, path, rec.Body.String(), err)
 	}
 	return rec.Code, out
+}
+
+func validateResponse(t *testing.T, oaRouter routers.Router, req *http.Request, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("%s %s: content type %q, want JSON", req.Method, req.URL, ct)
+	}
+	route, params, err := oaRouter.FindRoute(req)
+	if err != nil {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
+			t.Fatalf("%s %s: unrouted answer %d is not a JSON error: %s", req.Method, req.URL, rec.Code, rec.Body)
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  rec.Code,
+		Header:  rec.Header(),
+		Body:    io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Fatalf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL, rec.Code, err, rec.Body)
+	}
 }
 
 func setup(t *testing.T) (*client, *outboxtestDB) {
@@ -52,10 +94,22 @@ func setup(t *testing.T) (*client, *outboxtestDB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gin.SetMode(gin.ReleaseMode)
-	engine := gin.New()
-	api.New(outbox.NewRepository(db), testenv.Logger(t)).Register(engine.Group("/api/v1", authn.Middleware()))
-	return &client{t: t, engine: engine, token: token}, &outboxtestDB{t: t, exec: func(q string) {
+	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "publisher"}, testenv.Logger(t), http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.New(outbox.NewRepository(db), testenv.Logger(t)).Register(srv.Router().Group("/api/v1", authn.Middleware())); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oaRouter, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &client{t: t, engine: srv.Router(), token: token, oaRouter: oaRouter}, &outboxtestDB{t: t, exec: func(q string) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -89,7 +143,7 @@ func TestOutboxAPI(t *testing.T) {
 	db.exec(`UPDATE classified_outbox SET status = 'failed', retry_count = 1, error_message = 'NOPERM', next_retry_at = NOW() + INTERVAL '1 hour' WHERE content_id = 'api-2'`)
 
 	t.Run("auth required", func(t *testing.T) {
-		anon := &client{t: t, engine: c.engine}
+		anon := &client{t: t, engine: c.engine, oaRouter: c.oaRouter}
 		if code, body := anon.do("GET", "/api/v1/outbox/stats", ""); code != http.StatusUnauthorized || body["error"] == nil {
 			t.Errorf("no token: %d %v", code, body)
 		}
@@ -155,10 +209,13 @@ func TestOutboxAPI(t *testing.T) {
 	})
 	t.Run("bad input is 400", func(t *testing.T) {
 		for _, p := range []string{"/api/v1/outbox?status=done", "/api/v1/outbox?crime=maybe", "/api/v1/outbox?limit=0",
-			"/api/v1/outbox?limit=9999", "/api/v1/outbox?cursor=nonsense"} {
+			"/api/v1/outbox?limit=9999"} {
 			if code, body := c.do("GET", p, ""); code != 400 || body["error"].(map[string]any)["code"] != "bad_request" {
 				t.Errorf("%s: %d %v", p, code, body)
 			}
+		}
+		if code, body := c.do("GET", "/api/v1/outbox?cursor=nonsense", ""); code != 400 || body["error"].(map[string]any)["code"] != "invalid_cursor" {
+			t.Errorf("bad cursor: %d %v", code, body)
 		}
 		if code, _ := c.do("POST", "/api/v1/outbox/not-a-uuid/retry", ""); code != 400 {
 			t.Errorf("bad id: %d", code)
@@ -184,7 +241,7 @@ func TestOutboxAPI(t *testing.T) {
 		if code != 200 || body["requeued"] != 1.0 {
 			t.Errorf("retry by source: %d %v", code, body)
 		}
-		if code, body := c.do("POST", "/api/v1/outbox/retry", ""); code != 200 || body["requeued"] != 0.0 {
+		if code, body := c.do("POST", "/api/v1/outbox/retry", `{"all":true}`); code != 200 || body["requeued"] != 0.0 {
 			t.Errorf("retry all with none failed: %d %v", code, body)
 		}
 	})
@@ -204,4 +261,55 @@ func TestOutboxAPI(t *testing.T) {
 			t.Errorf("channels %v", got)
 		}
 	})
+}
+
+// Hostile input gets 400 (never 5xx, never an accidental bulk action):
+// NUL and invalid UTF-8 in parameters and bodies, null and empty bodies,
+// trailing data, a bulk retry without a filter.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	c, db := setup(t)
+	rows := outboxtest.Rows("hostile", 2)
+	db.insert(rows)
+	db.exec(`UPDATE classified_outbox SET status = 'failed', retry_count = 5, error_message = 'NOPERM'`)
+	for _, tt := range []struct {
+		method, path, body, code string
+	}{
+		{"GET", "/api/v1/outbox?source=%00", "", "invalid_text"},
+		{"GET", "/api/v1/outbox?channel=%ff", "", "invalid_text"},
+		{"GET", "/api/v1/outbox?source=" + strings.Repeat("a", 300), "", "bad_request"},
+		{"POST", "/api/v1/outbox/%00/retry", "", "invalid_text"},
+		{"POST", "/api/v1/outbox/retry", `{"source":"\u0000"}`, "invalid_text"},
+		{"POST", "/api/v1/outbox/retry", "{\"source\":\"\xff\"}", "invalid_text"},
+		{"POST", "/api/v1/outbox/retry", `null`, "invalid_json"},
+		{"POST", "/api/v1/outbox/retry", ``, "invalid_json"},
+		{"POST", "/api/v1/outbox/retry", `{}`, "bad_request"},
+		{"POST", "/api/v1/outbox/retry", `{"all":false}`, "bad_request"},
+		{"POST", "/api/v1/outbox/retry", `{"all":true,"source":"x"}`, "bad_request"},
+		{"POST", "/api/v1/outbox/retry", `{"source":"hostile_com"} {"all":true}`, "invalid_json"},
+		{"POST", "/api/v1/outbox/retry", `{"source":"hostile_com"}x`, "invalid_json"},
+		{"POST", "/api/v1/outbox/retry", `[]`, "invalid_json"},
+	} {
+		code, body := c.do(tt.method, tt.path, tt.body)
+		e, _ := body["error"].(map[string]any)
+		if code != http.StatusBadRequest || e["code"] != tt.code {
+			t.Errorf("%s %s %q: %d %v, want 400 %s", tt.method, tt.path, tt.body, code, body, tt.code)
+		}
+	}
+	if code, s := c.do("GET", "/api/v1/outbox/stats", ""); code != 200 || s["counts"].(map[string]any)["failed"] != 2.0 {
+		t.Fatalf("a refused request re-queued rows: %d %v", code, s)
+	}
+	if code, body := c.do("POST", "/api/v1/outbox/retry", `{"all":true}`); code != 200 || body["requeued"] != 2.0 {
+		t.Errorf(`explicit "all": %d %v`, code, body)
+	}
+}
+
+// The OpenAPI document is served, and matches itself.
+func TestServesOpenAPI(t *testing.T) {
+	t.Parallel()
+	c, _ := setup(t)
+	code, body := c.do("GET", "/api/v1/openapi.json", "")
+	if code != 200 || body["openapi"] != "3.0.3" {
+		t.Fatalf("openapi: %d %v", code, body["openapi"])
+	}
 }

@@ -18,6 +18,12 @@ async function shot(name) {
   await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: false })
 }
 
+/** The number a stat card shows. */
+async function statNumber(card) {
+  const t = await card.getByTestId('stat-value').innerText()
+  return /\d/.test(t) ? Number(t.replace(/\D/g, '')) : NaN
+}
+
 async function goto(p) {
   await page.goto(`${h.url}${p}`)
 }
@@ -174,6 +180,20 @@ describe('dashboard', { concurrency: false }, () => {
     }, { timeout: 60_000, interval: 1000 })
     await page.getByTestId('query-results').locator('li button').first().click()
     await page.getByTestId('document-detail').filter({ hasText: id }).filter({ hasText: topic }).waitFor()
+    // The open document is in the URL: a fresh page opens it too.
+    await page.waitForURL(/[?&]doc=/)
+    const fresh = await page.context().newPage()
+    await fresh.goto(page.url())
+    await fresh.getByTestId('document-detail').filter({ hasText: id }).waitFor()
+    // The document page: the raw document, its classification and its outbox row.
+    await fresh.getByRole('link', { name: /Open the document page/ }).click()
+    await fresh.getByTestId('document-classified').filter({ hasText: topic }).waitFor()
+    await fresh.getByTestId('document-outbox').filter({ hasText: /published|pending|publishing/ }).waitFor({ timeout: 30_000 })
+    const json = fresh.getByTestId('document-classified').getByTestId('document-json')
+    await json.locator('summary').click()
+    await json.locator('pre').filter({ hasText: '"topics"' }).waitFor()
+    await fresh.screenshot({ path: path.join(screenshots, 'document-page.png') })
+    await fresh.close()
     await page.keyboard.press('Escape')
   })
 
@@ -185,6 +205,18 @@ describe('dashboard', { concurrency: false }, () => {
     await row.getByText('VALIDATION_ERROR').waitFor()
     await page.getByRole('button', { name: `Error details of ${id}` }).click()
     await page.getByTestId('dlq-error').first().waitFor()
+    // Filters and the open entry are in the URL; a fresh page shows the same,
+    // and the entry links to its document.
+    await page.getByTestId('dlq-code').selectOption('VALIDATION_ERROR')
+    await page.waitForURL(/code=VALIDATION_ERROR/)
+    await page.waitForURL(/open=/)
+    const fresh = await page.context().newPage()
+    await fresh.goto(page.url())
+    assert.equal(await fresh.getByTestId('dlq-code').inputValue(), 'VALIDATION_ERROR')
+    await fresh.locator(`tr[data-dlq="${id}"] + tr`).getByRole('link', { name: 'Raw document' }).click()
+    await fresh.getByTestId('document-raw').filter({ hasText: id }).waitFor()
+    await fresh.getByTestId('document-dlq').filter({ hasText: 'VALIDATION_ERROR' }).waitFor()
+    await fresh.close()
     // Selecting a row pauses the auto-refresh.
     await page.getByRole('checkbox', { name: `Select ${id}` }).check()
     await page.getByTestId('refresh-paused').waitFor()
@@ -205,21 +237,65 @@ describe('dashboard', { concurrency: false }, () => {
     await shot('outbox')
   })
 
-  test('the overview, sources and audit log show the pipeline', async () => {
+  test('the overview counts what its cards say, against Elasticsearch and Postgres', async () => {
     await page.getByRole('link', { name: 'Overview' }).click()
     await page.getByTestId('overview-stats').getByTestId('stat-value').first().filter({ hasText: /[1-9]/ }).waitFor()
     await page.locator('canvas').first().waitFor()
-    await page.waitForTimeout(1500)
+    // Dead-letter entries: every row of this run's queue, retrying or exhausted.
+    await waitFor('the dead-letter card to match Postgres', async () => {
+      const rows = Number(h.sql('classifier', 'SELECT count(*) FROM dead_letter_queue'))
+      return (await statNumber(page.getByTestId('overview-dlq'))) === rows
+    }, { timeout: 30_000, interval: 1000 })
+    // Published: this run's outbox rows published.
+    await waitFor('the published card to match Postgres', async () => {
+      const rows = Number(h.sql('publisher', "SELECT count(*) FROM classified_outbox WHERE status = 'published'"))
+      return (await statNumber(page.getByTestId('overview-published'))) === rows
+    }, { timeout: 30_000, interval: 1000 })
+    // Documents classified in the hour: distinct documents in Elasticsearch.
+    // The Elasticsearch is shared with other tests, so retry until a reload
+    // and a count agree.
+    await waitFor('the classified-documents card to match Elasticsearch', async () => {
+      await page.reload()
+      const card = page.getByTestId('overview-classified')
+      await card.getByTestId('stat-value').filter({ hasText: /\d/ }).waitFor()
+      const es = await h.es('POST', '/*_classified_content/_count?expand_wildcards=open&ignore_unavailable=true', { query: { range: { classified_at: { gte: 'now-1h' } } } })
+      return (await statNumber(card)) === es.count
+    }, { timeout: 60_000, interval: 2000 })
+    await page.waitForTimeout(1000)
     await shot('overview')
+  })
 
+  test('sources count documents as Elasticsearch holds them, never a nameless source', async () => {
     await page.getByRole('link', { name: 'Sources' }).click()
+    const row = page.locator(`tr[data-source="${metro}"]`)
     try {
-      await page.locator(`tr[data-source="${metro}"]`).waitFor({ timeout: 45_000 })
+      await row.waitFor({ timeout: 45_000 })
     } catch (e) {
       await page.screenshot({ path: path.join(artifacts, 'failed-sources.png') })
       console.error(page.url(), await page.locator('main').innerText().catch(() => ''))
       throw e
     }
+    const cell = async (id) => Number((await row.getByTestId(id).innerText()).replace(/\D/g, ''))
+    await waitFor('the metro row to match Elasticsearch', async () => {
+      const raw = (await h.es('GET', `/${metro}_raw_content/_count`)).count
+      const classified = (await h.es('GET', `/${metro}_classified_content/_count`)).count
+      const failed = (await h.es('POST', `/${metro}_raw_content/_count`, { query: { term: { classification_status: 'failed' } } })).count
+      const got = [await cell('documents'), await cell('classified'), await cell('failed')]
+      if (got.join() === [raw, classified, failed].join()) return true
+      await page.getByRole('link', { name: 'Overview' }).click()
+      await page.getByRole('link', { name: 'Sources' }).click()
+      await row.waitFor()
+      return false
+    }, { timeout: 60_000, interval: 1000 })
+    assert.equal(await page.locator('tr[data-source=""]').count(), 0, 'no nameless source row')
+    const reputation = Number(await row.getByTestId('reputation').innerText())
+    assert.ok(reputation > 0 && reputation <= 1, `reputation ${reputation} on its 0..1 scale`)
+    // Attempts come from the classifier's counters, in Postgres.
+    const attempts = Number(h.sql('classifier', `SELECT total_documents FROM source_reputation WHERE source_name = '${metro}'`))
+    await waitFor('attempts to match Postgres', async () => (await cell('attempts')) >= attempts)
+    // Sorting by a column header, kept in the URL.
+    await page.getByRole('button', { name: /^Documents/ }).click()
+    await page.waitForURL(/sort=documents/)
     await shot('sources')
 
     // A raw index the poller cannot read (crawled_at mapped as keyword) is
@@ -230,7 +306,7 @@ describe('dashboard', { concurrency: false }, () => {
     await page.reload()
     const skipped = page.getByTestId('index-poll-status').locator(`li[data-index="${broken}"]`)
     await skipped.waitFor({ timeout: 45_000 })
-    await skipped.getByText('mapping').waitFor()
+    await skipped.getByText('mapping', { exact: true }).waitFor()
     await h.es('DELETE', `/${broken}`)
 
     await page.getByRole('link', { name: 'Audit log' }).click()

@@ -179,6 +179,12 @@ export class Harness {
     return proc
   }
 
+  /** One value from a SQL query on one of this run's databases (classifier, publisher, index_manager). */
+  sql(service, query) {
+    const url = dbURL(this.env.POSTGRES_ADMIN_URL, `${this.prefix}_${service}`)
+    return execFileSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-At', '-c', query], { encoding: 'utf8' }).trim()
+  }
+
   /** Calls Elasticsearch's REST API. */
   async es(method, p, body) {
     const res = await fetch(`${this.env.ELASTICSEARCH_URL}${p}`, {

@@ -13,6 +13,7 @@ export const routes = [
       { path: 'dlq', name: 'dlq', component: () => import('@/views/DeadLetterView.vue'), meta: { title: 'Dead letters' } },
       { path: 'outbox', name: 'outbox', component: () => import('@/views/OutboxView.vue'), meta: { title: 'Outbox' } },
       { path: 'sources', name: 'sources', component: () => import('@/views/SourcesView.vue'), meta: { title: 'Sources' } },
+      { path: 'documents/:index/:id', name: 'document', component: () => import('@/views/DocumentView.vue'), meta: { title: 'Document' } },
       { path: 'audit', name: 'audit', component: () => import('@/views/AuditView.vue'), meta: { title: 'Audit log' } },
     ],
   },

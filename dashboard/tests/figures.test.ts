@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest'
+import { buildSourceRows, reputationTone, sortRows, sourceOfIndex } from '@/lib/sources'
+import { fillBuckets, lastCompleteBucket } from '@/lib/series'
+import type { IndexSummary } from '@/types/indexManager'
+import type { SourceReputation } from '@/types/classifier'
+
+const idx = (name: string, doc_count: number) => ({ name, doc_count }) as IndexSummary
+const rep = (source_name: string, total: number, score: number): SourceReputation => ({
+  source_name, total_documents: total, classified_documents: total, failed_documents: 0, crime_documents: 0,
+  average_quality: 60, reputation_score: score, first_seen_at: null, last_seen_at: null,
+})
+
+describe('sources', () => {
+  it('names the source of a content index', () => {
+    expect(sourceOfIndex('reuters_raw_content')).toEqual({ source: 'reuters', type: 'raw' })
+    expect(sourceOfIndex('a_b_classified_content')).toEqual({ source: 'a_b', type: 'classified' })
+    expect(sourceOfIndex('_raw_content')).toBeNull()
+    expect(sourceOfIndex('logs')).toBeNull()
+  })
+  it('counts documents from the indices, attempts from the reputation, and drops a nameless source', () => {
+    const rows = buildSourceRows(
+      [idx('reuters_raw_content', 70_007), idx('reuters_classified_content', 70_003), idx('other', 5)],
+      [rep('reuters', 134_219, 0.83), rep('', 12, 0.5), rep('gone', 3, 1.7)],
+      { reuters: { failed: 5, crime: 10 } },
+    )
+    expect(rows.map((r) => r.source)).toEqual(['gone', 'reuters'])
+    const r = rows[1]!
+    expect([r.documents, r.classified, r.failed, r.crime, r.attempts]).toEqual([70_007, 70_003, 5, 10, 134_219])
+    expect(r.reputation).toBe(0.83)
+    expect(rows[0]!.documents).toBeNull()
+    expect(rows[0]!.reputation).toBe(1)
+  })
+  it('tones the reputation on its 0..1 scale', () => {
+    expect([reputationTone(0.9), reputationTone(0.5), reputationTone(0.1)]).toEqual(['success', 'warning', 'danger'])
+  })
+  it('sorts with nulls last either way', () => {
+    const rows = [{ n: 'a', v: 2 }, { n: 'b', v: null }, { n: 'c', v: 5 }]
+    expect(sortRows(rows, 'v', 'desc').map((r) => r.n)).toEqual(['c', 'a', 'b'])
+    expect(sortRows(rows, 'v', 'asc').map((r) => r.n)).toEqual(['a', 'c', 'b'])
+  })
+})
+
+describe('series', () => {
+  it('fills empty minutes with zeros up to now', () => {
+    const m = 60_000
+    const now = 10 * m + 30_000
+    const filled = fillBuckets([{ t: 2 * m, v: 4 }, { t: 6 * m, v: 1 }, { t: -50 * m, v: 9 }], m, 10 * m, now)
+    expect(filled).toHaveLength(10)
+    expect(filled[0]!.t).toBe(1 * m)
+    expect(filled[filled.length - 1]!.t).toBe(10 * m)
+    expect(filled.map((p) => p.v)).toEqual([0, 4, 0, 0, 0, 1, 0, 0, 0, 0])
+    expect(lastCompleteBucket(filled)).toBe(0)
+    expect(lastCompleteBucket(fillBuckets([{ t: 9 * m, v: 7 }], m, 10 * m, now))).toBe(7)
+  })
+})

@@ -45,6 +45,12 @@ type DocumentQueryRequest struct {
 	Sort      []SortField    `json:"sort"`
 	Source    []string       `json:"_source"`
 	Highlight map[string]any `json:"highlight"`
+	// SearchAfter continues after a hit's sort values (one per sort field).
+	SearchAfter []any `json:"search_after"`
+	// Aggs (or its long name Aggregations) are allowlisted aggregations
+	// (searchbody.go); their results come back as aggregations.
+	Aggs         map[string]any `json:"aggs"`
+	Aggregations map[string]any `json:"aggregations"`
 }
 
 // AckResponse answers create, delete and refresh.
@@ -337,7 +343,26 @@ func (h *Handler) query(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	if req.Aggs != nil && req.Aggregations != nil {
+		h.fail(c, invalid("give aggs or aggregations, not both"))
+		return
+	}
+	aggs := req.Aggs
+	if aggs == nil {
+		aggs = req.Aggregations
+	}
+	if err := ValidateAggs(aggs); err != nil {
+		h.fail(c, err)
+		return
+	}
+	if err := ValidateSearchAfter(req.SearchAfter, req.Sort, req.From); err != nil {
+		h.fail(c, err)
+		return
+	}
 	body := map[string]any{}
+	if len(aggs) > 0 {
+		body["aggs"] = aggs
+	}
 	if len(req.Query) > 0 {
 		body["query"] = req.Query
 	}
@@ -350,7 +375,7 @@ func (h *Handler) query(c *gin.Context) {
 	if len(req.Highlight) > 0 {
 		body["highlight"] = req.Highlight
 	}
-	res, err := h.store.Search(c.Request.Context(), name, indices.Search{Body: body, Size: size, From: req.From, Timeout: h.queryTimeout})
+	res, err := h.store.Search(c.Request.Context(), name, indices.Search{Body: body, Size: size, From: req.From, Timeout: h.queryTimeout, SearchAfter: req.SearchAfter})
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -42,6 +42,7 @@ type searchResponse struct {
 			Sort      []any               `json:"sort"`
 		} `json:"hits"`
 	} `json:"hits"`
+	Aggregations map[string]any `json:"aggregations"`
 }
 
 // Search runs s against the index name.
@@ -88,7 +89,7 @@ func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResul
 	if err := decodeNumbers(op, res, &sr); err != nil {
 		return SearchResult{}, err
 	}
-	out := SearchResult{Total: sr.Hits.Total.Value, Took: sr.Took, Hits: make([]Hit, 0, len(sr.Hits.Hits))}
+	out := SearchResult{Total: sr.Hits.Total.Value, Took: sr.Took, Hits: make([]Hit, 0, len(sr.Hits.Hits)), Aggregations: sr.Aggregations}
 	if sr.Hits.MaxScore != nil {
 		out.MaxScore = *sr.Hits.MaxScore
 	}

@@ -58,7 +58,7 @@ type Hit struct {
 	Source    map[string]any      `json:"_source"`
 	Highlight map[string][]string `json:"highlight,omitempty"`
 	// Sort holds the hit's sort values, the search_after key of the next page.
-	Sort []any `json:"-"`
+	Sort []any `json:"sort,omitempty"`
 }
 
 // SearchResult is a page of hits (spec 5.1 DocumentQueryResponse, plus the
@@ -69,4 +69,6 @@ type SearchResult struct {
 	Hits       []Hit   `json:"hits"`
 	Took       int     `json:"took_ms"`
 	NextCursor string  `json:"next_cursor,omitempty"`
+	// Aggregations are Elasticsearch's results of the request's aggs.
+	Aggregations map[string]any `json:"aggregations,omitempty"`
 }

@@ -7,7 +7,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/openapi"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -49,6 +49,16 @@ type Classifier interface {
 // that hangs answers 503 instead of holding the request.
 const DBTimeoutDefault = 5 * time.Second
 
+// Bounds of the costly routes, POST /rules/test and POST /classify, which
+// normalize and match posted text in memory: normalization can grow text
+// about 11 times (U+FDFA is 3 bytes and 33 normalized), so 128 KiB of input
+// costs at most a few MiB, and at most MaxConcurrentTestsDefault of them
+// run at once per replica; one more gets 429 with Retry-After.
+const (
+	MaxTestBytesDefault       int64 = 128 << 10
+	MaxConcurrentTestsDefault       = 4
+)
+
 // Deps are the API's collaborators.
 type Deps struct {
 	// Store holds the rules. Required.
@@ -65,6 +75,12 @@ type Deps struct {
 	// DBTimeout bounds each request's database work. Defaults to
 	// DBTimeoutDefault.
 	DBTimeout time.Duration
+	// MaxTestBytes bounds the body of /rules/test and /classify (413 past
+	// it). Defaults to MaxTestBytesDefault.
+	MaxTestBytes int64
+	// MaxConcurrentTests bounds how many /rules/test and /classify requests
+	// run at once (429 past it). Defaults to MaxConcurrentTestsDefault.
+	MaxConcurrentTests int
 }
 
 type handler struct {
@@ -93,18 +109,31 @@ func Register(router gin.IRouter, deps Deps) error {
 	if deps.DBTimeout <= 0 {
 		deps.DBTimeout = DBTimeoutDefault
 	}
+	if deps.MaxTestBytes <= 0 {
+		deps.MaxTestBytes = MaxTestBytesDefault
+	}
+	if deps.MaxConcurrentTests <= 0 {
+		deps.MaxConcurrentTests = MaxConcurrentTestsDefault
+	}
+	doc, err := openapi.JSON()
+	if err != nil {
+		return fmt.Errorf("register rules api: %w", err)
+	}
 	deps.Logger = deps.Logger.With(slog.String("component", "rules_api"))
 	h := &handler{Deps: deps}
+	// One budget for both costly routes: they share the memory and CPU.
+	costly := []gin.HandlerFunc{httpserver.LimitConcurrency(deps.MaxConcurrentTests, 1), httpserver.LimitBody(deps.MaxTestBytes)}
 
+	router.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", doc) })
 	router.GET("/rules", h.listRules)
 	router.POST("/rules", h.createRule)
-	router.POST("/rules/test", h.testRules)
+	router.POST("/rules/test", append(costly, h.testRules)...)
 	router.GET("/rules/:id", h.getRule)
 	router.PUT("/rules/:id", h.updateRule)
 	router.DELETE("/rules/:id", h.deleteRule)
 	router.POST("/rules/:id/enable", h.enableRule)
 	router.POST("/rules/:id/disable", h.disableRule)
-	router.POST("/classify", h.classify)
+	router.POST("/classify", append(costly, h.classify)...)
 	return nil
 }
 
@@ -126,73 +155,20 @@ func (h *handler) fail(c *gin.Context, err error) {
 	case errors.Is(err, rulestore.ErrInvalid):
 		httpserver.WriteError(c, http.StatusBadRequest, "invalid_rule", err.Error())
 	case errors.Is(err, rulestore.ErrNotFound):
-		httpserver.WriteError(c, http.StatusNotFound, "not_found", "rule not found")
+		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, "rule not found")
 	case errors.Is(err, rulestore.ErrConflict):
-		httpserver.WriteError(c, http.StatusConflict, "conflict", "a rule with this name already exists")
+		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, "a rule with this name already exists")
 	case errors.Is(err, rulestore.ErrUnavailable) || rulestore.IsUnavailable(err):
 		h.Logger.WarnContext(c.Request.Context(), "rule database unavailable",
 			slog.String("request_id", httpserver.RequestID(c.Request.Context())), slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusServiceUnavailable, "database_unavailable", "the rule database is unavailable; retry later")
+		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the rule database is unavailable; retry later")
 	default:
 		h.Logger.ErrorContext(c.Request.Context(), "rules api error",
 			slog.String("request_id", httpserver.RequestID(c.Request.Context())), slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusInternalServerError, "internal_error", "internal error")
+		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "internal error")
 	}
 }
 
 func badRequest(c *gin.Context, msg string) {
-	httpserver.WriteError(c, http.StatusBadRequest, "bad_request", msg)
-}
-
-// decodeJSON reads the body into v, refusing unknown fields (a misspelt
-// field is a 400, not a silently ignored value) and trailing data. It
-// writes the error response and returns false on failure.
-func decodeJSON(c *gin.Context, v any) bool {
-	dec := json.NewDecoder(c.Request.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("unexpected data after the JSON object")
-	}
-	if err == nil {
-		return true
-	}
-	var maxErr *http.MaxBytesError
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &maxErr):
-		httpserver.WriteError(c, http.StatusRequestEntityTooLarge, "body_too_large", "request body is too large")
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		badRequest(c, fmt.Sprintf("%s: must be %s (got %s)", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value))
-	case errors.As(err, &syntaxErr):
-		badRequest(c, fmt.Sprintf("body: invalid JSON at byte %d: %v", syntaxErr.Offset, err))
-	case err.Error() == "EOF":
-		badRequest(c, "body: a JSON object is required")
-	default:
-		badRequest(c, "body: "+err.Error())
-	}
-	return false
-}
-
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "float64", "float32":
-		return "a number"
-	case "int", "int64", "int32":
-		return "an integer"
-	}
-	return kind
+	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -31,24 +30,12 @@ type ClassifyResponse struct {
 // POST /classify: the body is a raw document as the crawler writes it to
 // {source}_raw_content (url, title, raw_text, og_type, published_date, ...).
 // Unknown fields are ignored, as the pipeline ignores them, so a document
-// copied from Elasticsearch can be pasted as is. A document the pipeline
+// copied from Elasticsearch can be pasted as is; everything else follows the
+// strict rule (one object, no null, no trailing data, no NUL). A document the pipeline
 // refuses (no URL, a non-http URL, no text) is a 422 with the reason.
 func (h *handler) classify(c *gin.Context) {
 	var doc contentindex.RawDocument
-	dec := json.NewDecoder(c.Request.Body)
-	if err := dec.Decode(&doc); err != nil {
-		var maxErr *http.MaxBytesError
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &maxErr):
-			httpserver.WriteError(c, http.StatusRequestEntityTooLarge, "body_too_large", "request body is too large")
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			badRequest(c, typeErr.Field+": must be "+jsonKind(typeErr.Type.Kind().String())+" (got "+typeErr.Value+")")
-		case err.Error() == "EOF":
-			badRequest(c, "body: a raw document (JSON object) is required")
-		default:
-			badRequest(c, "body: "+err.Error())
-		}
+	if !httpserver.DecodeJSONWith(c, &doc, httpserver.JSONOptions{AllowUnknownFields: true}) {
 		return
 	}
 	if doc.ID == "" {
@@ -60,12 +47,12 @@ func (h *handler) classify(c *gin.Context) {
 	out, err := h.Classifier.Classify(&domain.RawContent{RawDocument: doc})
 	if err != nil {
 		if errors.Is(err, pipeline.ErrUnprocessable) {
-			httpserver.WriteError(c, http.StatusUnprocessableEntity, "unprocessable", err.Error())
+			httpserver.WriteError(c, http.StatusUnprocessableEntity, httpserver.CodeUnprocessable, err.Error())
 			return
 		}
 		h.Logger.ErrorContext(c.Request.Context(), "dry-run classification failed",
 			"request_id", httpserver.RequestID(c.Request.Context()), "error", err)
-		httpserver.WriteError(c, http.StatusInternalServerError, "internal_error", "classification failed")
+		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "classification failed")
 		return
 	}
 	c.JSON(http.StatusOK, ClassifyResponse{Document: out, RulesVersion: h.rulesVersion()})

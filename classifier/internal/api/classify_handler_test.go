@@ -60,9 +60,12 @@ func TestClassifyEndpoint(t *testing.T) {
 		{"no url", map[string]any{"title": "t", "raw_text": "text"}, http.StatusUnprocessableEntity, "unprocessable"},
 		{"bad scheme", map[string]any{"url": "ftp://x/y", "raw_text": "text"}, http.StatusUnprocessableEntity, "unprocessable"},
 		{"no text", map[string]any{"url": "https://x.example/a"}, http.StatusUnprocessableEntity, "unprocessable"},
-		{"wrong type", map[string]any{"url": "https://x.example/a", "word_count": "many"}, http.StatusBadRequest, "bad_request"},
-		{"not JSON", "nope", http.StatusBadRequest, "bad_request"},
-		{"empty", nil, http.StatusBadRequest, "bad_request"},
+		{"wrong type", map[string]any{"url": "https://x.example/a", "word_count": "many"}, http.StatusBadRequest, "invalid_json"},
+		{"not JSON", "nope", http.StatusBadRequest, "invalid_json"},
+		{"empty", nil, http.StatusBadRequest, "invalid_json"},
+		{"null", "null", http.StatusBadRequest, "invalid_json"},
+		{"trailing data", `{"url":"https://x.example/a","raw_text":"t"} {}`, http.StatusBadRequest, "invalid_json"},
+		{"NUL in a field", `{"url":"https://x.example/a","raw_text":"a\u0000b"}`, http.StatusBadRequest, "invalid_text"},
 	} {
 		res := b.do(t, "POST", "/classify", tt.body)
 		if res.status != tt.status || res.errorCode() != tt.code {

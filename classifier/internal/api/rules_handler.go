@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/infrastructure/httpserver"
 )
 
 // ruleRequest is the body of POST /rules and PUT /rules/:id. name, topic and
@@ -71,6 +72,10 @@ type ruleList struct {
 func (h *handler) listRules(c *gin.Context) {
 	var f rulestore.Filter
 	if topic, ok := c.GetQuery("topic"); ok {
+		if len(topic) > rulestore.MaxTopicLength {
+			badRequest(c, fmt.Sprintf("topic: must be at most %d characters", rulestore.MaxTopicLength))
+			return
+		}
 		f.Topic = topic
 	}
 	if raw, ok := c.GetQuery("enabled"); ok && raw != "" {
@@ -122,7 +127,7 @@ func (h *handler) getRule(c *gin.Context) {
 // POST /rules
 func (h *handler) createRule(c *gin.Context) {
 	var req ruleRequest
-	if !decodeJSON(c, &req) {
+	if !httpserver.DecodeJSON(c, &req) {
 		return
 	}
 	in, err := req.input()
@@ -148,7 +153,7 @@ func (h *handler) updateRule(c *gin.Context) {
 		return
 	}
 	var req ruleRequest
-	if !decodeJSON(c, &req) {
+	if !httpserver.DecodeJSON(c, &req) {
 		return
 	}
 	in, err := req.input()

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/infrastructure/httpserver"
 )
 
 // testRequest is the body of POST /rules/test: either title and body (at
@@ -104,7 +105,7 @@ type TestResponse struct {
 // POST /rules/test
 func (h *handler) testRules(c *gin.Context) {
 	var req testRequest
-	if !decodeJSON(c, &req) {
+	if !httpserver.DecodeJSON(c, &req) {
 		return
 	}
 	if req.Text != nil && (req.Title != nil || req.Body != nil) {

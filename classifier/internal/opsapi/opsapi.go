@@ -6,13 +6,10 @@ package opsapi
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +31,10 @@ const (
 
 // dbTimeout bounds the database work of one request.
 const dbTimeout = 5 * time.Second
+
+// maxSourceBytes bounds a source name (a path segment or a filter), far
+// above any real one.
+const maxSourceBytes = 255
 
 // Deps are the repositories the API reads and changes.
 type Deps struct {
@@ -63,8 +64,6 @@ func Register(router gin.IRouter, d Deps) {
 	router.GET("/stats", h.stats)
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 func (h *handler) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Request.Context(), dbTimeout)
 }
@@ -74,10 +73,10 @@ func (h *handler) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
 func (h *handler) fail(c *gin.Context, op string, err error) {
 	switch {
 	case errors.Is(err, deadletter.ErrNotFound), errors.Is(err, reputation.ErrNotFound):
-		httpserver.WriteError(c, http.StatusNotFound, "not_found", err.Error())
+		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
 	default:
 		h.Logger.ErrorContext(c.Request.Context(), "operations API database error", "operation", op, "error", err)
-		httpserver.WriteError(c, http.StatusServiceUnavailable, "database_unavailable", op+" failed: the classifier database did not answer")
+		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, op+" failed: the classifier database did not answer")
 	}
 }
 
@@ -90,7 +89,7 @@ func parseFilter(source, code, exhausted string) (deadletter.Filter, error) {
 		}
 		f.Exhausted = &b
 	}
-	if len(f.Source) > 255 || len(f.ErrorCode) > 50 {
+	if len(f.Source) > maxSourceBytes || len(f.ErrorCode) > 50 {
 		return f, errors.New("source or error_code too long")
 	}
 	return f, nil
@@ -101,29 +100,33 @@ type listResponse struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+func badRequest(c *gin.Context, msg string) {
+	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
+}
+
 func (h *handler) listDLQ(c *gin.Context) {
 	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"))
 	if err != nil {
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_filter", err.Error())
+		badRequest(c, err.Error())
 		return
 	}
 	limit := LimitDefault
 	if s := c.Query("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > LimitMax {
-			httpserver.WriteError(c, http.StatusBadRequest, "invalid_limit", fmt.Sprintf("limit must be 1..%d", LimitMax))
+			badRequest(c, fmt.Sprintf("limit must be 1..%d", LimitMax))
 			return
 		}
 		limit = n
 	}
 	var after *deadletter.Cursor
 	if s := c.Query("cursor"); s != "" {
-		cur, err := decodeCursor(s)
+		k, err := httpserver.DecodeCursor(s)
 		if err != nil {
-			httpserver.WriteError(c, http.StatusBadRequest, "invalid_cursor", "cursor is not one this API returned")
+			httpserver.WriteRequestError(c, err)
 			return
 		}
-		after = cur
+		after = &deadletter.Cursor{CreatedAt: k.CreatedAt, ID: k.ID}
 	}
 	ctx, cancel := h.ctx(c)
 	defer cancel()
@@ -136,33 +139,13 @@ func (h *handler) listDLQ(c *gin.Context) {
 	if len(entries) > limit {
 		entries = entries[:limit]
 		last := entries[len(entries)-1]
-		next := encodeCursor(deadletter.Cursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		next := httpserver.EncodeCursor(httpserver.Keyset{CreatedAt: last.CreatedAt, ID: last.ID})
 		resp.Entries, resp.NextCursor = entries, &next
 	}
 	if entries == nil {
 		resp.Entries = []any{}
 	}
 	c.JSON(http.StatusOK, resp)
-}
-
-func encodeCursor(cur deadletter.Cursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cur.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + cur.ID))
-}
-
-func decodeCursor(s string) (*deadletter.Cursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, err
-	}
-	ts, id, ok := strings.Cut(string(b), "|")
-	if !ok || !uuidPattern.MatchString(id) {
-		return nil, errors.New("malformed cursor")
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return nil, err
-	}
-	return &deadletter.Cursor{CreatedAt: t, ID: id}, nil
 }
 
 func (h *handler) dlqStats(c *gin.Context) {
@@ -178,8 +161,8 @@ func (h *handler) dlqStats(c *gin.Context) {
 
 func (h *handler) requeueOne(c *gin.Context) {
 	id := c.Param("id")
-	if !uuidPattern.MatchString(id) {
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_id", "id must be a UUID")
+	if !httpserver.IsUUID(id) {
+		badRequest(c, "id must be a UUID")
 		return
 	}
 	ctx, cancel := h.ctx(c)
@@ -192,16 +175,28 @@ func (h *handler) requeueOne(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"requeued": 1})
 }
 
+// filterBody is the body of POST /dlq/requeue: every entry matching all
+// given fields is re-queued. At least one filter, or "all": true, is
+// required, so that an empty or null body never re-queues everything.
 type filterBody struct {
 	Source    string `json:"source"`
 	ErrorCode string `json:"error_code"`
 	Exhausted *bool  `json:"exhausted"`
+	All       bool   `json:"all"`
 }
 
 func (h *handler) requeueMatching(c *gin.Context) {
 	var body filterBody
-	if err := c.ShouldBindJSON(&body); err != nil && !errors.Is(err, io.EOF) {
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_body", "body must be a JSON filter: {source, error_code, exhausted}")
+	if !httpserver.DecodeJSON(c, &body) {
+		return
+	}
+	hasFilter := strings.TrimSpace(body.Source) != "" || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil
+	switch {
+	case body.All && hasFilter:
+		badRequest(c, `"all": true re-queues every entry; send it without filters`)
+		return
+	case !body.All && !hasFilter:
+		badRequest(c, `give a filter (source, error_code, exhausted) or "all": true to re-queue every entry`)
 		return
 	}
 	exhausted := ""
@@ -210,7 +205,7 @@ func (h *handler) requeueMatching(c *gin.Context) {
 	}
 	f, err := parseFilter(body.Source, body.ErrorCode, exhausted)
 	if err != nil {
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_filter", err.Error())
+		badRequest(c, err.Error())
 		return
 	}
 	ctx, cancel := h.ctx(c)
@@ -220,14 +215,14 @@ func (h *handler) requeueMatching(c *gin.Context) {
 		h.fail(c, "requeue dead letters", err)
 		return
 	}
-	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "error_code", f.ErrorCode, "by", subject(c))
+	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "error_code", f.ErrorCode, "all", body.All, "by", subject(c))
 	c.JSON(http.StatusOK, gin.H{"requeued": n})
 }
 
 func (h *handler) deleteOne(c *gin.Context) {
 	id := c.Param("id")
-	if !uuidPattern.MatchString(id) {
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_id", "id must be a UUID")
+	if !httpserver.IsUUID(id) {
+		badRequest(c, "id must be a UUID")
 		return
 	}
 	ctx, cancel := h.ctx(c)
@@ -255,9 +250,13 @@ func (h *handler) listSources(c *gin.Context) {
 }
 
 func (h *handler) getSource(c *gin.Context) {
+	name, ok := httpserver.ParamText(c, "name", maxSourceBytes)
+	if !ok {
+		return
+	}
 	ctx, cancel := h.ctx(c)
 	defer cancel()
-	s, err := h.Sources.Get(ctx, c.Param("name"))
+	s, err := h.Sources.Get(ctx, name)
 	if err != nil {
 		h.fail(c, "get source", err)
 		return
@@ -277,13 +276,13 @@ func (h *handler) stats(c *gin.Context) {
 	interval, err2 := time.ParseDuration(c.DefaultQuery("interval", "1m"))
 	switch {
 	case err1 != nil || window <= 0 || window > statsWindowMax:
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_window", "window must be a duration up to 168h, such as 1h")
+		badRequest(c, "window must be a duration up to 168h, such as 1h")
 		return
 	case err2 != nil || interval < statsIntervalMin || interval > window:
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_interval", "interval must be a duration from 10s up to the window, such as 1m")
+		badRequest(c, "interval must be a duration from 10s up to the window, such as 1m")
 		return
 	case window/interval > statsBucketsMax:
-		httpserver.WriteError(c, http.StatusBadRequest, "invalid_interval", fmt.Sprintf("window/interval must be at most %d buckets", statsBucketsMax))
+		badRequest(c, fmt.Sprintf("window/interval must be at most %d buckets", statsBucketsMax))
 		return
 	}
 	ctx, cancel := h.ctx(c)

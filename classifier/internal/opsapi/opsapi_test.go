@@ -5,28 +5,36 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/openapi"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
 type bundle struct {
-	router *gin.Engine
-	db     *sql.DB
-	token  string
-	dlq    *deadletter.Repository
+	router   *gin.Engine
+	db       *sql.DB
+	token    string
+	dlq      *deadletter.Repository
+	oaRouter routers.Router
 }
 
 func setup(t *testing.T) *bundle {
@@ -49,13 +57,73 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gin.SetMode(gin.ReleaseMode)
-	router := gin.New()
+	// Served as main.go serves it: the shared server (text rule, body
+	// limit) and the JWT-guarded group.
+	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "classifier"}, logger, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := srv.Router()
 	dlq := deadletter.NewRepository(db)
 	Register(router.Group("/api/v1", authn.Middleware()), Deps{
 		DeadLetters: dlq, Sources: reputation.NewRepository(db), History: storage.NewHistoryRepository(db), Logger: logger,
 	})
-	return &bundle{router: router, db: db, token: token, dlq: dlq}
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oaRouter, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{router: router, db: db, token: token, dlq: dlq, oaRouter: oaRouter}
+}
+
+// doRaw sends body as is and checks the answer against the OpenAPI
+// document; it returns the status and the error code, if any.
+func (b *bundle) doRaw(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	b.router.ServeHTTP(w, req)
+	b.validate(t, req, w)
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(w.Body.Bytes(), &e)
+	return w.Code, e.Error.Code
+}
+
+// validate checks a real answer against the classifier's OpenAPI document.
+func (b *bundle) validate(t *testing.T, req *http.Request, w *httptest.ResponseRecorder) {
+	t.Helper()
+	if w.Code == http.StatusNoContent {
+		return
+	}
+	vreq := req.Clone(context.Background())
+	vreq.Body = http.NoBody
+	route, params, err := b.oaRouter.FindRoute(vreq)
+	if err != nil {
+		if !strings.Contains(w.Body.String(), `"error":{"code":`) {
+			t.Fatalf("%s %s: unrouted answer %d is not a JSON error: %s", req.Method, req.URL, w.Code, w.Body)
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: vreq, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  w.Code,
+		Header:  w.Header(),
+		Body:    io.NopCloser(bytes.NewReader(w.Body.Bytes())),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Fatalf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL, w.Code, err, w.Body)
+	}
 }
 
 func (b *bundle) do(t *testing.T, method, path string, body any, out any) int {
@@ -67,11 +135,12 @@ func (b *bundle) do(t *testing.T, method, path string, body any, out any) int {
 	} else {
 		r = bytes.NewReader(nil)
 	}
-	req := httptest.NewRequest(method, path, r)
+	req := httptest.NewRequest(method, "http://localhost"+path, r)
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	b.router.ServeHTTP(w, req)
+	b.validate(t, req, w)
 	if out != nil && w.Body.Len() > 0 {
 		if err := json.Unmarshal(w.Body.Bytes(), out); err != nil {
 			t.Fatalf("%s %s: body %q: %v", method, path, w.Body.String(), err)
@@ -269,5 +338,44 @@ func TestOperationsNeedAToken(t *testing.T) {
 		if w.Code != http.StatusUnauthorized {
 			t.Errorf("GET %s without a token = %d, want 401", path, w.Code)
 		}
+	}
+}
+
+// NUL and invalid UTF-8 in parameters and bodies get 400, never a 5xx from
+// Postgres; a bulk requeue needs a filter or "all": true, and null, empty
+// and trailing bodies are refused without re-queueing anything.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t)
+	if _, err := b.db.Exec(`UPDATE dead_letter_queue SET retry_count = 3, next_retry_at = NOW() + INTERVAL '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ method, path, body, code string }{
+		{"GET", "/api/v1/dlq?source=%00", "", "invalid_text"},
+		{"GET", "/api/v1/dlq?error_code=%c3%28", "", "invalid_text"},
+		{"GET", "/api/v1/sources/%00", "", "invalid_text"},
+		{"GET", "/api/v1/sources/a%ffb", "", "invalid_text"},
+		{"GET", "/api/v1/sources/" + strings.Repeat("s", 300), "", "bad_request"},
+		{"POST", "/api/v1/dlq/requeue", "", "invalid_json"},
+		{"POST", "/api/v1/dlq/requeue", "null", "invalid_json"},
+		{"POST", "/api/v1/dlq/requeue", "{}", "bad_request"},
+		{"POST", "/api/v1/dlq/requeue", `{"all":true,"source":"alpha"}`, "bad_request"},
+		{"POST", "/api/v1/dlq/requeue", `{"source":"alpha"} {"all":true}`, "invalid_json"},
+		{"POST", "/api/v1/dlq/requeue", `{"source":"\u0000"}`, "invalid_text"},
+		{"POST", "/api/v1/dlq/requeue", `{"sauce":"alpha"}`, "invalid_json"},
+		{"GET", "/api/v1/dlq?cursor=nonsense", "", "invalid_cursor"},
+	} {
+		if code, ec := b.doRaw(t, tt.method, tt.path, tt.body); code != http.StatusBadRequest || ec != tt.code {
+			t.Errorf("%s %s %q: %d %s, want 400 %s", tt.method, tt.path, tt.body, code, ec, tt.code)
+		}
+	}
+	var due int
+	if err := b.db.QueryRow(`SELECT COUNT(*) FROM dead_letter_queue WHERE retry_count = 0`).Scan(&due); err != nil || due != 0 {
+		t.Fatalf("a refused request re-queued %d entries (%v)", due, err)
+	}
+	var resp map[string]int
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"all": true}, &resp); code != 200 || resp["requeued"] != 7 {
+		t.Errorf(`requeue with "all": %d %v, want 7`, code, resp)
 	}
 }

@@ -21,7 +21,7 @@ type pollStatusResponse struct {
 // poller skips it, why, since when and until when.
 func (h *handler) pollStatus(c *gin.Context) {
 	if h.PollStatus == nil {
-		httpserver.WriteError(c, http.StatusServiceUnavailable, "poller_unavailable", "this classifier runs no poller")
+		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeUnavailable, "this classifier runs no poller")
 		return
 	}
 	resp := pollStatusResponse{Indices: h.PollStatus()}

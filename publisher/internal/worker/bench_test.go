@@ -24,12 +24,18 @@ import (
 // -benchtime 1x) and reports its figures with b.ReportMetric.
 
 // BenchmarkDrain100k drains 100,000 pending rows with one worker to one
-// pattern subscriber, and measures redis-benchmark's pipelined PUBLISH on the
-// same Redis as the ceiling.
+// pattern subscriber: at the defaults (the claim grows to BatchSizeDefault)
+// and with the claim capped at 100 and 1000 rows. It measures
+// redis-benchmark's pipelined PUBLISH on the same Redis right after as the
+// ceiling, and reports the drain's share of it (x_of_redis_benchmark).
 func BenchmarkDrain100k(b *testing.B) {
 	const rows = 100000
-	for _, batch := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("batch%d", batch), func(b *testing.B) {
+	for _, batch := range []int{0, 100, 1000} {
+		name := fmt.Sprintf("batch%d", batch)
+		if batch == 0 {
+			name = "defaults"
+		}
+		b.Run(name, func(b *testing.B) {
 			bn := setup(b)
 			rs := outboxtest.StartRedis(b)
 			outboxtest.Insert(b, bn.db, outboxtest.Rows("drain", rows))
@@ -48,9 +54,11 @@ func BenchmarkDrain100k(b *testing.B) {
 			if got := outboxtest.Counts(b, bn.db)["published"]; got != rows {
 				outboxtest.WaitFor(b, time.Minute, "all rows marked", func() bool { return outboxtest.Counts(b, bn.db)["published"] == rows })
 			}
-			b.ReportMetric(float64(rows)/elapsed.Seconds(), "msgs/s")
-			if batch == 1000 {
-				b.ReportMetric(redisBenchmarkPublish(b, rs.Port), "redis-benchmark-publish-req/s")
+			rate := float64(rows) / elapsed.Seconds()
+			b.ReportMetric(rate, "msgs/s")
+			if ceiling := redisBenchmarkPublish(b, rs.Port); ceiling > 0 {
+				b.ReportMetric(ceiling, "redis-benchmark-publish-req/s")
+				b.ReportMetric(rate/ceiling, "x_of_redis_benchmark")
 			}
 		})
 	}
@@ -60,6 +68,13 @@ func BenchmarkDrain100k(b *testing.B) {
 // 60 seconds (PUBLISHER_BENCH_LAG_SECONDS overrides) against a worker with
 // the default configuration (LISTEN/NOTIFY, 5s fallback poll), and reports
 // the latency from the start of each INSERT to the subscriber's receipt.
+//
+// Beside it, 100 times a second, it times the bare round trips a message
+// cannot avoid on this machine at this moment: a Postgres `SELECT 1` and a
+// Redis PUBLISH to the subscriber's receipt (floor_pg_p99_ms,
+// floor_redis_p99_ms). A message takes at least four such steps (the
+// INSERT with its NOTIFY, the wake-up, the claim, the publish), so on a
+// loaded machine these say how much of the lag is the machine's.
 func BenchmarkPublishLag(b *testing.B) {
 	seconds := 60
 	if v, err := strconv.Atoi(os.Getenv("PUBLISHER_BENCH_LAG_SECONDS")); err == nil && v > 0 {
@@ -98,6 +113,7 @@ func BenchmarkPublishLag(b *testing.B) {
 	}()
 	bn.startWorker(b, worker.Config{PollInterval: worker.PollIntervalDefault}, rs.Client())
 	rows := outboxtest.Rows("lag", total)
+	floor := startFloorProbe(b, bn, rs)
 
 	b.ResetTimer()
 	jobs := make(chan int, 1000)
@@ -141,7 +157,73 @@ func BenchmarkPublishLag(b *testing.B) {
 	b.ReportMetric(ms(0.50), "p50_ms")
 	b.ReportMetric(ms(0.99), "p99_ms")
 	b.ReportMetric(ms(1), "max_ms")
+	// The issue's goal is p99 <= 10 ms (a prototype's 3.1 ms on the same
+	// machine): below 1 meets it.
+	b.ReportMetric(ms(0.99)/10, "x_of_p99_goal")
 	b.ReportMetric(float64(total)/insertSecs, "inserts/s")
+	pg, rd := floor.stop()
+	b.ReportMetric(pg, "floor_pg_p99_ms")
+	b.ReportMetric(rd, "floor_redis_p99_ms")
+}
+
+// floorProbe times bare Postgres and Redis pub/sub round trips while a
+// benchmark runs.
+type floorProbe struct {
+	stopc     chan struct{}
+	done      chan struct{}
+	pg, redis []time.Duration
+}
+
+func startFloorProbe(b *testing.B, bn *bundle, rs *outboxtest.RedisServer) *floorProbe {
+	ctx := context.Background()
+	sub := rs.Client().Subscribe(ctx, "bench:floor")
+	if _, err := sub.Receive(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sub.Close() })
+	msgs := sub.Channel()
+	pub := rs.Client()
+	p := &floorProbe{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stopc:
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			if err := bn.db.QueryRowContext(ctx, `SELECT 1`).Scan(new(int)); err == nil {
+				p.pg = append(p.pg, time.Since(start))
+			}
+			start = time.Now()
+			if err := pub.Publish(ctx, "bench:floor", "x").Err(); err != nil {
+				continue
+			}
+			select {
+			case <-msgs:
+				p.redis = append(p.redis, time.Since(start))
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and returns the 99th percentiles in milliseconds.
+func (p *floorProbe) stop() (pg, redis float64) {
+	close(p.stopc)
+	<-p.done
+	p99 := func(d []time.Duration) float64 {
+		if len(d) == 0 {
+			return 0
+		}
+		slices.Sort(d)
+		return float64(d[(len(d)-1)*99/100]) / float64(time.Millisecond)
+	}
+	return p99(p.pg), p99(p.redis)
 }
 
 // countMessages counts every message on the publisher's channels.

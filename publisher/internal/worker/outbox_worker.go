@@ -32,9 +32,9 @@ import (
 // Defaults of Config.
 const (
 	PollIntervalDefault       = 5 * time.Second
-	BatchSizeDefault          = 100
+	BatchSizeDefault          = 1000
 	PublishTimeoutDefault     = 10 * time.Second
-	NotifyDebounceDefault     = 10 * time.Millisecond
+	NotifyDebounceDefault     = 0
 	RetryInitialDefault       = time.Minute
 	RetryMaxDefault           = time.Hour
 	BreakerThresholdDefault   = breaker.ThresholdDefault
@@ -57,9 +57,13 @@ type Config struct {
 	// PollInterval is the fallback wait between claims when no NOTIFY
 	// arrives (jittered by 10%). Defaults to PollIntervalDefault.
 	PollInterval time.Duration
-	// BatchSize is the most rows claimed at once: one batch is claimed only
-	// when the previous one is published and recorded, so the worker never
-	// holds more rows than it can publish now. Defaults to BatchSizeDefault.
+	// BatchSize is the most rows claimed at once. The running worker claims
+	// BatchSize rows first, then twice what its last claim found, from
+	// BatchSizeStart up to BatchSize: a lone row goes out at once, a backlog
+	// in batches of BatchSize. A batch
+	// is claimed only when the previous one is published (its outcome may
+	// still be being written), so the worker holds at most two batches.
+	// Defaults to BatchSizeDefault.
 	BatchSize int
 	// PublishTimeout bounds one pipelined publish of a batch.
 	// Defaults to PublishTimeoutDefault.
@@ -68,8 +72,10 @@ type Config struct {
 	// inserts. Empty disables LISTEN/NOTIFY: the worker only polls.
 	ListenURL string
 	// NotifyDebounce is how long the worker waits after a notification
-	// before claiming, so a burst of inserts becomes one batch.
-	// Defaults to NotifyDebounceDefault.
+	// before claiming. Zero (the default) claims at once: the inserts that
+	// arrive while a batch is claimed and published make up the next batch
+	// anyway, so a burst still becomes few batches, and a debounce only
+	// adds its length to every message's lag.
 	NotifyDebounce time.Duration
 	// Retry spaces out the retries of a row whose publish failed.
 	// Defaults to RetryInitialDefault doubling to RetryMaxDefault, 20% jitter.
@@ -116,7 +122,7 @@ func (c *Config) setDefaults() {
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = PublishTimeoutDefault
 	}
-	if c.NotifyDebounce <= 0 {
+	if c.NotifyDebounce < 0 {
 		c.NotifyDebounce = NotifyDebounceDefault
 	}
 	if c.Retry == (backoff.Policy{}) {
@@ -168,6 +174,11 @@ type OutboxWorker struct {
 	monitor         *breaker.Monitor
 	// wake is poked by LISTEN notifications and by a breaker closing.
 	wake chan struct{}
+	// limit is the next claim's limit, adapted to the backlog by drain, and
+	// recording the outcome being written, if any (see drain). Only the run
+	// loop's goroutine uses them.
+	limit     int
+	recording chan error
 
 	mu          sync.Mutex
 	started     bool
@@ -190,6 +201,7 @@ func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *teleme
 	cfg.setDefaults()
 	w := &OutboxWorker{cfg: cfg, repo: repo, redis: rdb, metrics: metrics, tracer: tracer,
 		logger: logger.With("component", "outbox_worker"), wake: make(chan struct{}, 1)}
+	w.limit = cfg.BatchSize // a start often finds a backlog
 	w.redisBreaker = breaker.MustNew(breaker.Config{Name: DependencyRedis, Threshold: cfg.BreakerThreshold,
 		Cooldown: cfg.BreakerCooldown, MaxCooldown: cfg.BreakerMaxCooldown, OnChange: w.breakerChanged})
 	w.postgresBreaker = breaker.MustNew(breaker.Config{Name: DependencyPostgres, Threshold: cfg.PostgresBreakerThreshold,
@@ -377,6 +389,11 @@ func (w *OutboxWorker) listen(ctx context.Context) *pq.Listener {
 
 func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, done chan<- struct{}) {
 	defer close(done)
+	defer func() {
+		if err := w.waitRecorded(); err != nil {
+			w.drainFailed(workCtx, err)
+		}
+	}()
 	timer := time.NewTimer(0) // drain at once on start
 	defer timer.Stop()
 	for {
@@ -384,7 +401,7 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, done chan<- struct
 		case <-fetchCtx.Done():
 			return
 		case <-w.wake:
-			if !sleep(fetchCtx, w.cfg.NotifyDebounce) {
+			if w.cfg.NotifyDebounce > 0 && !sleep(fetchCtx, w.cfg.NotifyDebounce) {
 				return
 			}
 		case <-timer.C:
@@ -397,25 +414,92 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, done chan<- struct
 // drain publishes batch after batch until one comes back short, a breaker
 // is not closed (the monitor probes it; its closing wakes the loop) or
 // fetching stops.
+//
+// Two things keep a busy outbox moving and a quiet one quick:
+//
+//   - The claim follows the backlog: the first asks for Config.BatchSize
+//     rows (a start often finds a backlog), every later one for twice the
+//     rows the previous claim found, between BatchSizeStart and
+//     Config.BatchSize. A lone row goes out in a batch of one as soon as it
+//     is claimed; a burst after a quiet spell starts in small batches (its
+//     first rows go out without waiting for the whole burst to be claimed)
+//     that double up to Config.BatchSize.
+//   - The outcome of a batch (its rows marked published) is written while
+//     the next batch is claimed and published, on another connection, so
+//     neither a backlog nor a lone row waits for it: the database's work
+//     for batch N overlaps the claim and Redis's work for batch N+1. At most
+//     one outcome is in flight (w.recording); the run loop waits for it
+//     before it returns, so Stop still finds every outcome recorded.
 func (w *OutboxWorker) drain(fetchCtx, workCtx context.Context) {
 	for fetchCtx.Err() == nil {
 		if ok, _ := breaker.AllClosed(w.redisBreaker, w.postgresBreaker); !ok {
 			return
 		}
-		n, err := w.DrainOnce(workCtx)
+		limit := w.limit
+		sent, err := w.claimAndPublish(workCtx, limit)
 		if err != nil {
-			if outbox.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
-				w.logger.WarnContext(workCtx, "outbox drain failed: database unusable", "error", err,
-					"postgres_breaker", w.postgresBreaker.State().String())
-			} else {
-				w.logger.ErrorContext(workCtx, "outbox drain failed", "error", err)
+			w.drainFailed(workCtx, err)
+			return
+		}
+		n := 0
+		if sent != nil {
+			n = sent.size()
+		}
+		w.limit = nextLimit(n, w.startLimit(), w.cfg.BatchSize)
+		if err := w.waitRecorded(); err != nil {
+			// The previous outcome could not be written: write this one
+			// before giving up, then wait for the next wake-up or poll.
+			w.drainFailed(workCtx, err)
+			if sent != nil {
+				if err := w.record(sent); err != nil {
+					w.drainFailed(workCtx, err)
+				}
 			}
 			return
 		}
-		if n < w.cfg.BatchSize {
+		if sent == nil {
+			return
+		}
+		done := make(chan error, 1)
+		w.recording = done
+		go func() { done <- w.record(sent) }()
+		if n < limit {
 			return
 		}
 	}
+}
+
+// waitRecorded waits for the outcome in flight, if any, and returns its
+// error.
+func (w *OutboxWorker) waitRecorded() error {
+	if w.recording == nil {
+		return nil
+	}
+	err := <-w.recording
+	w.recording = nil
+	return err
+}
+
+func (w *OutboxWorker) drainFailed(ctx context.Context, err error) {
+	if outbox.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+		w.logger.WarnContext(ctx, "outbox drain failed: database unusable", "error", err,
+			"postgres_breaker", w.postgresBreaker.State().String())
+	} else {
+		w.logger.ErrorContext(ctx, "outbox drain failed", "error", err)
+	}
+}
+
+// BatchSizeStart is the least claim limit of the running worker (or
+// Config.BatchSize if that is smaller): its limit after the outbox ran dry.
+const BatchSizeStart = 100
+
+func (w *OutboxWorker) startLimit() int { return min(BatchSizeStart, w.cfg.BatchSize) }
+
+// nextLimit is the claim limit after a claim that found n rows: twice n,
+// within [start, most]. A full batch doubles the limit; a short one sets it
+// near the backlog it found.
+func nextLimit(n, start, most int) int {
+	return min(max(2*n, start), most)
 }
 
 // outcome is the result of publishing one row. dependency marks a failure
@@ -453,46 +537,82 @@ func (w *OutboxWorker) postgresFailed(err error) {
 }
 
 // DrainOnce claims one batch, publishes it and records the outcome of every
-// row. It returns the number of rows claimed.
+// row. It returns the number of rows claimed. It claims at most
+// Config.BatchSize rows; the running worker adapts its claims to the
+// backlog instead (see drain).
 func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
+	sent, err := w.claimAndPublish(ctx, w.cfg.BatchSize)
+	if err != nil || sent == nil {
+		return 0, err
+	}
+	return sent.size(), w.record(sent)
+}
+
+// sentBatch is a claimed batch whose messages went out (or failed), waiting
+// for its outcome to be recorded.
+type sentBatch struct {
+	ctx      context.Context // carries the batch's span
+	span     trace.Span
+	batch    outbox.Batch
+	outcomes []outcome
+	redisErr error
+}
+
+func (s *sentBatch) size() int { return len(s.batch.Entries) }
+
+// claimAndPublish claims up to limit rows and publishes them. It returns nil
+// when there was nothing to claim.
+func (w *OutboxWorker) claimAndPublish(ctx context.Context, limit int) (*sentBatch, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, w.claimTimeout())
-	batch, err := w.repo.Claim(claimCtx, w.cfg.BatchSize)
+	batch, err := w.repo.Claim(claimCtx, limit)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			w.postgresFailed(err)
 		}
-		return 0, err
+		return nil, err
 	}
 	w.postgresBreaker.Success()
 	entries := batch.Entries
 	if len(entries) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	ctx, span := w.tracer.Start(ctx, "publisher.batch", trace.WithAttributes(attribute.Int("batch_size", len(entries))))
-	defer span.End()
 	w.metrics.BatchSize.Record(ctx, int64(len(entries)))
 
-	outcomes := w.publish(ctx, entries)
+	s := &sentBatch{ctx: ctx, span: span, batch: batch, outcomes: w.publish(ctx, entries)}
+	for _, o := range s.outcomes {
+		if o.err != nil && o.dependency {
+			s.redisErr = o.err
+		}
+	}
+	switch {
+	case s.redisErr != nil && ctx.Err() == nil:
+		w.redisBreaker.Failure(s.redisErr)
+	case s.redisErr == nil:
+		w.redisBreaker.Success()
+	}
+	return s, nil
+}
+
+// record writes the outcome of a sent batch: published rows marked in one
+// statement, failed rows charged a retry, rows Redis could not take
+// released. It ends the batch's span.
+func (w *OutboxWorker) record(s *sentBatch) error {
+	ctx, span, batch, outcomes, redisErr := s.ctx, s.span, s.batch, s.outcomes, s.redisErr
+	defer span.End()
+	entries := batch.Entries
 	var published, release []string
 	var failures []outbox.Failure
-	var redisErr error
 	for i, e := range entries {
 		switch o := outcomes[i]; {
 		case o.err == nil:
 			published = append(published, e.ID)
 		case o.dependency:
 			release = append(release, e.ID)
-			redisErr = o.err
 		default:
 			failures = append(failures, outbox.Failure{ID: e.ID, Error: o.err.Error(), RetryIn: w.cfg.Retry.Delay(e.RetryCount)})
 		}
-	}
-	switch {
-	case redisErr != nil && ctx.Err() == nil:
-		w.redisBreaker.Failure(redisErr)
-	case redisErr == nil:
-		w.redisBreaker.Success()
 	}
 
 	// The outcome is recorded even when Stop cancelled the batch: the
@@ -551,9 +671,9 @@ func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
 	if err := errors.Join(errs...); err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "recording outcome")
-		return len(entries), err
+		return err
 	}
-	return len(entries), nil
+	return nil
 }
 
 // recordFailures marks the failed rows and returns how many it recorded

@@ -195,6 +195,9 @@ func serve(ctx context.Context, _ []string) error {
 		// One failing raw index does not make the service unready (the
 		// others flow); /ready names it in its details.
 		httpserver.ReadyCheck{Name: "raw_indices", Advisory: true, Check: func(context.Context) error { return poller.Failing(poll.IndexStatus()) }},
+		// A stored rule set over the cost budget is refused (the engine keeps
+		// the last good set); /ready names it without making the service unready.
+		httpserver.ReadyCheck{Name: "rules_budget", Advisory: true, Check: watcher.BudgetCheck},
 	)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -110,4 +111,25 @@ func TestCostlyRoutesAreBounded(t *testing.T) {
 	}
 	close(m.release)
 	wg.Wait()
+}
+
+// A rule that would take the enabled set over the cost budget is a 400
+// with the reason; a keyword that expands under normalization is measured
+// as it expands.
+func TestRuleOverBudgetIs400(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	kws := make([]string, 500)
+	for i := range kws {
+		kws[i] = fmt.Sprintf("k%03d%s", i, strings.Repeat("x", 90))
+	}
+	res := b.do(t, "POST", "/rules", map[string]any{"name": "huge", "topic": "wildlife", "keywords": kws})
+	if res.status != http.StatusBadRequest || res.errorCode() != "invalid_rule" || !strings.Contains(res.errorMessage(), "over budget") {
+		t.Errorf("over-budget rule: %d %s", res.status, res.body)
+	}
+	res = b.do(t, "POST", "/rules", map[string]any{"name": "expanding", "topic": "wildlife",
+		"keywords": []string{"aa" + strings.Repeat("\ufdfa", 98)}})
+	if res.status != http.StatusBadRequest || !strings.Contains(res.errorMessage(), "bytes once normalized") {
+		t.Errorf("expanding keyword: %d %s", res.status, res.body)
+	}
 }

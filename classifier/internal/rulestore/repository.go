@@ -105,15 +105,14 @@ func (r *Repository) Create(ctx context.Context, in Input) (Rule, error) {
 	if err != nil {
 		return Rule{}, fmt.Errorf("create rule: %w", err)
 	}
-	rule, err := scanRule(r.db.QueryRowContext(ctx, `
+	op := fmt.Sprintf("create rule %q", in.Name)
+	return r.withinBudget(ctx, op, 0, in.Enabled, in.Keywords, func(tx *sql.Tx) (Rule, error) {
+		return scanRule(tx.QueryRowContext(ctx, `
 		INSERT INTO classification_rules (name, topic, keywords, min_confidence, priority, enabled, min_keywords)
 		VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, 0))
 		RETURNING `+ruleColumns,
-		in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
-	if err != nil {
-		return Rule{}, dbError(fmt.Sprintf("create rule %q", in.Name), err)
-	}
-	return rule, nil
+			in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
+	})
 }
 
 // Update validates in and replaces every editable field of rule id with it.
@@ -123,17 +122,15 @@ func (r *Repository) Update(ctx context.Context, id int64, in Input) (Rule, erro
 	if err != nil {
 		return Rule{}, fmt.Errorf("update rule %d: %w", id, err)
 	}
-	rule, err := scanRule(r.db.QueryRowContext(ctx, `
+	return r.withinBudget(ctx, fmt.Sprintf("update rule %d", id), id, in.Enabled, in.Keywords, func(tx *sql.Tx) (Rule, error) {
+		return scanRule(tx.QueryRowContext(ctx, `
 		UPDATE classification_rules
 		   SET name = $2, topic = $3, keywords = $4, min_confidence = $5, priority = $6, enabled = $7,
 		       min_keywords = COALESCE($8, LEAST(min_keywords, cardinality($4::text[])))
 		 WHERE id = $1
 		RETURNING `+ruleColumns,
-		id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
-	if err != nil {
-		return Rule{}, dbError(fmt.Sprintf("update rule %d", id), err)
-	}
-	return rule, nil
+			id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
+	})
 }
 
 // SetEnabled enables or disables rule id and returns it. Setting the state
@@ -142,6 +139,19 @@ func (r *Repository) SetEnabled(ctx context.Context, id int64, enabled bool) (Ru
 	op := fmt.Sprintf("enable rule %d", id)
 	if !enabled {
 		op = fmt.Sprintf("disable rule %d", id)
+	}
+	if enabled {
+		// Enabling adds the rule's keywords to the engine: within budget.
+		current, err := r.Get(ctx, id)
+		if err != nil {
+			return Rule{}, err
+		}
+		if current.Enabled {
+			return current, nil
+		}
+		return r.withinBudget(ctx, op, id, true, current.Keywords, func(tx *sql.Tx) (Rule, error) {
+			return scanRule(tx.QueryRowContext(ctx, `UPDATE classification_rules SET enabled = TRUE WHERE id = $1 RETURNING `+ruleColumns, id))
+		})
 	}
 	rule, err := scanRule(r.db.QueryRowContext(ctx, `
 		UPDATE classification_rules SET enabled = $2
@@ -215,6 +225,63 @@ func (r *Repository) LoadEnabled(ctx context.Context) ([]rules.Rule, int64, erro
 		return nil, 0, dbError("load rules", err)
 	}
 	return out, version, nil
+}
+
+// withinBudget runs write in a transaction after checking that the rule set
+// it leaves stays within the budget (CheckSetBudget): the rule count, and
+// the keyword bytes of the enabled rules with rule id (0 for a new rule)
+// replaced by one with keywords, enabled or not. Writers of the rule set
+// take one advisory lock first, so two concurrent creates cannot both fit
+// into the last room.
+func (r *Repository) withinBudget(ctx context.Context, op string, id int64, enabled bool, keywords []string, write func(tx *sql.Tx) (Rule, error)) (Rule, error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('classification_rules_budget'))`); err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	var others int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM classification_rules WHERE id <> $1`, id).Scan(&others); err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	if others+1 > MaxRules {
+		return Rule{}, fmt.Errorf("%s: %w", op, &budgetError{fmt.Sprintf("at most %d rules are allowed", MaxRules)})
+	}
+	total := 0
+	if enabled {
+		total = ruleCost(keywords)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT keywords FROM classification_rules WHERE enabled AND id <> $1`, id)
+	if err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	for rows.Next() {
+		var kws pq.StringArray
+		if err := rows.Scan(&kws); err != nil {
+			rows.Close()
+			return Rule{}, dbError(op, err)
+		}
+		total += ruleCost(kws)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	if total > MaxSetKeywordBytes {
+		return Rule{}, fmt.Errorf("%s: %w", op, &budgetError{fmt.Sprintf(
+			"the enabled rules would hold %d keyword bytes (normalized), at most %d are allowed; disable or shorten rules first",
+			total, MaxSetKeywordBytes)})
+	}
+	rule, err := write(tx)
+	if err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Rule{}, dbError(op, err)
+	}
+	return rule, nil
 }
 
 // dbError maps a database error to the package's sentinels, prefixed with

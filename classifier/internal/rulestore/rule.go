@@ -160,8 +160,8 @@ func Validate(in Input) (Input, error) {
 		add("name", "is required")
 	case n > MaxNameLength:
 		add("name", "must be at most %d characters (got %d)", MaxNameLength, n)
-	case !utf8.ValidString(in.Name):
-		add("name", "must be valid UTF-8")
+	case !utf8.ValidString(in.Name) || strings.IndexByte(in.Name, 0) >= 0:
+		add("name", "must be valid UTF-8 without NUL characters")
 	}
 
 	in.Topic = strings.TrimSpace(in.Topic)
@@ -198,8 +198,8 @@ func Validate(in Input) (Input, error) {
 			kw = strings.TrimSpace(kw)
 			cleaned[i] = kw
 			field := fmt.Sprintf("keywords[%d]", i)
-			if !utf8.ValidString(kw) {
-				add(field, "must be valid UTF-8")
+			if !utf8.ValidString(kw) || strings.IndexByte(kw, 0) >= 0 {
+				add(field, "must be valid UTF-8 without NUL characters")
 				continue
 			}
 			if n := utf8.RuneCountInString(kw); n > MaxKeywordLength {
@@ -207,6 +207,10 @@ func Validate(in Input) (Input, error) {
 				continue
 			}
 			norm := rules.Normalize(kw)
+			if len(norm) > MaxKeywordBytes {
+				add(field, "is %d bytes once normalized, at most %d are allowed (some characters expand, such as U+FDFA to 33 bytes)", len(norm), MaxKeywordBytes)
+				continue
+			}
 			if norm == "" {
 				if kw == "" {
 					add(field, "is empty")

@@ -44,6 +44,12 @@ const (
 	// into something invalid); the engine keeps its rules and this version
 	// is not retried until the rules change again.
 	ReloadRejected = "rejected"
+	// ReloadOverBudget: the stored set is over the cost budget
+	// (CheckSetBudget), for example written with psql. The engine keeps its
+	// last good rules (at start, when there are none, the largest part of
+	// the set within budget: FitBudget), /ready reports it, and this
+	// version is not retried until the rules change again.
+	ReloadOverBudget = "over_budget"
 )
 
 // Updater receives each new rule set: *rules.Engine and *rules.Shadow are
@@ -137,6 +143,9 @@ type Watcher struct {
 	rejectedVersion atomic.Int64
 	// reloadMu serializes reloads (Start's, the loop's and Reload's).
 	reloadMu sync.Mutex
+	// budgetProblem is why the stored set was refused or trimmed for being
+	// over budget; empty while the loaded set is the stored one.
+	budgetProblem atomic.Pointer[string]
 }
 
 type watcherMetrics struct {
@@ -177,7 +186,7 @@ func (w *Watcher) initMetrics() error {
 	var errs []error
 	var err error
 	w.metrics.reloads, err = m.Int64Counter("classifier_rules_reload_total",
-		metric.WithDescription("Rule reloads into the engine, by result (success, db_error, rejected)"))
+		metric.WithDescription("Rule reloads into the engine, by result (success, db_error, rejected, over_budget)"))
 	errs = append(errs, err)
 	w.metrics.duration, err = m.Float64Histogram("classifier_rules_reload_duration_seconds",
 		metric.WithDescription("Time to read the enabled rules and rebuild the engine"), metric.WithUnit("s"),
@@ -189,6 +198,9 @@ func (w *Watcher) initMetrics() error {
 	version, err := m.Int64ObservableGauge("classifier_rules_version",
 		metric.WithDescription("Rule-set version in the engine; equal on every replica once reloads converge"))
 	errs = append(errs, err)
+	overBudget, err := m.Int64ObservableGauge("classifier_rules_over_budget",
+		metric.WithDescription("1 while the stored rule set is over the cost budget and the engine runs the last good (or a trimmed) set"))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -197,14 +209,28 @@ func (w *Watcher) initMetrics() error {
 			o.ObserveInt64(loaded, w.loadedRules.Load())
 			o.ObserveInt64(version, v)
 		}
+		var over int64
+		if w.budgetProblem.Load() != nil {
+			over = 1
+		}
+		o.ObserveInt64(overBudget, over)
 		return nil
-	}, loaded, version)
+	}, loaded, version, overBudget)
 	return err
 }
 
 // Version is the rule-set version in the engine, or -1 before the first
 // successful load.
 func (w *Watcher) Version() int64 { return w.loadedVersion.Load() }
+
+// BudgetCheck reports, for /ready (an advisory check), why the stored rule
+// set is not the one in the engine when it is over the cost budget, or nil.
+func (w *Watcher) BudgetCheck(context.Context) error {
+	if p := w.budgetProblem.Load(); p != nil {
+		return errors.New(*p)
+	}
+	return nil
+}
 
 // Start loads the rules into the engine, failing if that is impossible, and
 // starts watching for changes. It is idempotent; starting a stopped Watcher
@@ -377,14 +403,41 @@ func (w *Watcher) reload(ctx context.Context, trigger string) error {
 		// this very rule set: wait for the next change.
 		return nil
 	}
+	overBudget := false
+	if err := CheckSetBudget(rs); err != nil {
+		if w.loadedVersion.Load() >= 0 {
+			// Keep the last good set: never build what no replica can afford.
+			w.rejectedVersion.Store(version)
+			msg := fmt.Sprintf("rules version %d refused, version %d kept: %v", version, w.loadedVersion.Load(), err)
+			w.budgetProblem.Store(&msg)
+			w.record(ctx, ReloadOverBudget, start)
+			return fmt.Errorf("rules version %d: %w", version, err)
+		}
+		// No last good set yet (a start): load the largest part within
+		// budget rather than crash-loop on every replica.
+		kept, dropped := FitBudget(rs)
+		msg := fmt.Sprintf("rules version %d over budget (%v); started with %d of %d rules, left out rule ids %v",
+			version, err, len(kept), len(rs), dropped)
+		w.budgetProblem.Store(&msg)
+		w.record(ctx, ReloadOverBudget, start)
+		w.logger.ErrorContext(ctx, "stored rule set over budget; loading the part within budget",
+			slog.Int64("version", version), slog.Int("rules", len(rs)), slog.Int("kept", len(kept)),
+			slog.Any("dropped_rule_ids", dropped), slog.Any("error", err))
+		rs, overBudget = kept, true
+	}
 	if err := w.target.Update(rs); err != nil {
 		w.rejectedVersion.Store(version)
 		w.record(ctx, ReloadRejected, start)
 		return fmt.Errorf("engine refused rules version %d: %w", version, err)
 	}
+	if !overBudget {
+		w.budgetProblem.Store(nil)
+	}
 	previous := w.loadedVersion.Swap(version)
 	w.loadedRules.Store(int64(len(rs)))
-	w.record(ctx, ReloadSuccess, start)
+	if !overBudget {
+		w.record(ctx, ReloadSuccess, start)
+	}
 	w.logger.InfoContext(ctx, "rules reloaded", slog.String("trigger", trigger),
 		slog.Int64("version", version), slog.Int64("previous_version", previous),
 		slog.Int("rules", len(rs)), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))

@@ -64,6 +64,41 @@ func TestClassifierRoleMayOnlyInsert(t *testing.T) {
 	if err := admin.QueryRow(`SELECT title, status FROM classified_outbox`).Scan(&title, &status); err != nil || title != "t" || status != "pending" {
 		t.Errorf("row changed: %s %s %v", title, status, err)
 	}
+
+	// Migration 006: only pending rows with no claim or retry state. Each
+	// column the publisher owns is refused, whatever its value.
+	for _, q := range []string{
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, status)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', 'published')`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, status)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', 'pending')`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, claim_token)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', gen_random_uuid())`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, retry_count)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', 5)`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, next_retry_at)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', NOW())`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, published_at)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', NOW())`,
+		`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, quality_score, title, url, error_message)
+			VALUES ('c-3', 's', 'i', 'article', 50, 't', 'u', 'x')`,
+	} {
+		_, err := db.Exec(q)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+			t.Errorf("%s: got %v, want permission denied (42501)", q, err)
+		}
+	}
+	// Every column the classifier's writer sets is allowed.
+	if _, err := db.Exec(`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, topics,
+		quality_score, is_crime_related, crime_subcategory, title, body, url, published_date)
+		VALUES ('c-4', 's', 'i', 'article', '{crime}', 50, TRUE, 'violent_crime', 't', 'b', 'u', NOW()) ON CONFLICT DO NOTHING`); err != nil {
+		t.Fatalf("the classifier writer's insert: %v", err)
+	}
+	var pending int
+	if err := admin.QueryRow(`SELECT COUNT(*) FROM classified_outbox WHERE status = 'pending' AND claim_token IS NULL AND retry_count = 0`).Scan(&pending); err != nil || pending != 2 {
+		t.Errorf("pending rows without claim or retry state: %d %v, want 2", pending, err)
+	}
 }
 
 // Every migration reverses cleanly and applies again.
@@ -77,8 +112,8 @@ func TestMigrationsDownAndUp(t *testing.T) {
 	}
 	defer func() { _ = m.Close() }()
 	v, dirty, err := m.Version()
-	if err != nil || dirty || v != 5 {
-		t.Fatalf("version %d dirty %v %v, want 5", v, dirty, err)
+	if err != nil || dirty || v != 6 {
+		t.Fatalf("version %d dirty %v %v, want 6", v, dirty, err)
 	}
 	if err := m.Down(int(v)); err != nil {
 		t.Fatalf("down: %v", err)
@@ -135,8 +170,8 @@ func TestMigration005IdentityPerIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = m.Close() }()
-	if err := m.Down(1); err != nil {
-		t.Fatalf("down 005: %v", err)
+	if err := m.Down(2); err != nil { // 006, then 005
+		t.Fatalf("down 006 and 005: %v", err)
 	}
 	var title string
 	if err := db.QueryRow(`SELECT string_agg(content_id || '=' || title, ',' ORDER BY content_id) FROM classified_outbox`).Scan(&title); err != nil ||

@@ -87,7 +87,11 @@
 //
 // A Matcher finds which keywords occur in normalized text. Three implement
 // the same semantics and are checked against each other by the tests:
-// NewAhoCorasickMatcher (cloudflare/ahocorasick, the default), NewTokenIndexMatcher
+// NewAhoCorasickMatcher (cloudflare/ahocorasick over an alphabet of word
+// codes, the default: about 117 MB at 1,000 rules x 20 keywords, 480 MB at
+// 5,000, where the automaton over the keywords' bytes took 813 MB and 2.5 GB;
+// a reload frees the old automaton before building the new one, serving
+// from a token index meanwhile), NewTokenIndexMatcher
 // (a hash index of first tokens with phrase continuations: much smaller and
 // faster to build, see the package benchmarks) and NewNaiveMatcher (one scan
 // per keyword: the test oracle and benchmark baseline).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -140,7 +141,8 @@ func DefaultOptions() Options {
 // (rules, keyword postings and matcher) behind an atomic pointer: Match is
 // lock-free and safe for concurrent use, and Update builds a new snapshot off
 // to the side and swaps it in, while Match calls already running finish on
-// the old one. Two snapshots are alive during a swap.
+// the old one (with Aho-Corasick, on a token index standing in for the old
+// automaton: see Update).
 type Engine struct {
 	opts     Options
 	snap     atomic.Pointer[snapshot]
@@ -180,15 +182,43 @@ func NewEngineWithOptions(opts Options, rules []Rule) (*Engine, error) {
 
 // Update replaces the rule set. The new snapshot is built without blocking
 // Match; on error the current snapshot stays in use.
+//
+// With the Aho-Corasick matcher, the automaton being the bulk of an engine's
+// memory, Update does not keep the old automaton alive while it builds the
+// new one: once the new rule set is validated, Match is served by a token
+// index over the current keywords (same results: the matchers agree; built
+// in milliseconds and a few MB) until the new snapshot is in, so a reload's
+// peak is about one automaton, not two (BenchmarkReload).
 func (e *Engine) Update(rules []Rule) error {
 	e.updateMu.Lock()
 	defer e.updateMu.Unlock()
-	s, err := compile(e.opts, rules, e.snap.Load().version+1)
+	cur := e.snap.Load()
+	s, err := compileRules(e.opts, rules, cur.version+1)
 	if err != nil {
 		return err
 	}
+	if e.opts.Matcher == MatcherAhoCorasick && cur.matcher != nil {
+		e.snap.Store(cur.interim())
+		cur = nil
+		// Collect the old automaton now (once the Match calls on it have
+		// returned), before the new one is allocated in one piece; left to
+		// the pacer, the collection may come only after that allocation.
+		runtime.GC()
+	}
+	if err := s.buildMatcher(e.opts.Matcher); err != nil {
+		return err // the kind was valid at NewEngine: not reached
+	}
 	e.snap.Store(s)
 	return nil
+}
+
+// interim is the snapshot with a token index over its keywords in place of
+// its matcher: the same results, for the time a new automaton is built.
+func (s *snapshot) interim() *snapshot {
+	t := &snapshot{version: s.version, scoring: s.scoring, rules: s.rules, terms: s.terms,
+		postings: s.postings, postingStart: s.postingStart, matcher: NewTokenIndexMatcher(s.terms)}
+	t.initScratch()
+	return t
 }
 
 // Kind is the engine's matcher kind.
@@ -310,6 +340,18 @@ type matchScratch struct {
 }
 
 func compile(opts Options, rules []Rule, version uint64) (*snapshot, error) {
+	s, err := compileRules(opts, rules, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.buildMatcher(opts.Matcher); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// compileRules validates rules and builds a snapshot without its matcher.
+func compileRules(opts Options, rules []Rule, version uint64) (*snapshot, error) {
 	s := &snapshot{version: version, scoring: opts.Scoring}
 	termIndex := make(map[string]int32)
 	ids := make(map[int64]bool, len(rules))
@@ -370,16 +412,25 @@ func compile(opts Options, rules []Rule, version uint64) (*snapshot, error) {
 	for _, rs := range termRules {
 		s.postings = append(s.postings, rs...)
 	}
-	m, err := NewMatcher(opts.Matcher, s.terms)
+	s.initScratch()
+	return s, nil
+}
+
+// buildMatcher builds the snapshot's matcher over its keywords.
+func (s *snapshot) buildMatcher(kind MatcherKind) error {
+	m, err := NewMatcher(kind, s.terms)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.matcher = m
+	return nil
+}
+
+func (s *snapshot) initScratch() {
 	nRules, nTerms := len(s.rules), len(s.terms)
 	s.scratch.New = func() any {
 		return &matchScratch{counts: make([]int32, nRules), stamp: make([]uint32, nTerms)}
 	}
-	return s, nil
 }
 
 // threshold returns the fewest distinct keywords of a rule with n distinct

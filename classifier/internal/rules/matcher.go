@@ -23,8 +23,10 @@ type MatcherKind string
 
 const (
 	// MatcherAhoCorasick is cloudflare/ahocorasick over space-padded text and
-	// keywords: the default, as the spec asks. Its automaton is large (about
-	// 4 KB per trie node) and slow to build for thousands of rules.
+	// keywords: the default, as the spec asks. Its automaton runs over word
+	// codes (phrases only; one-word keywords are found by the code lookup),
+	// since cloudflare's takes 4 KB per dictionary byte: see
+	// ahoCorasickMatcher.
 	MatcherAhoCorasick MatcherKind = "aho_corasick"
 	// MatcherTokenIndex is a hash index from a keyword's first token to the
 	// keyword and the phrases that start with it: small, quick to rebuild.

@@ -201,3 +201,53 @@ func ExampleNormalize() {
 	fmt.Println(Normalize("Police: a Break-in at the Café, O’Brien's car stolen!"))
 	// Output: police a break in at the cafe o brien s car stolen
 }
+
+// The Aho-Corasick matcher writes the words of phrases in codes of 1 to 4
+// bytes, the width growing with the number of such words (128 words fit in
+// one byte, 16,256 in two): with many phrase words, where codes of several
+// bytes could line up across word boundaries, it still finds exactly what
+// the naive scan finds.
+func TestAhoCorasickWideCodesAgreeWithOracle(t *testing.T) {
+	t.Parallel()
+	for _, nWords := range []int{100, 300, 20000} {
+		r := rand.New(rand.NewPCG(uint64(nWords), 7))
+		words := make([]string, nWords)
+		for i := range words {
+			words[i] = fmt.Sprintf("w%dx", i)
+		}
+		var keywords []string
+		for i := 0; i < nWords; i += 2 { // every word in a phrase
+			keywords = append(keywords, words[i]+" "+words[(i+1)%nWords])
+		}
+		for range 200 { // and some one-word keywords and longer phrases
+			keywords = append(keywords, words[r.IntN(nWords)])
+			keywords = append(keywords, words[r.IntN(nWords)]+" "+words[r.IntN(nWords)]+" "+words[r.IntN(nWords)])
+		}
+		m := mustMatcher(t, MatcherAhoCorasick, keywords)
+		naive := NewNaiveMatcher(keywords)
+		for iter := range 200 {
+			var b strings.Builder
+			for i := range 60 {
+				if i > 0 {
+					b.WriteString(" ")
+				}
+				switch p := r.IntN(10); {
+				case p == 0:
+					b.WriteString("other")
+				case p == 1:
+					b.WriteString(fieldSeparator)
+				case p < 5: // the continuation of a phrase
+					k := keywords[r.IntN(len(keywords))]
+					b.WriteString(k)
+				default:
+					b.WriteString(words[r.IntN(nWords)])
+				}
+			}
+			text := b.String()
+			want, got := sorted(naive.Match(text)), sorted(m.Match(text))
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d words, iteration %d: text %q: got %v, naive %v", nWords, iter, text, got, want)
+			}
+		}
+	}
+}

@@ -24,6 +24,14 @@ import (
 // A test that kills, stops or reconfigures a dependency must use a private
 // one: the instances of scripts/services.sh serve every other test running
 // at the same time.
+//
+// Where the installs are found (each variable overrides the search):
+// NC_STATE_DIR (scripts/services.sh's state dir, default
+// /var/lib/north-cloud), NC_ES_HOME or NC_ES_VERSION (the unpacked
+// Elasticsearch under $NC_STATE_DIR/elasticsearch), NC_ES_JAVA_HOME (a JDK
+// 17 under /usr/lib/jvm) and NC_PG_BIN (the newest
+// /usr/lib/postgresql/*/bin). As root the daemons run as the elasticsearch
+// and postgres system users that `scripts/services.sh up` ensures.
 
 // stateDir is where scripts/services.sh keeps its installs (NC_STATE_DIR).
 func stateDir() string {

@@ -93,6 +93,7 @@ describe('dashboard', { concurrency: false }, () => {
     assert.ok(hit, 'the loader wrote documents')
     const word = hit._source.title.split(/\s+/).find((w) => /^[A-Za-z]{4,}$/.test(w)) ?? hit._source.title.split(/\s+/)[0]
 
+    await page.getByTestId('index-search').fill(metro)
     await page.getByRole('button', { name: `Query ${metro}_raw_content` }).click()
     await page.getByTestId('query-text').fill(word)
     await page.getByRole('button', { name: 'Run query' }).click()
@@ -104,6 +105,41 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByTestId('query-summary').filter({ hasText: /^\s*1 documents .* query DSL/ }).waitFor()
     await shot('query-explorer')
 
+    // Elasticsearch's own search body: a sort in its usual form, the hits in
+    // Elasticsearch's order (word_count desc, then id), each with its sort values.
+    await page.getByTestId('query-text').fill(JSON.stringify({ query: { match_all: {} }, sort: [{ word_count: 'desc' }], size: 5 }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('query-summary').filter({ hasText: 'sorted by word_count desc, id asc' }).waitFor()
+    const sorted = await h.es('POST', `/${metro}_raw_content/_search`, { size: 5, sort: [{ word_count: 'desc' }, { id: 'asc' }] })
+    const badges = await page.getByTestId('hit-sort').allInnerTexts()
+    assert.deepEqual(badges, sorted.hits.hits.map((x) => `sort ${x.sort.map((v) => JSON.stringify(v)).join(', ')}`))
+    // Next continues with search_after.
+    await page.getByRole('button', { name: 'Next' }).click()
+    await page.getByTestId('query-range').filter({ hasText: /^6–/ }).waitFor()
+    const second = await h.es('POST', `/${metro}_raw_content/_search`, { size: 5, sort: [{ word_count: 'desc' }, { id: 'asc' }], search_after: sorted.hits.hits[4].sort })
+    assert.equal((await page.getByTestId('hit-sort').first().innerText()), `sort ${second.hits.hits[0].sort.map((v) => JSON.stringify(v)).join(', ')}`)
+    // An aggregation: its buckets are shown, as Elasticsearch counts them.
+    await page.getByTestId('query-text').fill(JSON.stringify({ size: 0, aggs: { by_status: { terms: { field: 'classification_status' } } } }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    const agg = page.getByTestId('query-aggregations').locator('[data-agg="by_status"]')
+    await agg.waitFor()
+    const esAgg = await h.es('POST', `/${metro}_raw_content/_search`, { size: 0, aggs: { by_status: { terms: { field: 'classification_status' } } } })
+    const rows = await agg.getByTestId('agg-bucket').allInnerTexts()
+    assert.deepEqual(rows.map((r) => r.split(/\s+/).join(' ')), esAgg.aggregations.by_status.buckets.map((b) => `${b.key} ${b.doc_count.toLocaleString('en-US')}`))
+    await shot('query-aggregations')
+    // What the index-manager does not accept is named.
+    await page.getByTestId('query-text').fill(JSON.stringify({ query: { match_all: {} }, script_fields: {} }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('query-error').filter({ hasText: '"script_fields" is not accepted' }).waitFor()
+    await page.getByTestId('query-text').fill(JSON.stringify({ aggs: { s: { scripted_metric: {} } } }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('query-error').filter({ hasText: /refused the query: .*scripted_metric/ }).waitFor()
+    // The index picker lists every index, whatever the Indices tab's search.
+    assert.ok((await page.getByTestId('query-index').locator(`option[value="${sports}_raw_content"]`).count()) === 1)
+
+    await page.getByTestId('query-text').fill(JSON.stringify({ ids: { values: [hit._id] } }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('query-summary').filter({ hasText: /^\s*1 documents .* query DSL/ }).waitFor()
     await page.getByTestId('query-results').locator('li button').first().click()
     const detail = page.getByTestId('document-detail')
     await detail.filter({ hasText: hit._id }).waitFor()
@@ -116,6 +152,7 @@ describe('dashboard', { concurrency: false }, () => {
   test('create an index and delete it through the confirmation dialog', async () => {
     const scratch = `${h.prefix}_scratch_raw_content`
     await page.getByRole('tab', { name: 'Indices' }).click()
+    await page.getByTestId('index-search').fill('')
     await page.getByRole('button', { name: 'Create index' }).click()
     await page.getByLabel('Index name').fill(scratch)
     await page.getByRole('button', { name: 'Create', exact: true }).click()

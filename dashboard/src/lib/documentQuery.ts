@@ -1,51 +1,177 @@
-import type { DocumentQueryRequest } from '@/types/indexManager'
+// The Query Explorer's input: plain text, a bare query, or Elasticsearch's
+// own search body, checked against what the index-manager accepts (see
+// index-manager/README.md, "Query allowlist") so that anything it would
+// drop or refuse is named here instead.
+import type { DocumentQueryRequest, SortField } from '@/types/indexManager'
 
 /** Fields a plain-text query searches, title weighted up (spec 5.1). */
 export const TEXT_QUERY_FIELDS = ['title^2', 'raw_text', 'meta_description', 'url']
+
+/** The index-manager's caps: hits per page, and from + size. */
+export const MAX_SIZE = 100
+export const MAX_WINDOW = 10_000
+
+/** Top-level keys of a search body the index-manager runs. */
+const BODY_KEYS = ['query', 'size', 'from', 'sort', '_source', 'highlight', 'search_after', 'aggs', 'aggregations', 'track_total_hits']
 
 export type ParsedQuery =
   | { kind: 'text'; request: DocumentQueryRequest }
   | { kind: 'json'; request: DocumentQueryRequest }
   | { kind: 'error'; message: string }
 
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
+
+/**
+ * Elasticsearch's sort forms to the index-manager's {field, order} list:
+ * "field", {"field": "desc"}, {"field": {"order": "desc"}}, {"field", "order"},
+ * one of them or a list.
+ */
+export function normalizeSort(sort: unknown): SortField[] | string {
+  const list = Array.isArray(sort) ? sort : [sort]
+  const out: SortField[] = []
+  for (const item of list) {
+    if (typeof item === 'string') {
+      out.push({ field: item, order: item === '_score' ? 'desc' : 'asc' })
+      continue
+    }
+    if (!isObject(item)) return 'each sort entry must be a field name or an object'
+    if (typeof item.field === 'string' && Object.keys(item).every((k) => k === 'field' || k === 'order')) {
+      const order = item.order ?? 'asc'
+      if (order !== 'asc' && order !== 'desc') return `sort order must be asc or desc (got ${JSON.stringify(order)})`
+      out.push({ field: item.field, order })
+      continue
+    }
+    const keys = Object.keys(item)
+    if (keys.length !== 1) return 'each sort object names one field: {"field": "desc"} or {"field": {"order": "desc"}}'
+    const field = keys[0]!
+    const spec = item[field]
+    let order: unknown = 'asc'
+    if (typeof spec === 'string') order = spec
+    else if (isObject(spec)) {
+      const extra = Object.keys(spec).filter((k) => k !== 'order')
+      if (extra.length) return `sort option ${extra.map((k) => `"${k}"`).join(', ')} of ${field} is not supported by the index-manager (only order)`
+      order = spec.order ?? 'asc'
+    } else return `sort of ${field} must be "asc", "desc" or {"order": ...}`
+    if (order !== 'asc' && order !== 'desc') return `sort order must be asc or desc (got ${JSON.stringify(order)})`
+    out.push({ field, order })
+  }
+  if (out.length > 10) return 'at most 10 sort fields'
+  return out
+}
+
 /**
  * Turns what the operator typed into a query request. Input that starts with
- * "{" is query DSL: either a bare query ({"match": ...}) or a full request
- * body ({"query": ..., "size": ...}); anything else is plain text and
- * becomes a multi_match. Malformed JSON is an error, not a text search for
- * braces.
+ * "{" is JSON: a search body when its keys are search-body keys (query,
+ * size, from, sort, _source, highlight, search_after, aggs), otherwise a
+ * bare query. Anything else is plain text and becomes a multi_match.
+ * Malformed JSON and what the index-manager would refuse are errors with a
+ * message that says why.
  */
 export function parseDocumentQuery(input: string, size = 20, from = 0): ParsedQuery {
   const text = input.trim()
   if (!text) return { kind: 'error', message: 'Type a search or a JSON query' }
-  if (text.startsWith('{')) {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch (e) {
-      return { kind: 'error', message: `Invalid JSON: ${e instanceof Error ? e.message : String(e)}` }
+  if (!text.startsWith('{')) {
+    return {
+      kind: 'text',
+      request: {
+        query: { multi_match: { query: text, fields: TEXT_QUERY_FIELDS } },
+        size,
+        from,
+        highlight: { fields: { title: {}, raw_text: {} } },
+      },
     }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      return { kind: 'error', message: 'A JSON query must be an object' }
-    }
-    const obj = parsed as Record<string, unknown>
-    if ('query' in obj && obj.query && typeof obj.query === 'object') {
-      const req: DocumentQueryRequest = { query: obj.query as Record<string, unknown>, size, from }
-      if (typeof obj.size === 'number') req.size = obj.size
-      if (Array.isArray(obj.sort)) req.sort = obj.sort as DocumentQueryRequest['sort']
-      if (Array.isArray(obj._source)) req._source = obj._source as string[]
-      if (obj.highlight && typeof obj.highlight === 'object') req.highlight = obj.highlight as Record<string, unknown>
-      return { kind: 'json', request: req }
-    }
-    return { kind: 'json', request: { query: obj, size, from } }
   }
-  return {
-    kind: 'text',
-    request: {
-      query: { multi_match: { query: text, fields: TEXT_QUERY_FIELDS } },
-      size,
-      from,
-      highlight: { fields: { title: {}, raw_text: {} } },
-    },
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (e) {
+    return { kind: 'error', message: `Invalid JSON: ${e instanceof Error ? e.message : String(e)}` }
   }
+  if (!isObject(parsed)) return { kind: 'error', message: 'A JSON query must be an object' }
+  const keys = Object.keys(parsed)
+  const isBody = keys.length > 0 && keys.some((k) => BODY_KEYS.includes(k))
+  if (!isBody) return { kind: 'json', request: { query: parsed, size, from } }
+
+  const unknown = keys.filter((k) => !BODY_KEYS.includes(k))
+  if (unknown.length) {
+    return { kind: 'error', message: `${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not accepted by the index-manager; a search body may hold ${BODY_KEYS.filter((k) => k !== 'aggregations').join(', ')}` }
+  }
+  const body = parsed
+  const req: DocumentQueryRequest = { query: {}, size, from }
+  if (body.query !== undefined) {
+    if (!isObject(body.query)) return { kind: 'error', message: 'query must be an object' }
+    req.query = body.query
+  }
+  if (body.size !== undefined) {
+    if (!Number.isInteger(body.size) || (body.size as number) < 0) return { kind: 'error', message: 'size must be a whole number' }
+    if ((body.size as number) > MAX_SIZE) return { kind: 'error', message: `size is at most ${MAX_SIZE} per page; the pager goes further` }
+    req.size = body.size as number
+  }
+  if (body.from !== undefined) {
+    if (!Number.isInteger(body.from) || (body.from as number) < 0) return { kind: 'error', message: 'from must be a whole number' }
+    req.from = body.from as number
+  }
+  if ((req.from ?? 0) + (req.size ?? 0) > MAX_WINDOW) {
+    return { kind: 'error', message: `from + size is at most ${MAX_WINDOW.toLocaleString('en-US')}; add a sort and use search_after (the Next button does) to go deeper` }
+  }
+  if (body.sort !== undefined) {
+    const sort = normalizeSort(body.sort)
+    if (typeof sort === 'string') return { kind: 'error', message: sort }
+    req.sort = sort
+  }
+  if (body._source !== undefined) {
+    const src = body._source
+    if (typeof src === 'string') req._source = [src]
+    else if (Array.isArray(src) && src.every((s) => typeof s === 'string')) req._source = src as string[]
+    else if (isObject(src) && Array.isArray(src.includes) && Object.keys(src).every((k) => k === 'includes')) req._source = src.includes as string[]
+    else return { kind: 'error', message: '_source must be a field name, a list of field names or patterns, or {"includes": [...]}; excludes and false are not supported' }
+  }
+  if (body.highlight !== undefined) {
+    if (!isObject(body.highlight)) return { kind: 'error', message: 'highlight must be an object' }
+    req.highlight = body.highlight
+  }
+  if (body.aggs !== undefined && body.aggregations !== undefined) return { kind: 'error', message: 'give aggs or aggregations, not both' }
+  const aggs = body.aggs ?? body.aggregations
+  if (aggs !== undefined) {
+    if (!isObject(aggs)) return { kind: 'error', message: 'aggs must be an object' }
+    req.aggs = aggs
+  }
+  if (body.search_after !== undefined) {
+    if (!Array.isArray(body.search_after)) return { kind: 'error', message: 'search_after must be a list of sort values' }
+    if (!req.sort?.length) return { kind: 'error', message: 'search_after needs a sort' }
+    req.search_after = body.search_after
+    req.from = 0
+  }
+  // track_total_hits: totals are always exact here.
+  return { kind: 'json', request: req }
+}
+
+/**
+ * The request of a page after another: sorted (by the operator's sort, or
+ * by score), with the unique id as the last sort key so the order is total,
+ * continued with search_after from the previous page's last hit.
+ */
+export function pagedRequest(req: DocumentQueryRequest, after: unknown[] | undefined): DocumentQueryRequest {
+  const sort = req.sort?.length ? [...req.sort] : [{ field: '_score', order: 'desc' as const }]
+  if (!sort.some((s) => s.field === 'id')) sort.push({ field: 'id', order: 'asc' })
+  const out: DocumentQueryRequest = { ...req, sort }
+  if (after) {
+    out.search_after = after
+    out.from = 0
+  } else delete out.search_after
+  return out
+}
+
+/** Highlight fragments as text and marked parts (ES wraps matches in <em>…</em>). */
+export function highlightParts(fragment: string): { text: string; mark: boolean }[] {
+  const out: { text: string; mark: boolean }[] = []
+  const re = /<em>(.*?)<\/em>/gs
+  let last = 0
+  for (const m of fragment.matchAll(re)) {
+    if (m.index! > last) out.push({ text: fragment.slice(last, m.index), mark: false })
+    out.push({ text: m[1]!, mark: true })
+    last = m.index! + m[0].length
+  }
+  if (last < fragment.length) out.push({ text: fragment.slice(last), mark: false })
+  return out
 }

@@ -51,6 +51,9 @@ export interface DocumentQueryRequest {
   sort?: SortField[]
   _source?: string[]
   highlight?: Record<string, unknown>
+  /** The last hit's sort values: the page after it. */
+  search_after?: unknown[]
+  aggs?: Record<string, unknown>
 }
 
 export interface SortField {
@@ -65,6 +68,8 @@ export interface DocumentQueryResponse {
   took_ms: number
   /** Present on the documents endpoint when more documents may follow. */
   next_cursor?: string
+  /** Elasticsearch's results of the request's aggs. */
+  aggregations?: Record<string, unknown>
 }
 
 export interface DocumentHit {
@@ -72,6 +77,8 @@ export interface DocumentHit {
   _score: number
   _source: Record<string, unknown>
   highlight?: Record<string, string[]>
+  /** The hit's sort values when the search was sorted. */
+  sort?: unknown[]
 }
 
 export interface CreateIndexRequest {

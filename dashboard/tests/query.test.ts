@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest'
+import { highlightParts, normalizeSort, pagedRequest, parseDocumentQuery } from '@/lib/documentQuery'
+import { aggView } from '@/lib/aggregations'
+
+describe('search body', () => {
+  it('takes sort in Elasticsearch forms', () => {
+    expect(normalizeSort([{ quality_score: 'desc' }])).toEqual([{ field: 'quality_score', order: 'desc' }])
+    expect(normalizeSort({ crawled_at: { order: 'asc' } })).toEqual([{ field: 'crawled_at', order: 'asc' }])
+    expect(normalizeSort(['_score', 'title.keyword'])).toEqual([{ field: '_score', order: 'desc' }, { field: 'title.keyword', order: 'asc' }])
+    expect(normalizeSort([{ field: 'x', order: 'desc' }])).toEqual([{ field: 'x', order: 'desc' }])
+    expect(normalizeSort([{ x: { order: 'desc', missing: '_last' } }])).toMatch(/"missing" of x is not supported/)
+    expect(normalizeSort([{ x: 'sideways' }])).toMatch(/asc or desc/)
+  })
+  it('keeps from, size, aggs, highlight and search_after, and names what it refuses', () => {
+    const q = parseDocumentQuery('{"query":{"match_all":{}},"from":40,"size":5,"sort":[{"quality_score":"desc"}],"aggs":{"t":{"terms":{"field":"topics"}}},"highlight":{"fields":{"title":{}}}}')
+    expect(q.kind === 'json' && q.request).toMatchObject({ from: 40, size: 5, sort: [{ field: 'quality_score', order: 'desc' }], aggs: { t: { terms: { field: 'topics' } } }, highlight: { fields: { title: {} } } })
+    const aggsOnly = parseDocumentQuery('{"size":0,"aggregations":{"t":{"terms":{"field":"topics"}}}}')
+    expect(aggsOnly.kind === 'json' && aggsOnly.request).toMatchObject({ size: 0, query: {}, aggs: { t: {} } })
+    expect(parseDocumentQuery('{"query":{},"script_fields":{}}')).toMatchObject({ kind: 'error', message: expect.stringMatching(/"script_fields" is not accepted/) })
+    expect(parseDocumentQuery('{"size":500}')).toMatchObject({ kind: 'error', message: expect.stringMatching(/at most 100/) })
+    expect(parseDocumentQuery('{"from":9995,"size":10}')).toMatchObject({ kind: 'error', message: expect.stringMatching(/search_after/) })
+    expect(parseDocumentQuery('{"search_after":[1]}')).toMatchObject({ kind: 'error', message: 'search_after needs a sort' })
+    expect(parseDocumentQuery('{"_source":{"excludes":["raw_text"]}}').kind).toBe('error')
+  })
+  it('pages with search_after on a total order', () => {
+    const r = pagedRequest({ query: {}, size: 20, from: 0, sort: [{ field: 'quality_score', order: 'desc' }] }, [87, 'doc-1'])
+    expect(r.sort).toEqual([{ field: 'quality_score', order: 'desc' }, { field: 'id', order: 'asc' }])
+    expect(r.search_after).toEqual([87, 'doc-1'])
+    expect(pagedRequest({ query: {}, size: 20 }, undefined).sort).toEqual([{ field: '_score', order: 'desc' }, { field: 'id', order: 'asc' }])
+  })
+  it('marks highlights without trusting HTML', () => {
+    expect(highlightParts('a <em>gun</em> and <b>x</b>')).toEqual([{ text: 'a ', mark: false }, { text: 'gun', mark: true }, { text: ' and <b>x</b>', mark: false }])
+  })
+})
+
+describe('aggregations', () => {
+  it('shows buckets with sub-metrics as a table', () => {
+    const v = aggView({ buckets: [{ key: 'crime', doc_count: 3, avg_q: { value: 61.5 } }, { key: 'news', doc_count: 1, avg_q: { value: null } }] })
+    expect(v).toEqual({ kind: 'buckets', columns: ['avg_q'], rows: [{ key: 'crime', docCount: 3, values: { avg_q: '61.5' } }, { key: 'news', docCount: 1, values: { avg_q: '—' } }] })
+  })
+  it('shows metrics and stats as values', () => {
+    expect(aggView({ value: 12 })).toEqual({ kind: 'values', values: [['value', '12']] })
+    expect(aggView({ count: 2, min: 1, max: 3, avg: 2, sum: 4 }).kind).toBe('values')
+  })
+})

@@ -16,7 +16,7 @@ import (
 
 // Defaults of HeartbeatConfig.
 const (
-	LeaseDefault    = 20 * time.Second
+	LeaseDefault    = 15 * time.Second
 	IntervalDefault = 5 * time.Second
 )
 

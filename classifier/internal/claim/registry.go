@@ -3,7 +3,7 @@
 //
 // A claim is a lease: a document in status processing whose claimed_at is
 // older than the lease is free for any replica to take. Leases are short
-// (CLASSIFIER_CLAIM_LEASE, 20 s by default), so a killed replica's documents
+// (CLASSIFIER_CLAIM_LEASE, 15 s by default), so a killed replica's documents
 // flow again within seconds; the Heartbeat renews the claims this replica
 // still works on, so a slow batch is not taken over while it is healthy.
 // Every renewal is conditional on the version this replica holds

@@ -62,6 +62,13 @@ for m in $modules; do
   (cd "$m" && go test -race -count=1 -timeout 20m -json ./... >>"$json") || status=1
 done
 
+# Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
+# bounded run from its committed seeds, then schemathesis over each
+# service's OpenAPI document against the real binaries (all checks; a 5xx
+# or a schema violation fails).
+step "fuzz: Go native fuzz targets, schemathesis against the running services"
+"$root/scripts/fuzz.sh" || status=1
+
 # Classification quality (docs/classification.md): the default rules the
 # migrations install, on the labeled set, held to the floors (recall >= 0.85
 # and precision >= 0.90 per topic, crime false positives <= 2%, < 10% of

@@ -29,6 +29,8 @@ const (
 	CodeUnauthorized = "unauthorized"
 	// CodeNotFound: no such route or resource.
 	CodeNotFound = "not_found"
+	// CodeMethodNotAllowed: the route exists, the method does not (405).
+	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeConflict: the change conflicts with the current state.
 	CodeConflict = "conflict"
 	// CodeUnprocessable: well-formed input that cannot be processed.

@@ -21,6 +21,10 @@ type JSONOptions struct {
 	AllowUnknownFields bool
 	// UseNumber decodes numbers into an any as json.Number.
 	UseNumber bool
+	// AllowNull accepts null as a field's value. By default a null is
+	// refused wherever it appears: Go would decode {"source": null} as if
+	// source were absent, so a client's null would silently widen a filter.
+	AllowNull bool
 }
 
 // DecodeJSON reads the request body into v under the one rule every API
@@ -69,6 +73,8 @@ func UnmarshalStrict(body []byte, v any, opts JSONOptions) error {
 		return invalidText("request body is not valid UTF-8")
 	case hasJSONNul(body):
 		return invalidText(`request body contains a NUL character (\u0000), which no text may hold`)
+	case !opts.AllowNull && hasJSONNull(body):
+		return invalidJSON("request body must not hold null values: leave the field out instead")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if !opts.AllowUnknownFields {
@@ -108,6 +114,24 @@ func hasJSONNul(body []byte) bool {
 			return false // end of input, or a syntax error Decode reports
 		}
 		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
+}
+
+// hasJSONNull reports whether a JSON text holds a null value anywhere.
+// Texts without the word null are not scanned.
+func hasJSONNull(body []byte) bool {
+	if !bytes.Contains(body, []byte("null")) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false // end of input, or a syntax error Decode reports
+		}
+		if tok == nil {
 			return true
 		}
 	}

@@ -55,6 +55,9 @@ func TestDecodeJSONStrict(t *testing.T) {
 		{"unknown field", "/strict", `{"sourc":"a"}`, 400, "invalid_json"},
 		{"wrong type", "/strict", `{"all":"yes"}`, 400, "invalid_json"},
 		{"syntax", "/strict", `{"source":`, 400, "invalid_json"},
+		{"null field", "/strict", `{"source":null}`, 400, "invalid_json"},
+		{"null nested", "/strict", `{"all":true,"source":"a","x":[null]}`, 400, "invalid_json"},
+		{"the word null in a string", "/strict", `{"source":"null"}`, 200, ""},
 		{"NUL in value", "/strict", `{"source":"\u0000"}`, 400, "invalid_text"},
 		{"NUL in key", "/strict", `{"a\u0000":1}`, 400, "invalid_text"},
 		{"invalid UTF-8", "/strict", "{\"source\":\"\xff\"}", 400, "invalid_text"},
@@ -240,5 +243,25 @@ func TestReadTimeoutCutsSlowBody(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Errorf("connection closed after %s, want about ReadTimeout", elapsed)
+	}
+}
+
+// A known path with another method is 405 with an Allow header naming the
+// methods of that resource only, not of a broader pattern it also matches.
+func TestMethodNotAllowed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, httpserver.Config{}, func(r *gin.Engine) {
+		ok := func(c *gin.Context) { c.Status(http.StatusNoContent) }
+		r.POST("/dlq/requeue", ok)
+		r.GET("/dlq/stats", ok)
+		r.DELETE("/dlq/:id", ok)
+		r.GET("/dlq/:id", ok)
+	})
+	for path, want := range map[string]string{"/dlq/requeue": "POST", "/dlq/stats": "GET", "/dlq/abc": "DELETE, GET"} {
+		req, _ := http.NewRequest(http.MethodPut, b.base+path, nil)
+		resp, body := do(t, req)
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != want {
+			t.Errorf("PUT %s = %d Allow %q, want 405 Allow %q: %s", path, resp.StatusCode, resp.Header.Get("Allow"), want, body)
+		}
 	}
 }

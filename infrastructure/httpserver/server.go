@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -211,6 +213,15 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 		checkText(),
 	)
 	engine.NoRoute(func(c *gin.Context) { WriteError(c, http.StatusNotFound, CodeNotFound, "no such route") })
+	// A known path with a method it does not serve is 405 with Allow, not
+	// 404: the client learns the path is right and the method wrong.
+	engine.HandleMethodNotAllowed = true
+	engine.NoMethod(func(c *gin.Context) {
+		if allow := allowedMethods(engine.Routes(), c.Request.URL.Path); allow != "" {
+			c.Header("Allow", allow)
+		}
+		WriteError(c, http.StatusMethodNotAllowed, CodeMethodNotAllowed, c.Request.Method+" is not allowed on this route")
+	})
 	engine.GET("/health", func(c *gin.Context) {
 		c.JSON(http.StatusOK, gin.H{"status": "ok", "service": cfg.ServiceName})
 	})
@@ -230,6 +241,49 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		},
 	}, nil
+}
+
+// allowedMethods lists the methods of the resource path names: those of the
+// most specific route patterns matching it (most static segments), so that
+// POST /dlq/requeue does not advertise the DELETE of /dlq/:id, whose
+// pattern it also matches.
+func allowedMethods(routes gin.RoutesInfo, path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	best, methods := -1, []string{}
+	for _, r := range routes {
+		score, ok := patternMatch(strings.Split(strings.Trim(r.Path, "/"), "/"), segs)
+		switch {
+		case !ok || score < best:
+		case score > best:
+			best, methods = score, []string{r.Method}
+		default:
+			methods = append(methods, r.Method)
+		}
+	}
+	slices.Sort(methods)
+	return strings.Join(slices.Compact(methods), ", ")
+}
+
+// patternMatch reports whether a route pattern's segments match a path's,
+// and how many of them are static.
+func patternMatch(pattern, segs []string) (int, bool) {
+	static := 0
+	for i, p := range pattern {
+		if strings.HasPrefix(p, "*") {
+			return static, true
+		}
+		if i >= len(segs) {
+			return 0, false
+		}
+		if strings.HasPrefix(p, ":") {
+			continue
+		}
+		if p != segs[i] {
+			return 0, false
+		}
+		static++
+	}
+	return static, len(pattern) == len(segs)
 }
 
 // Router returns the gin engine so a service can add its routes. Add them

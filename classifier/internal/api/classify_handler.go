@@ -35,7 +35,7 @@ type ClassifyResponse struct {
 // refuses (no URL, a non-http URL, no text) is a 422 with the reason.
 func (h *handler) classify(c *gin.Context) {
 	var doc contentindex.RawDocument
-	if !httpserver.DecodeJSONWith(c, &doc, httpserver.JSONOptions{AllowUnknownFields: true}) {
+	if !httpserver.DecodeJSONWith(c, &doc, httpserver.JSONOptions{AllowUnknownFields: true, AllowNull: true}) {
 		return
 	}
 	if doc.ID == "" {

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# fuzz.sh - the fuzz stage of scripts/test.sh (issue 12):
+#  1. every Go native fuzz target of the workspace (func FuzzXxx in a
+#     _test.go file), each for a short bounded run (FUZZTIME, default 10s)
+#     from its committed seed corpus (testdata/fuzz/FuzzXxx);
+#  2. schemathesis (from PyPI, pinned, in a venv under the cache directory)
+#     over each service's served OpenAPI document, against the real
+#     binaries with fresh databases and a valid token: a bounded number of
+#     examples per operation (SCHEMATHESIS_EXAMPLES, default 25), all checks.
+# Any fuzz failure, 5xx or schema violation fails the run. Expects the
+# services of scripts/services.sh (it runs `up` and `env` itself).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export GOTOOLCHAIN=local
+cache="${NC_CACHE_DIR:-$HOME/.cache/north-cloud}"
+fuzztime="${FUZZTIME:-10s}"
+examples="${SCHEMATHESIS_EXAMPLES:-25}"
+schemathesis_version=4.32.5
+status=0
+
+"$root/scripts/services.sh" up >&2
+eval "$("$root/scripts/services.sh" env)"
+
+# ---- 1. Go native fuzz targets ------------------------------------------------
+modules=$(sed -n 's#^[[:space:]]*\./\(.*\)$#\1#p' go.work)
+for m in ${FUZZ_GO_MODULES:-$modules}; do
+  while IFS= read -r file; do
+    pkg="./$(dirname "${file#"$m"/}")"
+    for target in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file"); do
+      echo "-- go fuzz $m $pkg $target ($fuzztime)" >&2
+      (cd "$m" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg") || status=1
+    done
+  done < <(grep -l --include='*_test.go' -r '^func Fuzz' "$m" 2>/dev/null || true)
+done
+
+# ---- 2. schemathesis against the running services --------------------------------
+venv="$cache/schemathesis-venv"
+if ! "$venv/bin/st" --version 2>/dev/null | grep -q "$schemathesis_version"; then
+  echo "-- installing schemathesis $schemathesis_version into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "schemathesis==$schemathesis_version"
+fi
+
+work=$(mktemp -d)
+id="ncfuzz$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+pids=()
+databases=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for d in "${databases[@]}"; do psql -X -q "$POSTGRES_ADMIN_URL" -c "DROP DATABASE IF EXISTS $d WITH (FORCE)" >/dev/null 2>&1 || true; done
+  curl -s -X DELETE "$ELASTICSEARCH_URL/${id}*" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+db_url() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$POSTGRES_ADMIN_URL" "$1"; }
+with_user() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(netloc=sys.argv[2] + ":" + sys.argv[3] + "@" + p.hostname + ":" + str(p.port))))' "$1" "$2" "$3"; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+new_db() {
+  local name="${id}_$1"
+  psql -X -q -v ON_ERROR_STOP=1 "$POSTGRES_ADMIN_URL" -c "CREATE DATABASE $name" >/dev/null
+  databases+=("$name")
+  db_url "$name"
+}
+
+echo "-- building the services into $work" >&2
+for m in classifier publisher index-manager; do
+  (cd "$m" && go build -o "$work/" "./cmd/$m")
+done
+
+# start NAME ADDRVAR ENV... : runs a binary on a free port until /ready and
+# sets addr (not in a subshell, so that cleanup knows its pid).
+addr=
+start() {
+  local name=$1 addrvar=$2 port
+  shift 2
+  port=$(free_port)
+  env "$@" "$addrvar=127.0.0.1:$port" LOG_FORMAT=text LOG_LEVEL=warn "$work/$name" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 120); do
+    if curl -sf "http://127.0.0.1:$port/ready" >/dev/null; then
+      addr="127.0.0.1:$port"
+      return 0
+    fi
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.5
+  done
+  echo "$name did not become ready:" >&2
+  cat "$work/$name.log" >&2
+  return 1
+}
+
+publisher_db=$(new_db publisher)
+classifier_db=$(new_db classifier)
+index_manager_db=$(new_db index_manager)
+password="pw-$id"
+hash=$(printf '%s' "$password" | "$work/index-manager" hash-password)
+
+start publisher PUBLISHER_HTTP_ADDR PUBLISHER_DATABASE_URL="$publisher_db"
+publisher=$addr
+start classifier CLASSIFIER_HTTP_ADDR CLASSIFIER_DATABASE_URL="$classifier_db" \
+  CLASSIFIER_OUTBOX_DATABASE_URL="$(with_user "$publisher_db" classifier classifier)" \
+  CLASSIFIER_INDEX_PATTERN="${id}*_raw_content" CLASSIFIER_ID="$id"
+classifier=$addr
+start index-manager INDEX_MANAGER_HTTP_ADDR INDEX_MANAGER_DATABASE_URL="$index_manager_db" \
+  INDEX_MANAGER_ADMIN_USER=fuzzer INDEX_MANAGER_ADMIN_PASSWORD_HASH="$hash"
+index_manager=$addr
+
+# One token for the three services (one shared audience), from the login.
+token=$(curl -sf -X POST "http://$index_manager/api/v1/auth/login" -H 'Content-Type: application/json' \
+  -d "{\"username\":\"fuzzer\",\"password\":\"$password\"}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+
+for svc in "publisher $publisher" "classifier $classifier" "index-manager $index_manager"; do
+  set -- $svc
+  echo "-- schemathesis $1 (http://$2/api/v1/openapi.json, $examples examples per operation, all checks)" >&2
+  curl -sf -H "Authorization: Bearer $token" "http://$2/api/v1/openapi.json" >"$work/$1.openapi.json"
+  "$venv/bin/st" --config-file "$root/scripts/schemathesis.toml" run "$work/$1.openapi.json" --url "http://$2" \
+    -H "Authorization: Bearer $token" --checks all --max-examples "$examples" \
+    --seed 1 --no-color --request-timeout 30 || status=1
+  if grep -qi 'panic' "$work/$1.log"; then
+    echo "$1 logged a panic:" >&2
+    grep -i -A5 'panic' "$work/$1.log" >&2
+    status=1
+  fi
+done
+exit $status

@@ -31,7 +31,7 @@ func ValidText(name, s string) string {
 // database or Elasticsearch.
 func checkText() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if msg := urlTextProblem(c.Request.URL); msg != "" {
+		if msg := URLTextProblem(c.Request.URL); msg != "" {
 			WriteError(c, http.StatusBadRequest, CodeInvalidText, msg)
 			return
 		}
@@ -39,7 +39,10 @@ func checkText() gin.HandlerFunc {
 	}
 }
 
-func urlTextProblem(u *url.URL) string {
+// URLTextProblem says why a request URL breaks the text rule (a NUL or
+// invalid UTF-8 in the path or a query parameter, or a malformed query
+// string), or "" when it does not.
+func URLTextProblem(u *url.URL) string {
 	if msg := ValidText("the path", u.Path); msg != "" {
 		return msg
 	}

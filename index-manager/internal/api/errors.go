@@ -16,20 +16,20 @@ import (
 // Error codes the API answers with, in {"error":{"code","message"}}.
 const (
 	codeInvalid       = "invalid_request"
-	codeInvalidJSON   = "invalid_json"
-	codeInvalidText   = "invalid_text"
-	codeTooLarge      = "body_too_large"
-	codeNotFound      = "not_found"
+	codeInvalidJSON   = httpserver.CodeInvalidJSON
+	codeInvalidText   = httpserver.CodeInvalidText
+	codeTooLarge      = httpserver.CodeBodyTooLarge
+	codeNotFound      = httpserver.CodeNotFound
 	codeExists        = "already_exists"
-	codeConflict      = "conflict"
+	codeConflict      = httpserver.CodeConflict
 	codeConfirm       = "confirmation_required"
 	codeProtected     = "protected_index"
-	codeCursor        = "invalid_cursor"
+	codeCursor        = httpserver.CodeInvalidCursor
 	codeESBad         = "elasticsearch_rejected"
 	codeESUnavailable = "elasticsearch_unavailable"
 	codeESError       = "elasticsearch_error"
-	codeDBUnavailable = "database_unavailable"
-	codeInternal      = "internal_error"
+	codeDBUnavailable = httpserver.CodeDatabaseUnavailable
+	codeInternal      = httpserver.CodeInternal
 )
 
 // errDatabase marks a failure of the service's own database.

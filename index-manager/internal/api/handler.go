@@ -4,19 +4,12 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -172,125 +165,26 @@ func (h *Handler) openapi(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json", h.openapiJSON)
 }
 
-// bindJSON decodes exactly one JSON object with no unknown fields, and
-// answers 400 (malformed) or 413 (too large) itself when it cannot. The
-// body must be valid UTF-8 without NUL characters, must not be null, and
-// must hold nothing but white space after the object.
+// bindJSON decodes the body under the shared kit's strict rule
+// (httpserver.DecodeJSON: exactly one object, no unknown fields, no
+// trailing data, not null, no NUL or invalid UTF-8), with numbers kept as
+// json.Number and null values allowed inside (query and settings values
+// are checked by their allowlists), answering 400 or 413 itself.
 func (h *Handler) bindJSON(c *gin.Context, v any) bool {
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			httpserver.WriteError(c, http.StatusRequestEntityTooLarge, codeTooLarge, "request body is too large")
-			return false
-		}
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "could not read the request body")
-		return false
-	}
-	trimmed := bytes.TrimSpace(body)
-	switch {
-	case len(trimmed) == 0:
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "request body must be a JSON object")
-		return false
-	case bytes.Equal(trimmed, []byte("null")):
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "request body must be a JSON object, not null")
-		return false
-	case !utf8.Valid(body):
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidText, "request body is not valid UTF-8")
-		return false
-	case hasJSONNul(body):
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidText, `request body contains a NUL character (\u0000), which no text may hold`)
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "malformed JSON: "+jsonProblem(err))
-		return false
-	}
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidJSON, "malformed JSON: trailing data after the object")
-		return false
-	}
-	return true
-}
-
-// hasJSONNul reports whether a JSON text holds a string (key or value)
-// with a NUL character. A raw NUL byte is a JSON syntax error already; only
-// the escape \u0000 can carry one, so texts without it are not scanned.
-func hasJSONNul(body []byte) bool {
-	if !bytes.Contains(body, []byte(`\u0000`)) {
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			// End of input or a syntax error, which Decode reports.
-			return false
-		}
-		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
-			return true
-		}
-	}
+	return httpserver.DecodeJSONWith(c, v, httpserver.JSONOptions{UseNumber: true, AllowNull: true})
 }
 
 // checkText refuses a request whose path or query string holds a NUL
 // character or invalid UTF-8, or whose query string is malformed, with 400
-// invalid_text: such text would otherwise reach Postgres (which refuses it
-// with an error) or Elasticsearch.
+// invalid_text. The shared server applies the same rule to every request;
+// it is kept on these routes so that the API holds it wherever it is
+// mounted.
 func checkText(c *gin.Context) {
-	if msg := textProblem(c.Request.URL); msg != "" {
-		httpserver.WriteError(c, http.StatusBadRequest, codeInvalidText, msg)
-		c.Abort()
+	if msg := httpserver.URLTextProblem(c.Request.URL); msg != "" {
+		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeInvalidText, msg)
 		return
 	}
 	c.Next()
-}
-
-func textProblem(u *url.URL) string {
-	if !utf8.ValidString(u.Path) || strings.IndexByte(u.Path, 0) >= 0 {
-		return "the path must be valid UTF-8 without NUL characters"
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return "the query string is malformed"
-	}
-	for k, vs := range q {
-		for _, s := range append([]string{k}, vs...) {
-			if !utf8.ValidString(s) {
-				return fmt.Sprintf("query parameter %s is not valid UTF-8", strconv.QuoteToASCII(truncate(k)))
-			}
-			if strings.IndexByte(s, 0) >= 0 {
-				return fmt.Sprintf("query parameter %s contains a NUL character, which no text may hold", strconv.QuoteToASCII(truncate(k)))
-			}
-		}
-	}
-	return ""
-}
-
-// jsonProblem describes a decode error without echoing Go type names.
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("syntax error at byte %d", syn.Offset)
-	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return fmt.Sprintf("field %q has the wrong type", typ.Field)
-		}
-		return "the body must be a JSON object"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "unexpected end of input"
-	default:
-		msg := err.Error()
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return msg
-	}
 }
 
 // audited runs op as an audited action: a pending entry first (if that

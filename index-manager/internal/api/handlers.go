@@ -492,13 +492,14 @@ func (h *Handler) listAudit(c *gin.Context) {
 		name string
 		dst  *time.Time
 	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if v := c.Query(p.name); v != "" {
+		if v, ok := c.GetQuery(p.name); ok {
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
 				h.fail(c, invalid("%s must be an RFC 3339 time such as 2026-11-25T10:00:00Z", p.name))
 				return
 			}
-			*p.dst = t
+			// In UTC: Postgres refuses offsets Go accepts (such as -21:26).
+			*p.dst = t.UTC()
 		}
 	}
 	limit, err := intParam(c, "limit", audit.ListLimitDefault)

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/north-cloud/index-manager/internal/api"
 	"github.com/north-cloud/index-manager/internal/audit"
+	"github.com/north-cloud/infrastructure/auth"
 )
 
 // errorOf returns error.code and error.message of an error body.
@@ -454,38 +457,33 @@ func TestHostileTextIsRefused(t *testing.T) {
 }
 
 // TestControlCharactersInSubjectAreEscaped: a token whose subject holds a
-// newline, an ANSI escape and a NUL is recorded in the audit log quoted and
-// escaped, never raw (and the NUL does not make the write fail).
+// newline, an ANSI escape and a NUL, even correctly signed, is refused
+// (401) by the shared authenticator, so nothing runs and nothing is
+// audited; and should such a subject ever reach the audit log, it is
+// stored quoted and escaped, never raw.
 func TestControlCharactersInSubjectAreEscaped(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	name := b.prefix + "_sub_raw_content"
 	b.createIndex(name)
 	sub := "mallory\n2026-11-25 INFO forged line \x1b[31mred\x00\u202e"
-	token, _, err := b.authn.Issue(sub, time.Hour)
-	if err != nil {
-		t.Fatal(err)
+	now := time.Now()
+	token := signed(t, b.secret, jwt.SigningMethodHS256, jwt.RegisteredClaims{Issuer: auth.IssuerDefault, Subject: sub,
+		Audience: jwt.ClaimStrings{auth.AudienceDefault}, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))})
+	if r := b.do(request{Method: "POST", Path: "/api/v1/indices/" + name + "/_refresh", Token: &token}); r.Status != http.StatusUnauthorized {
+		t.Fatalf("refresh with the odd subject: %d %s, want 401", r.Status, r.Body)
 	}
-	if r := b.do(request{Method: "POST", Path: "/api/v1/indices/" + name + "/_refresh", Token: &token}); r.Status != http.StatusOK {
-		t.Fatalf("refresh with the odd subject: %d %s", r.Status, r.Body)
+	if e := b.auditEntries(""); len(e) != 0 {
+		t.Fatalf("a refused subject was audited: %+v", e)
 	}
-	var stored string
-	if err := b.db.QueryRow(`SELECT actor FROM index_audit_log WHERE index_name = $1`, name).Scan(&stored); err != nil {
-		t.Fatal(err)
-	}
+	stored := audit.SafeActor(sub)
 	if want := strconv.QuoteToGraphic(sub); stored != want {
-		t.Fatalf("stored actor %q, want %q", stored, want)
+		t.Fatalf("SafeActor = %q, want %q", stored, want)
 	}
 	for _, r := range stored {
 		if r < 0x20 || r == 0x7f || r == '\u202e' {
-			t.Fatalf("stored actor %q holds control character %U", stored, r)
+			t.Fatalf("escaped actor %q holds control character %U", stored, r)
 		}
-	}
-	r := b.do(request{Method: "GET", Path: "/api/v1/audit?index=" + name})
-	var list api.AuditListResponse
-	r.decode(t, &list)
-	if len(list.Entries) != 1 || list.Entries[0].Actor != stored {
-		t.Fatalf("listed: %s", r.Body)
 	}
 	// Plain subjects stay as they are.
 	if got := audit.SafeActor("bob@example.org"); got != "bob@example.org" {
@@ -516,5 +514,23 @@ func TestConcurrentLoginsShareTheBudget(t *testing.T) {
 	}
 	if counts[http.StatusUnauthorized] != api.LoginFailuresPerUserDefault || counts[http.StatusTooManyRequests] != attempts-api.LoginFailuresPerUserDefault {
 		t.Fatalf("statuses %v, want %d x 401 and the rest 429", counts, api.LoginFailuresPerUserDefault)
+	}
+}
+
+// Audit time filters found by the fuzz stage: an empty since/until is a
+// 400, and an offset Go accepts but Postgres does not (-21:26) is read in
+// UTC instead of failing with 503.
+func TestAuditTimeFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	for path, want := range map[string]int{
+		"/api/v1/audit?until=": http.StatusBadRequest,
+		"/api/v1/audit?since=": http.StatusBadRequest,
+		"/api/v1/audit?until=0089-01-11T20%3A53%3A55.01115-21%3A26": http.StatusOK,
+		"/api/v1/audit?since=2026-11-26T04%3A44%3A10.314Z":          http.StatusOK,
+	} {
+		if r := b.do(request{Method: "GET", Path: path}); r.Status != want {
+			t.Errorf("GET %s: %d %s, want %d", path, r.Status, r.Body, want)
+		}
 	}
 }

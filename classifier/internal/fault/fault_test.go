@@ -48,7 +48,9 @@ func TestPostgres(t *testing.T) {
 
 func TestElasticsearch(t *testing.T) {
 	t.Parallel()
-	re := func(status int, body string) error { return &esclient.ResponseError{Op: "bulk", Status: status, Body: body} }
+	re := func(status int, body string) error {
+		return &esclient.ResponseError{Op: "bulk", Status: status, Body: body}
+	}
 	for _, tt := range []struct {
 		name string
 		err  error

@@ -257,11 +257,17 @@ func TestMethodNotAllowed(t *testing.T) {
 		r.DELETE("/dlq/:id", ok)
 		r.GET("/dlq/:id", ok)
 	})
-	for path, want := range map[string]string{"/dlq/requeue": "POST", "/dlq/stats": "GET", "/dlq/abc": "DELETE, GET"} {
-		req, _ := http.NewRequest(http.MethodPut, b.base+path, nil)
+	for _, tt := range []struct{ method, path, want string }{
+		{http.MethodPut, "/dlq/requeue", "POST"}, {http.MethodPut, "/dlq/stats", "GET"}, {http.MethodPut, "/dlq/abc", "DELETE, GET"},
+		// Routed to /dlq/:id by the tree, but /dlq/requeue and /dlq/stats
+		// own these paths: 405, not a DELETE of the entry "requeue".
+		{http.MethodDelete, "/dlq/requeue", "POST"}, {http.MethodGet, "/dlq/requeue", "POST"}, {http.MethodDelete, "/dlq/stats", "GET"},
+	} {
+		path, want := tt.path, tt.want
+		req, _ := http.NewRequest(tt.method, b.base+path, nil)
 		resp, body := do(t, req)
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != want {
-			t.Errorf("PUT %s = %d Allow %q, want 405 Allow %q: %s", path, resp.StatusCode, resp.Header.Get("Allow"), want, body)
+			t.Errorf("%s %s = %d Allow %q, want 405 Allow %q: %s", tt.method, path, resp.StatusCode, resp.Header.Get("Allow"), want, body)
 		}
 	}
 }

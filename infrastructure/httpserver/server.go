@@ -212,6 +212,8 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 		bodyLimit(cfg.MaxBodyBytes),
 		checkText(),
 	)
+	// Routes are added after New and before the first request.
+	engine.Use(shadowedMethod(engine.Routes))
 	engine.NoRoute(func(c *gin.Context) { WriteError(c, http.StatusNotFound, CodeNotFound, "no such route") })
 	// A known path with a method it does not serve is 405 with Allow, not
 	// 404: the client learns the path is right and the method wrong.
@@ -262,6 +264,33 @@ func allowedMethods(routes gin.RoutesInfo, path string) string {
 	}
 	slices.Sort(methods)
 	return strings.Join(slices.Compact(methods), ", ")
+}
+
+// shadowedMethod answers 405 (with Allow) a request that reached a route
+// with a path parameter although a more specific route owns the path with
+// other methods: DELETE /dlq/requeue is a method POST /dlq/requeue does
+// not have, not a DELETE of the dead letter with id "requeue".
+func shadowedMethod(routes func() gin.RoutesInfo) gin.HandlerFunc {
+	var once sync.Once
+	var infos gin.RoutesInfo
+	return func(c *gin.Context) {
+		matched := c.FullPath()
+		if !strings.Contains(matched, "/:") {
+			c.Next()
+			return
+		}
+		once.Do(func() { infos = routes() })
+		segs := strings.Split(strings.Trim(c.Request.URL.Path, "/"), "/")
+		own, _ := patternMatch(strings.Split(strings.Trim(matched, "/"), "/"), segs)
+		for _, r := range infos {
+			if score, ok := patternMatch(strings.Split(strings.Trim(r.Path, "/"), "/"), segs); ok && score > own {
+				c.Header("Allow", allowedMethods(infos, c.Request.URL.Path))
+				WriteError(c, http.StatusMethodNotAllowed, CodeMethodNotAllowed, c.Request.Method+" is not allowed on this route")
+				return
+			}
+		}
+		c.Next()
+	}
 }
 
 // patternMatch reports whether a route pattern's segments match a path's,

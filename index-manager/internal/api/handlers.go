@@ -66,9 +66,14 @@ func (h *Handler) listIndices(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	typ := c.Query("index_type")
+	typ, given := c.GetQuery("index_type")
 	switch contentindex.Type(typ) {
-	case "", contentindex.TypeRaw, contentindex.TypeClassified, contentindex.TypeOther:
+	case contentindex.TypeRaw, contentindex.TypeClassified, contentindex.TypeOther:
+	case "":
+		if given {
+			h.fail(c, invalid("index_type must be raw_content, classified_content or other (got an empty value)"))
+			return
+		}
 	default:
 		h.fail(c, invalid("index_type must be raw_content, classified_content or other"))
 		return

@@ -517,8 +517,8 @@ func TestConcurrentLoginsShareTheBudget(t *testing.T) {
 	}
 }
 
-// Audit time filters found by the fuzz stage: an empty since/until is a
-// 400, and an offset Go accepts but Postgres does not (-21:26) is read in
+// Filters found by the fuzz stage: an empty since, until or index_type is
+// a 400, and an offset Go accepts but Postgres does not (-21:26) is read in
 // UTC instead of failing with 503.
 func TestAuditTimeFilters(t *testing.T) {
 	t.Parallel()

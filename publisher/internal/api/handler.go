@@ -251,7 +251,7 @@ var statuses = map[string]domain.OutboxStatus{
 
 func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, error) {
 	var f domain.OutboxFilter
-	if v := c.Query("status"); v != "" && withStatus {
+	if v, ok := c.GetQuery("status"); ok && withStatus {
 		s, ok := statuses[v]
 		if !ok {
 			return f, fmt.Errorf("status must be pending, publishing, published or failed (got %q)", v)
@@ -264,7 +264,7 @@ func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, erro
 		return f, fmt.Errorf("source and channel must be at most %d bytes", maxFilterBytes)
 	}
 	for name, dst := range map[string]**bool{"crime": &f.Crime, "exhausted": &f.Exhausted} {
-		if v := c.Query(name); v != "" {
+		if v, ok := c.GetQuery(name); ok {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return f, fmt.Errorf("%s must be true or false (got %q)", name, v)

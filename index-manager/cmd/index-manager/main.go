@@ -60,6 +60,11 @@ type Config struct {
 	SampleRetention  time.Duration
 }
 
+// examplePasswordHash is the operator password hash of .env.example, the
+// hash of the public password "north-cloud-dev": the service refuses to
+// start with it.
+const examplePasswordHash = "$2a$12$GcL5YG7JYLsqQ8FyxVgxJeBlu3NIEgmwLxnzXRlyRA.M8OqhJmkVG"
+
 func loadConfig(l *config.Loader) (Config, error) {
 	c := Config{
 		Common: service.LoadCommon(l, "index-manager", "INDEX_MANAGER_HTTP_ADDR", ":8090"),
@@ -87,6 +92,10 @@ func loadConfig(l *config.Loader) (Config, error) {
 	if err := c.Account.Validate(); err != nil {
 		l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", false, err.Error())
 	}
+	l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", c.Account.PasswordHash != examplePasswordHash,
+		"is the example of .env.example (the public password north-cloud-dev); make your own with index-manager hash-password")
+	l.Check("INDEX_MANAGER_TOKEN_TTL", c.TokenTTL <= c.Common.Auth.MaxLifetime,
+		fmt.Sprintf("must be at most JWT_MAX_LIFETIME (%s), or its tokens are refused (got %s)", c.Common.Auth.MaxLifetime, c.TokenTTL))
 	l.Check("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", c.LoginLimits.Window >= time.Second && c.LoginLimits.Window <= 24*time.Hour,
 		fmt.Sprintf("must be from 1s to 24h (got %s)", c.LoginLimits.Window))
 	l.Check("INDEX_MANAGER_STATS_RETENTION", c.SampleRetention > rates.WindowDefault,

@@ -75,6 +75,12 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_USER": "0"},
 		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_ADDRESS": "many"},
 		{"INDEX_MANAGER_LOGIN_FAILURE_WINDOW": "0s"},
+		// The operator hash of .env.example (password north-cloud-dev).
+		{"INDEX_MANAGER_ADMIN_USER": "admin", "INDEX_MANAGER_ADMIN_PASSWORD_HASH": "$2a$12$GcL5YG7JYLsqQ8FyxVgxJeBlu3NIEgmwLxnzXRlyRA.M8OqhJmkVG"},
+		// Login tokens longer-lived than any service accepts.
+		{"INDEX_MANAGER_TOKEN_TTL": "48h"},
+		// The JWT secret of .env.example.
+		{"JWT_SECRET": "change-me-local-dev-jwt-secret-0123456789abcdef"},
 	} {
 		if _, err := loadConfig(config.NewFromMap(with(bad))); err == nil {
 			t.Errorf("%v accepted", bad)

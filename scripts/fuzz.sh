@@ -116,9 +116,11 @@ for svc in "publisher $publisher" "classifier $classifier" "index-manager $index
   set -- $svc
   echo "-- schemathesis $1 (http://$2/api/v1/openapi.json, $examples examples per operation, all checks)" >&2
   curl -sf -H "Authorization: Bearer $token" "http://$2/api/v1/openapi.json" >"$work/$1.openapi.json"
-  "$venv/bin/st" --config-file "$root/scripts/schemathesis.toml" run "$work/$1.openapi.json" --url "http://$2" \
+  # From the scratch directory: schemathesis keeps its example database
+  # (.schemathesis/) in the working directory, not in the repository.
+  (cd "$work" && "$venv/bin/st" --config-file "$root/scripts/schemathesis.toml" run "$work/$1.openapi.json" --url "http://$2" \
     -H "Authorization: Bearer $token" --checks all --max-examples "$examples" \
-    --seed 1 --no-color --request-timeout 30 || status=1
+    --seed 1 --no-color --request-timeout 30) || status=1
   if grep -qi 'panic' "$work/$1.log"; then
     echo "$1 logged a panic:" >&2
     grep -i -A5 'panic' "$work/$1.log" >&2

@@ -45,6 +45,7 @@ func TestHostileTextIs400(t *testing.T) {
 		{"GET", "/rules?topic=%00", nil, "invalid_text"},
 		{"GET", "/rules?topic=%ff%fe", nil, "invalid_text"},
 		{"GET", "/rules/%00", nil, "invalid_text"},
+		{"GET", "/rules?enabled=", nil, "bad_request"},
 		{"POST", "/rules", `{"name":"n\u0000","topic":"crime","keywords":["x"]}`, "invalid_text"},
 		{"POST", "/rules", `{"name":"n","topic":"crime","keywords":["a\u0000b"]}`, "invalid_text"},
 		{"POST", "/rules", "{\"name\":\"\xff\",\"topic\":\"crime\",\"keywords\":[\"x\"]}", "invalid_text"},

@@ -78,7 +78,7 @@ func (h *handler) listRules(c *gin.Context) {
 		}
 		f.Topic = topic
 	}
-	if raw, ok := c.GetQuery("enabled"); ok && raw != "" {
+	if raw, ok := c.GetQuery("enabled"); ok {
 		enabled, err := strconv.ParseBool(raw)
 		if err != nil {
 			badRequest(c, fmt.Sprintf("enabled: must be true or false (got %q)", raw))

@@ -106,12 +106,15 @@ func badRequest(c *gin.Context, msg string) {
 
 func (h *handler) listDLQ(c *gin.Context) {
 	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"))
+	if v, ok := c.GetQuery("exhausted"); err == nil && ok && v == "" {
+		err = errors.New(`exhausted must be true or false (got "")`)
+	}
 	if err != nil {
 		badRequest(c, err.Error())
 		return
 	}
 	limit := LimitDefault
-	if s := c.Query("limit"); s != "" {
+	if s, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > LimitMax {
 			badRequest(c, fmt.Sprintf("limit must be 1..%d", LimitMax))

@@ -365,6 +365,8 @@ func TestHostileInput(t *testing.T) {
 		{"POST", "/api/v1/dlq/requeue", `{"source":"\u0000"}`, "invalid_text"},
 		{"POST", "/api/v1/dlq/requeue", `{"sauce":"alpha"}`, "invalid_json"},
 		{"GET", "/api/v1/dlq?cursor=nonsense", "", "invalid_cursor"},
+		{"GET", "/api/v1/dlq?exhausted=", "", "bad_request"},
+		{"GET", "/api/v1/dlq?limit=", "", "bad_request"},
 	} {
 		if code, ec := b.doRaw(t, tt.method, tt.path, tt.body); code != http.StatusBadRequest || ec != tt.code {
 			t.Errorf("%s %s %q: %d %s, want 400 %s", tt.method, tt.path, tt.body, code, ec, tt.code)

@@ -171,7 +171,7 @@ func (h *Handler) getDocument(c *gin.Context) {
 // intParam reads an optional non-negative integer query parameter.
 func intParam(c *gin.Context, name string, def int) (int, error) {
 	v, ok := c.GetQuery(name)
-	if !ok || v == "" {
+	if !ok {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)

@@ -528,6 +528,8 @@ func TestAuditTimeFilters(t *testing.T) {
 		"/api/v1/audit?since=": http.StatusBadRequest,
 		"/api/v1/audit?until=0089-01-11T20%3A53%3A55.01115-21%3A26": http.StatusOK,
 		"/api/v1/audit?since=2026-11-26T04%3A44%3A10.314Z":          http.StatusOK,
+		"/api/v1/indices?index_type=":                               http.StatusBadRequest,
+		"/api/v1/audit?limit=":                                      http.StatusBadRequest,
 	} {
 		if r := b.do(request{Method: "GET", Path: path}); r.Status != want {
 			t.Errorf("GET %s: %d %s, want %d", path, r.Status, r.Body, want)

@@ -132,7 +132,7 @@ func (h *Handler) list(c *gin.Context) {
 		return
 	}
 	limit := LimitDefault
-	if v := c.Query("limit"); v != "" {
+	if v, ok := c.GetQuery("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > LimitMax {
 			badRequest(c, fmt.Errorf("limit must be an integer from 1 to %d (got %q)", LimitMax, v))

@@ -280,6 +280,7 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/api/v1/outbox?source=" + strings.Repeat("a", 300), "", "bad_request"},
 		{"GET", "/api/v1/outbox?status=", "", "bad_request"},
 		{"GET", "/api/v1/outbox?crime=", "", "bad_request"},
+		{"GET", "/api/v1/outbox?limit=", "", "bad_request"},
 		{"POST", "/api/v1/outbox/%00/retry", "", "invalid_text"},
 		{"POST", "/api/v1/outbox/retry", `{"source":"\u0000"}`, "invalid_text"},
 		{"POST", "/api/v1/outbox/retry", "{\"source\":\"\xff\"}", "invalid_text"},

@@ -5,17 +5,36 @@
 // UPDATE_SCREENSHOTS=1).
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import path from 'node:path'
 import { Harness, artifacts, screenshots, waitFor } from './harness.mjs'
 
 const h = new Harness()
 let page
+let firstMetroId
 const metro = `${h.prefix}_metro`
 const sports = `${h.prefix}_sports`
 
 async function shot(name) {
   await page.waitForTimeout(300) // let charts and toasts settle
   await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: false })
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+
+/** axe-core on the page as it is: violations of serious or critical impact. */
+async function axeViolations(p) {
+  if (!(await p.evaluate(() => typeof window.axe === 'object'))) await p.addScriptTag({ content: axeSource })
+  const res = await p.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
+  return res.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`)
+}
+
+/** How far the page is wider than the viewport (0: no horizontal overflow). */
+async function pageOverflow(p) {
+  return p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
 }
 
 /** The number a stat card shows. */
@@ -48,6 +67,11 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByTestId('login-error').filter({ hasText: 'invalid username or password' }).waitFor()
     await shot('login')
+    assert.deepEqual(await axeViolations(page), [])
+    await page.setViewportSize({ width: 390, height: 844 })
+    assert.equal(await pageOverflow(page), 0)
+    await shot('login-phone')
+    await page.setViewportSize({ width: 1440, height: 900 })
   })
 
   test('log in', async () => {
@@ -91,6 +115,7 @@ describe('dashboard', { concurrency: false }, () => {
     const found = await h.es('POST', `/${metro}_raw_content/_search`, { size: 1, sort: [{ crawled_at: 'asc' }] })
     const hit = found.hits.hits[0]
     assert.ok(hit, 'the loader wrote documents')
+    firstMetroId = hit._id
     const word = hit._source.title.split(/\s+/).find((w) => /^[A-Za-z]{4,}$/.test(w)) ?? hit._source.title.split(/\s+/)[0]
 
     await page.getByTestId('index-search').fill(metro)
@@ -249,7 +274,7 @@ describe('dashboard', { concurrency: false }, () => {
     await page.waitForURL(/open=/)
     const fresh = await page.context().newPage()
     await fresh.goto(page.url())
-    assert.equal(await fresh.getByTestId('dlq-code').inputValue(), 'VALIDATION_ERROR')
+    await waitFor('the error-code filter from the URL', async () => (await fresh.getByTestId('dlq-code').inputValue()) === 'VALIDATION_ERROR')
     await fresh.locator(`tr[data-dlq="${id}"] + tr`).getByRole('link', { name: 'Raw document' }).click()
     await fresh.getByTestId('document-raw').filter({ hasText: id }).waitFor()
     await fresh.getByTestId('document-dlq').filter({ hasText: 'VALIDATION_ERROR' }).waitFor()
@@ -298,7 +323,21 @@ describe('dashboard', { concurrency: false }, () => {
       const es = await h.es('POST', '/*_classified_content/_count?expand_wildcards=open&ignore_unavailable=true', { query: { range: { classified_at: { gte: 'now-1h' } } } })
       return (await statNumber(card)) === es.count
     }, { timeout: 60_000, interval: 2000 })
-    await page.waitForTimeout(1000)
+    // The queue chart comes from Prometheus: it has history at once after a
+    // reload (no in-browser sampling), and the range is in the URL.
+    const queues = page.getByTestId('chart-queues')
+    const points = async () => Number(await queues.getAttribute('data-points').catch(() => '0'))
+    await waitFor('the queue chart to hold a few points from Prometheus', async () => {
+      await page.reload()
+      await queues.waitFor()
+      await waitFor('the history to load', async () => (await points()) > 0, { timeout: 10_000 }).catch(() => {})
+      return (await points()) >= 3
+    }, { timeout: 90_000, interval: 5000 })
+    await page.getByTestId('time-range').selectOption('15m')
+    await page.waitForURL(/range=15m/)
+    await page.reload()
+    await waitFor('the chart right after a reload', async () => (await points()) >= 3, { timeout: 15_000 })
+    await page.waitForTimeout(500)
     await shot('overview')
   })
 
@@ -360,6 +399,50 @@ describe('dashboard', { concurrency: false }, () => {
     await page.locator(`tr[data-index="${metro}_raw_content"]`).waitFor()
     await shot('indices-dark')
     await page.getByRole('button', { name: 'Switch to light mode' }).click()
+  })
+
+  test('every view: no page overflow at 390, 1280 and 1920 px, no serious or critical axe-core violation, light and dark', async () => {
+    const views = [
+      ['overview', '/', () => page.getByTestId('overview-stats').waitFor()],
+      ['indices', `/indices?q=${h.prefix}`, () => page.locator(`tr[data-index="${metro}_raw_content"]`).waitFor()],
+      ['query-explorer', `/indices?tab=query&qi=${metro}_raw_content&qt=${encodeURIComponent(JSON.stringify({ size: 3, sort: [{ crawled_at: 'desc' }], aggs: { status: { terms: { field: 'classification_status' } } } }))}`, () => page.getByTestId('query-results').waitFor()],
+      ['rules', '/rules', () => page.getByTestId('rules-table').waitFor()],
+      ['dlq', '/dlq', () => page.getByTestId('dlq-entries').getByTestId('stat-value').filter({ hasText: /\d/ }).waitFor()],
+      ['outbox', '/outbox', () => page.getByTestId('outbox-table').waitFor()],
+      ['sources', '/sources', () => page.locator(`tr[data-source="${metro}"]`).waitFor()],
+      ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
+      ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
+    ]
+    const problems = []
+    for (const dark of [false, true]) {
+      await page.evaluate((d) => localStorage.setItem('nc-theme', d ? 'dark' : 'light'), dark)
+      for (const [name, url, ready] of views) {
+        for (const width of dark ? [1440] : [390, 1280, 1920, 1440]) {
+          await page.setViewportSize({ width, height: width === 390 ? 844 : 900 })
+          await goto(url)
+          await ready()
+          await page.waitForTimeout(200)
+          const over = await pageOverflow(page)
+          if (over > 0) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: the page is ${over} px wider than the viewport`)
+          if (width === 390 || width === 1440) {
+            for (const v of await axeViolations(page)) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: ${v}`)
+          }
+          if (width === 390 && !dark) await shot(`${name}-phone`)
+          if (width === 1440 && dark) await shot(`${name}-dark`)
+        }
+      }
+    }
+    // The phone's navigation is behind the menu button.
+    await page.setViewportSize({ width: 390, height: 844 })
+    await goto('/')
+    assert.equal(await page.getByRole('navigation', { name: 'Main' }).isVisible(), false)
+    await page.getByTestId('nav-toggle').click()
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Sources' }).click()
+    await page.waitForURL(/\/sources$/)
+    assert.equal(await page.getByRole('navigation', { name: 'Main' }).isVisible(), false)
+    await page.evaluate(() => localStorage.setItem('nc-theme', 'light'))
+    await page.setViewportSize({ width: 1440, height: 900 })
+    assert.deepEqual(problems, [])
   })
 
   test('signing out, or a 401 from any service, returns to the login page', async () => {

@@ -4,7 +4,7 @@
 // package, driven by playwright-core). Everything is removed at the end.
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -146,7 +146,11 @@ export class Harness {
       INDEX_MANAGER_ADMIN_USER: this.username,
       INDEX_MANAGER_ADMIN_PASSWORD_HASH: hash,
     })
+    // A real Prometheus (Debian's package) scraping the classifier and the
+    // publisher every second: the Overview's charts read their history.
+    this.prometheus = await this.startPrometheus({ classifier: this.classifier.addr, publisher: this.publisher.addr })
     const upstreams = {
+      PROMETHEUS_URL: `http://${this.prometheus.addr}`,
       CLASSIFIER_URL: `http://${this.classifier.addr}`,
       PUBLISHER_URL: `http://${this.publisher.addr}`,
       INDEX_MANAGER_URL: `http://${this.indexManager.addr}`,
@@ -175,6 +179,29 @@ export class Harness {
       if (proc.exited) throw new Error(`${label} exited; see ${log.path}`)
       const res = await fetch(`http://${addr}/ready`)
       return res.ok
+    })
+    return proc
+  }
+
+  async startPrometheus(targets) {
+    const promBin = ['/usr/bin/prometheus', '/usr/local/bin/prometheus'].find((p) => existsSync(p))
+    if (!promBin) throw new Error('prometheus is missing: apt-get install prometheus')
+    const dir = mkdtempSync(path.join(tmpdir(), 'nc-e2e-prometheus-'))
+    this.cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    let cfg = 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n'
+    for (const [job, addr] of Object.entries(targets)) cfg += `  - job_name: ${JSON.stringify(job)}\n    static_configs:\n      - targets: [${JSON.stringify(addr)}]\n`
+    writeFileSync(path.join(dir, 'prometheus.yml'), cfg)
+    const addr = `127.0.0.1:${await freePort()}`
+    const log = createWriteStream(path.join(artifacts, `${this.prefix}-prometheus.log`))
+    const child = spawn(promBin, [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=${addr}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stdout.pipe(log)
+    child.stderr.pipe(log)
+    const proc = { label: 'prometheus', addr, child, exited: false }
+    child.on('exit', () => { proc.exited = true })
+    this.procs.push(proc)
+    await waitFor('prometheus /-/ready', async () => {
+      if (proc.exited) throw new Error(`prometheus exited; see ${log.path}`)
+      return (await fetch(`http://${addr}/-/ready`)).ok
     })
     return proc
   }

@@ -54,10 +54,13 @@ type Config struct {
 	// ProxyTimeout bounds the wait for a service's response headers.
 	// Defaults to ProxyTimeoutDefault.
 	ProxyTimeout time.Duration
+	// PrometheusURL is the Prometheus the Overview's charts read
+	// (query_range through /api/prometheus); empty: no charts history.
+	PrometheusURL string
 }
 
 // ConfigFromEnv reads DASHBOARD_ADDR, DASHBOARD_DIST, CLASSIFIER_URL,
-// PUBLISHER_URL, INDEX_MANAGER_URL and DASHBOARD_READ_ONLY.
+// PUBLISHER_URL, INDEX_MANAGER_URL, PROMETHEUS_URL and DASHBOARD_READ_ONLY.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		Addr:            getenv("DASHBOARD_ADDR"),
@@ -65,6 +68,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ClassifierURL:   getenv("CLASSIFIER_URL"),
 		PublisherURL:    getenv("PUBLISHER_URL"),
 		IndexManagerURL: getenv("INDEX_MANAGER_URL"),
+		PrometheusURL:   strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
 	}
 	switch strings.ToLower(strings.TrimSpace(getenv("DASHBOARD_READ_ONLY"))) {
 	case "", "0", "false", "no", "off":
@@ -106,6 +110,12 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s: must be an http(s) URL (got %q)", name, raw))
 		}
 	}
+	if c.PrometheusURL != "" {
+		u, err := url.Parse(c.PrometheusURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("PROMETHEUS_URL: must be an http(s) URL (got %q)", c.PrometheusURL))
+		}
+	}
 	if c.ProxyTimeout < 0 {
 		errs = append(errs, errors.New("ProxyTimeout: must not be negative"))
 	}
@@ -128,6 +138,7 @@ func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 		target, _ := url.Parse(u.target)
 		mux.Handle(u.prefix+"/", newProxy(u.prefix, target, cfg.ProxyTimeout, logger))
 	}
+	mux.Handle("GET /api/prometheus/api/v1/{endpoint}", prometheusProxy(cfg.PrometheusURL, logger))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no service is mounted at "+r.URL.Path)
 	})
@@ -143,7 +154,7 @@ func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 	})
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, map[string]bool{"read_only": cfg.ReadOnly})
+		writeJSON(w, http.StatusOK, map[string]bool{"read_only": cfg.ReadOnly, "prometheus": cfg.PrometheusURL != ""})
 	})
 	mux.Handle("/", spa(cfg.Dist))
 	return securityHeaders(mux), nil

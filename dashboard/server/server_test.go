@@ -130,7 +130,7 @@ func TestHealthReadyAndConfig(t *testing.T) {
 		t.Errorf("/ready = %d", status)
 	}
 	status, h, body := get(t, b.srv.URL+"/config.json")
-	if status != 200 || strings.TrimSpace(body) != `{"read_only":true}` || h.Get("Cache-Control") != "no-store" {
+	if status != 200 || strings.TrimSpace(body) != `{"prometheus":false,"read_only":true}` || h.Get("Cache-Control") != "no-store" {
 		t.Errorf("/config.json = %d %s", status, body)
 	}
 }

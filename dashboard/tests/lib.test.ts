@@ -11,7 +11,6 @@ import { topicsOf, validateRuleInput } from '@/lib/rules'
 import { matchesIdSearch, refreshInterval } from '@/lib/tables'
 import { useCursorPages } from '@/composables/useCursorPages'
 import { useSelection } from '@/composables/useSelection'
-import { appendSample } from '@/composables/useSampleHistory'
 import { isExpired } from '@/auth/session'
 import { shouldRetry } from '@/queryClient'
 import { ApiError } from '@/api/http'
@@ -77,7 +76,8 @@ describe('prometheus', () => {
 describe('format', () => {
   it('formats bytes, numbers, durations and relative times', () => {
     expect(formatBytes(0)).toBe('0 B')
-    expect(formatBytes(1536)).toBe('1.5 KB')
+    expect(formatBytes(1536)).toBe('1.5 KiB')
+    expect(formatBytes(3 * 1024 * 1024)).toBe('3 MiB')
     expect(formatNumber(1234567)).toBe('1,234,567')
     expect(formatNumber(undefined)).toBe('—')
     expect(formatDuration(0.42)).toBe('0.4s')
@@ -110,7 +110,7 @@ describe('index names', () => {
     const list = [idx('b_raw_content', 'raw_content', 10, 1024), idx('a_classified_content', 'classified_content', 5, 1024), idx('c_raw_content', 'raw_content', 1, 0)]
     expect(filterIndices(list, '', 'raw_content').map((i) => i.name)).toEqual(['b_raw_content', 'c_raw_content'])
     expect(filterIndices(list, 'A_', 'all').map((i) => i.name)).toEqual(['a_classified_content'])
-    expect(summarizeIndices(list)).toEqual({ total: 3, docs: 16, storage: '2 KB' })
+    expect(summarizeIndices(list)).toEqual({ total: 3, docs: 16, storage: '2 KiB' })
   })
 })
 
@@ -146,14 +146,6 @@ describe('tables and selection', () => {
     expect(s.ids.value).toEqual(['b'])
     s.toggleAll()
     expect(s.count.value).toBe(0)
-  })
-  it('keeps an hour of samples', () => {
-    let pts = appendSample([], 0, 1)
-    pts = appendSample(pts, 1000, 2)
-    pts = appendSample(pts, 1000, 3)
-    expect(pts).toEqual([{ t: 0, v: 1 }, { t: 1000, v: 3 }])
-    pts = appendSample(pts, 3_600_000 + 500, 4)
-    expect(pts.map((p) => p.v)).toEqual([3, 4])
   })
 })
 

@@ -43,3 +43,20 @@ describe('aggregations', () => {
     expect(aggView({ count: 2, min: 1, max: 3, avg: 2, sum: 4 }).kind).toBe('values')
   })
 })
+
+describe('escapeControl', () => {
+  it('shows terminal escapes and newlines escaped', async () => {
+    const { escapeControl } = await import('@/lib/text')
+    expect(escapeControl('mallory\n\x1b[31mred\u0000')).toBe('mallory\\n\\x1b[31mred\\x00')
+    expect(escapeControl('plain operator')).toBe('plain operator')
+  })
+})
+
+describe('time ranges', () => {
+  it('aligns the window to its step and sums a matrix per timestamp', async () => {
+    const { rangeWindow, matrixPoints } = await import('@/lib/timeRange')
+    expect(rangeWindow('1h', 1_700_000_012_345)).toEqual({ start: 1_700_000_010 - 3600, end: 1_700_000_010, step: 30 })
+    expect(rangeWindow('15m', 0).step).toBe(8)
+    expect(matrixPoints([{ values: [[10, '1'], [20, '2']] }, { values: [[20, '3'], [30, 'NaN']] }])).toEqual([{ t: 10_000, v: 1 }, { t: 20_000, v: 5 }])
+  })
+})

@@ -5,6 +5,7 @@ import { session } from '@/auth/session'
 import { classifierClient } from './classifier'
 import { indexManagerClient } from './indexManager'
 import { publisherClient } from './publisher'
+import { prometheusClient } from './prometheus'
 
 const common = {
   getToken: () => session.token(),
@@ -14,12 +15,15 @@ const common = {
 export const indexManagerApi = indexManagerClient(common)
 export const classifierApi = classifierClient(common)
 export const publisherApi = publisherClient(common)
+export const prometheusApi = prometheusClient(common)
 
 export { ApiError } from './http'
 
 /** Fetches the runtime configuration the dashboard server serves. */
 export interface RuntimeConfig {
   read_only: boolean
+  /** The server proxies a Prometheus (the Overview's charts history). */
+  prometheus?: boolean
 }
 
 export async function fetchRuntimeConfig(fetchImpl: typeof fetch = fetch): Promise<RuntimeConfig> {
@@ -27,7 +31,7 @@ export async function fetchRuntimeConfig(fetchImpl: typeof fetch = fetch): Promi
     const res = await fetchImpl('/config.json', { headers: { Accept: 'application/json' } })
     if (!res.ok) return { read_only: false }
     const body = (await res.json()) as Partial<RuntimeConfig>
-    return { read_only: body.read_only === true }
+    return { read_only: body.read_only === true, ...(body.prometheus === true ? { prometheus: true } : {}) }
   } catch {
     return { read_only: false }
   }

@@ -1,0 +1,24 @@
+// Prometheus's query API through the dashboard server's bounded proxy
+// (dashboard/server/prometheus.go): the history of the services' gauges.
+import { createHttpClient, type HttpClient, type HttpClientOptions } from './http'
+
+export const PROMETHEUS_ROOT = '/api/prometheus/api/v1'
+
+export interface RangeResult {
+  status: 'success' | 'error'
+  data: { resultType: 'matrix'; result: { metric: Record<string, string>; values: [number, string][] }[] }
+}
+
+export function createPrometheusApi(http: HttpClient) {
+  return {
+    /** start and end in Unix seconds, step in seconds. */
+    queryRange: (query: string, start: number, end: number, step: number) =>
+      http.get<RangeResult>('/query_range', { query, start: String(start), end: String(end), step: String(step) }),
+  }
+}
+
+export type PrometheusApi = ReturnType<typeof createPrometheusApi>
+
+export function prometheusClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }): PrometheusApi {
+  return createPrometheusApi(createHttpClient({ baseUrl: PROMETHEUS_ROOT, ...opts }))
+}

@@ -99,8 +99,13 @@ dashboard_checks() {
 }
 step "dashboard: typecheck, unit, build, e2e"
 dashlog=$(mktemp)
+# errexit and pipefail would end the script on a failing pipeline before its
+# status is read; turn errexit off around it so the summary always prints.
+set +e
 (dashboard_checks) 2>&1 | tee "$dashlog"
-[ "${PIPESTATUS[0]}" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
+dash_status=${PIPESTATUS[0]}
+set -e
+[ "$dash_status" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
 
 
 # One summary over every module, in gotestsum's format.

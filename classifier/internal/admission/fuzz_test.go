@@ -2,7 +2,9 @@ package admission
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -49,6 +51,42 @@ func FuzzAdmit(f *testing.F) {
 		once := *d
 		if err := Admit(d, limits); err != nil || *d != once {
 			t.Fatalf("admitting again: %v, changed %t", err, *d != once)
+		}
+	})
+}
+
+// FuzzDecodeRaw feeds any bytes as a stored _source through the raw-document
+// decoder (domain.DecodeRaw, what the poller and the dead-letter re-read use)
+// and then the door: nothing panics; the identity is always the _id given,
+// whatever _source says; a _source that does not decode gives an empty
+// document with its reason, which the door refuses; an admitted document
+// carries only valid UTF-8 without NUL.
+func FuzzDecodeRaw(f *testing.F) {
+	f.Add("doc-1", []byte(`{"id":"doc-1","url":"https://news.test/a","source_name":"news","title":"T","raw_text":"Body"}`))
+	f.Add("doc-2", []byte(`{"id":"other","url":"https://news.test/a","title":"T\u0000","raw_text":"a\u0000b"}`))
+	f.Add("doc-3", []byte(`{"url":42,"title":["x"]}`))
+	f.Add("doc-4", []byte(`{"published_date":"0000-01-01T00:00:00+01:00","url":"https://x.test","raw_text":"t"}`))
+	f.Add("doc-5", []byte(`not json`))
+	f.Add("doc-6", []byte(`{"url":"https://x.test","raw_text":"\udc00 lone surrogate"}`))
+	f.Fuzz(func(t *testing.T, id string, source []byte) {
+		raw, _ := domain.DecodeRaw("fuzz_raw_content", id, 1, 1, source)
+		if raw.ID != id || raw.Index != "fuzz_raw_content" {
+			t.Fatalf("identity = %s/%q, want fuzz_raw_content/%q", raw.Index, raw.ID, id)
+		}
+		if raw.DecodeError != "" && raw.RawDocument.URL != "" {
+			t.Fatalf("a document that did not decode kept fields: %+v", raw.RawDocument)
+		}
+		err := Admit(raw, Limits{})
+		if raw.DecodeError != "" && err == nil {
+			t.Fatalf("a document that did not decode was admitted (%s)", raw.DecodeError)
+		}
+		if err != nil {
+			return
+		}
+		for _, s := range []string{raw.ID, raw.URL, raw.SourceName, raw.Title, raw.RawText, raw.RawHTML, raw.MetaDescription} {
+			if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+				t.Fatalf("admitted field %q is not clean text", s)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -28,6 +29,24 @@ type RawContent struct {
 	DecodeError string
 	// FromDLQ is set when the dead-letter retry worker claimed the document.
 	FromDLQ bool
+}
+
+// DecodeRaw reads a raw document as Elasticsearch returned it (a search hit
+// or a multi-get doc). Its identity is always the index and _id: an id field
+// in _source that differs is ignored (it would name another document, or
+// none) and returned as sourceID for the caller to report. A _source that
+// does not decode (a field of the wrong JSON type)
+// gives an empty document with DecodeError set, so that one malformed
+// document is failed on its own with that reason and never stalls the
+// others.
+func DecodeRaw(index, id string, seqNo, primaryTerm int64, source []byte) (raw *RawContent, sourceID string) {
+	raw = &RawContent{Index: index, SeqNo: seqNo, PrimaryTerm: primaryTerm}
+	if err := json.Unmarshal(source, &raw.RawDocument); err != nil {
+		raw.RawDocument = contentindex.RawDocument{}
+		raw.DecodeError = err.Error()
+	}
+	sourceID, raw.ID = raw.ID, id
+	return raw, sourceID
 }
 
 // ClaimID names one claim of a document; a document classified again after

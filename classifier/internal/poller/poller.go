@@ -616,16 +616,11 @@ func (p *Poller) decodeHits(ctx context.Context, hits []searchHit) []*domain.Raw
 		// Decode each document on its own: one malformed _source must not
 		// stall the poll for everyone else. It is claimed like any other and
 		// failed by the pipeline with the decode error as its reason.
-		raw := &domain.RawContent{Index: h.Index, SeqNo: h.SeqNo, PrimaryTerm: h.PrimaryTerm}
-		if err := json.Unmarshal(h.Source, &raw.RawDocument); err != nil {
-			raw.RawDocument = contentindex.RawDocument{}
-			raw.DecodeError = err.Error()
-		}
-		if raw.ID != "" && raw.ID != h.ID {
+		raw, sourceID := domain.DecodeRaw(h.Index, h.ID, h.SeqNo, h.PrimaryTerm, h.Source)
+		if sourceID != "" && sourceID != h.ID {
 			p.logger.WarnContext(ctx, "raw document's id field differs from its _id; the _id is its identity",
-				"index", h.Index, "_id", h.ID, "source_id", raw.ID)
+				"index", h.Index, "_id", h.ID, "source_id", sourceID)
 		}
-		raw.ID = h.ID
 		out = append(out, raw)
 	}
 	return out

@@ -186,12 +186,7 @@ func (s *ContentStore) GetRaw(ctx context.Context, refs []domain.DocKey) (found 
 			missing = append(missing, refs[i])
 			continue
 		}
-		raw := &domain.RawContent{Index: d.Index, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
-		if err := json.Unmarshal(d.Source, &raw.RawDocument); err != nil {
-			raw.RawDocument = contentindex.RawDocument{}
-			raw.DecodeError = err.Error()
-		}
-		raw.ID = d.ID // identity is (index, _id), whatever _source.id says
+		raw, _ := domain.DecodeRaw(d.Index, d.ID, d.SeqNo, d.PrimaryTerm, d.Source)
 		found = append(found, raw)
 	}
 	return found, missing, nil

@@ -15,6 +15,11 @@ let page
 let firstMetroId
 const metro = `${h.prefix}_metro`
 const sports = `${h.prefix}_sports`
+// A few thousand documents of one more source, loaded while the first
+// steps run; Sources and Overview are checked against them.
+const bulk = `${h.prefix}_bulk`
+const BULK = 2000
+let bulkLoad
 
 async function shot(name) {
   await page.waitForTimeout(300) // let charts and toasts settle
@@ -51,6 +56,8 @@ describe('dashboard', { concurrency: false }, () => {
   before(async () => {
     await h.start()
     h.load(24, [metro, sports])
+    bulkLoad = h.loadAsync(BULK, [bulk])
+    bulkLoad.catch(() => {})
     const ctx = await h.launchBrowser()
     page = ctx.pages()[0] ?? (await ctx.newPage())
   }, { timeout: 240_000 })
@@ -93,7 +100,9 @@ describe('dashboard', { concurrency: false }, () => {
     // Search narrows the list.
     await page.getByTestId('index-search').fill(h.prefix)
     await page.getByTestId('index-type').selectOption('raw_content')
-    await waitFor('only raw indices listed', async () => (await page.locator('tr[data-index]').count()) === 2)
+    await waitFor('only raw indices listed', async () =>
+      (await page.locator('tr[data-index$="_classified_content"]').count()) === 0 &&
+      (await page.locator(`tr[data-index="${metro}_raw_content"], tr[data-index="${sports}_raw_content"]`).count()) === 2)
     await page.getByTestId('index-type').selectOption('all')
     await page.locator(`tr[data-index="${metro}_raw_content"] [data-testid="doc-count"]`).filter({ hasText: /^\d+$/ }).waitFor()
     await shot('indices')
@@ -300,6 +309,8 @@ describe('dashboard', { concurrency: false }, () => {
   })
 
   test('the overview counts what its cards say, against Elasticsearch and Postgres', async () => {
+    await bulkLoad
+    await waitFor(`the ${BULK} documents of ${bulk} classified`, async () => (await h.es('GET', `/${bulk}_classified_content/_count`)).count === BULK, { timeout: 180_000, interval: 2000 })
     await page.getByRole('link', { name: 'Overview' }).click()
     await page.getByTestId('overview-stats').getByTestId('stat-value').first().filter({ hasText: /[1-9]/ }).waitFor()
     await page.locator('canvas').first().waitFor()
@@ -364,6 +375,16 @@ describe('dashboard', { concurrency: false }, () => {
       return false
     }, { timeout: 60_000, interval: 1000 })
     assert.equal(await page.locator('tr[data-source=""]').count(), 0, 'no nameless source row')
+    // The bulk source: every one of its documents, once, as Elasticsearch counts them.
+    const bulkRow = page.locator(`tr[data-source="${bulk}"]`)
+    const bulkCell = async (id) => Number((await bulkRow.getByTestId(id).innerText()).replace(/\D/g, ''))
+    await waitFor(`the ${BULK} documents of ${bulk} classified and counted as Elasticsearch does`, async () => {
+      const classified = (await h.es('GET', `/${bulk}_classified_content/_count`)).count
+      if (classified !== BULK) return false
+      await page.reload()
+      await bulkRow.waitFor()
+      return (await bulkCell('documents')) === BULK && (await bulkCell('classified')) === BULK
+    }, { timeout: 180_000, interval: 3000 })
     const reputation = Number(await row.getByTestId('reputation').innerText())
     assert.ok(reputation > 0 && reputation <= 1, `reputation ${reputation} on its 0..1 scale`)
     // Attempts come from the classifier's counters, in Postgres.

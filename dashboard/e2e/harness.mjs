@@ -251,6 +251,17 @@ export class Harness {
     })
   }
 
+  /** load, without blocking: resolves when the loader is done. */
+  loadAsync(count, sources) {
+    return new Promise((resolve, reject) => {
+      const child = spawn(path.join(bin, 'loader'), ['-count', String(count), '-sources', sources.join(','), '-refresh'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      child.stdout.on('data', (d) => { out += d })
+      child.stderr.on('data', (d) => { out += d })
+      child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`loader exited ${code}: ${out.slice(-500)}`))))
+    })
+  }
+
   async api(service, method, p, body, token) {
     const res = await fetch(`${this.url}/api/${service}${p}`, {
       method,

@@ -119,6 +119,8 @@ start() {
   # infrastructure/testenv), so `scripts/task test` can run beside this stack.
   export CLASSIFIER_INDEX_PATTERN="${CLASSIFIER_INDEX_PATTERN:-*_raw_content,-nctest*}"
   export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
+  # The dashboard's charts read their history from the Prometheus started below.
+  export PROMETHEUS_URL="${PROMETHEUS_URL:-http://127.0.0.1:${NC_PROMETHEUS_PORT:-9090}}"
   dashboard_setup
   for svc in "${services[@]}"; do
     if running "$svc"; then

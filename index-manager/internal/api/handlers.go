@@ -477,6 +477,14 @@ type AuditListResponse struct {
 
 func (h *Handler) listAudit(c *gin.Context) {
 	f := audit.Filter{Actor: c.Query("actor"), Action: c.Query("action"), Index: c.Query("index"), Outcome: c.Query("outcome")}
+	// An enum given empty is a mistake, not "any": refused like any other
+	// value outside the enum.
+	for _, name := range []string{"action", "outcome"} {
+		if v, ok := c.GetQuery(name); ok && v == "" {
+			h.fail(c, invalid("%s must not be empty", name))
+			return
+		}
+	}
 	switch f.Action {
 	case "", audit.ActionCreate, audit.ActionDelete, audit.ActionRefresh:
 	default:

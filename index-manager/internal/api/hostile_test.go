@@ -530,6 +530,9 @@ func TestAuditTimeFilters(t *testing.T) {
 		"/api/v1/audit?since=2026-11-26T04%3A44%3A10.314Z":          http.StatusOK,
 		"/api/v1/indices?index_type=":                               http.StatusBadRequest,
 		"/api/v1/audit?limit=":                                      http.StatusBadRequest,
+		"/api/v1/audit?action=":                                     http.StatusBadRequest,
+		"/api/v1/audit?outcome=":                                    http.StatusBadRequest,
+		"/api/v1/audit?action=delete":                               http.StatusOK,
 	} {
 		if r := b.do(request{Method: "GET", Path: path}); r.Status != want {
 			t.Errorf("GET %s: %d %s, want %d", path, r.Status, r.Body, want)

@@ -206,7 +206,7 @@ func serve(ctx context.Context, _ []string) error {
 	// The playground runs on the active engine only, so its requests are
 	// not counted as shadow-mode comparisons.
 	if err := api.Register(v1, api.Deps{
-		Store: ruleRepo, Engine: engine, Classifier: classifier,
+		Store: ruleRepo, Engine: engine, Pipeline: classifier,
 		RulesVersion: watcher.Version, Logger: log,
 	}); err != nil {
 		return err

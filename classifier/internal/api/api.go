@@ -39,9 +39,10 @@ type Matcher interface {
 	Match(title, body string) []rules.Match
 }
 
-// Classifier is the live classification pipeline; *pipeline.Classifier is
-// one. Classify must not write anything.
-type Classifier interface {
+// Pipeline is the live classification pipeline that POST /classify runs on
+// a posted document; *pipeline.Pipeline is one. Classify must not write
+// anything.
+type Pipeline interface {
 	Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error)
 }
 
@@ -65,8 +66,8 @@ type Deps struct {
 	Store RuleStore
 	// Engine answers POST /rules/test. Required.
 	Engine Matcher
-	// Classifier answers POST /classify. Required.
-	Classifier Classifier
+	// Pipeline answers POST /classify. Required.
+	Pipeline Pipeline
 	// RulesVersion, when set, returns the rule-set version in Engine
 	// (rulestore.Watcher.Version); /rules/test and /classify report it.
 	RulesVersion func() int64
@@ -97,8 +98,8 @@ func Register(router gin.IRouter, deps Deps) error {
 	if deps.Engine == nil {
 		errs = append(errs, errors.New("Engine is required"))
 	}
-	if deps.Classifier == nil {
-		errs = append(errs, errors.New("Classifier is required"))
+	if deps.Pipeline == nil {
+		errs = append(errs, errors.New("Pipeline is required"))
 	}
 	if deps.Logger == nil {
 		errs = append(errs, errors.New("Logger is required"))

@@ -196,7 +196,7 @@ func TestRulesUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, token := serve(t, api.Deps{Store: rulestore.NewRepository(db), Engine: engine, Classifier: nopClassifier{}, Logger: testenv.Logger(t)})
+	url, token := serve(t, api.Deps{Store: rulestore.NewRepository(db), Engine: engine, Pipeline: nopPipeline{}, Logger: testenv.Logger(t)})
 	for _, r := range []struct {
 		method, path string
 		body         any
@@ -214,9 +214,9 @@ func TestRulesUnavailable(t *testing.T) {
 	}
 }
 
-type nopClassifier struct{}
+type nopPipeline struct{}
 
-func (nopClassifier) Classify(*domain.RawContent) (*domain.ClassifiedContent, error) {
+func (nopPipeline) Classify(*domain.RawContent) (*domain.ClassifiedContent, error) {
 	return &domain.ClassifiedContent{}, nil
 }
 

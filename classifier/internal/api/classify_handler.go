@@ -44,7 +44,7 @@ func (h *handler) classify(c *gin.Context) {
 	if doc.CrawledAt.IsZero() {
 		doc.CrawledAt = time.Now().UTC()
 	}
-	out, err := h.Classifier.Classify(&domain.RawContent{RawDocument: doc})
+	out, err := h.Pipeline.Classify(&domain.RawContent{RawDocument: doc})
 	if err != nil {
 		if errors.Is(err, pipeline.ErrUnprocessable) {
 			httpserver.WriteError(c, http.StatusUnprocessableEntity, httpserver.CodeUnprocessable, err.Error())

@@ -73,9 +73,9 @@ func (m blockingMatcher) Match(string, string) []rules.Match {
 	return nil
 }
 
-type noClassifier struct{}
+type noPipeline struct{}
 
-func (noClassifier) Classify(*domain.RawContent) (*domain.ClassifiedContent, error) {
+func (noPipeline) Classify(*domain.RawContent) (*domain.ClassifiedContent, error) {
 	return &domain.ClassifiedContent{}, nil
 }
 
@@ -85,7 +85,7 @@ func (noClassifier) Classify(*domain.RawContent) (*domain.ClassifiedContent, err
 func TestCostlyRoutesAreBounded(t *testing.T) {
 	t.Parallel()
 	m := blockingMatcher{entered: make(chan struct{}, 2), release: make(chan struct{})}
-	url, token := serve(t, api.Deps{Store: rulestore.NewRepository(nil), Engine: m, Classifier: noClassifier{}, Logger: testenv.Logger(t),
+	url, token := serve(t, api.Deps{Store: rulestore.NewRepository(nil), Engine: m, Pipeline: noPipeline{}, Logger: testenv.Logger(t),
 		MaxTestBytes: 4 << 10, MaxConcurrentTests: 2})
 	big := `{"text":"` + strings.Repeat("\ufdfa", 2<<10) + `"}`
 	if res := do(t, url, token, "POST", "/rules/test", big); res.status != http.StatusRequestEntityTooLarge || res.errorCode() != "body_too_large" {

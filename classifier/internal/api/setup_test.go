@@ -73,11 +73,11 @@ func setup(t *testing.T) bundle {
 		defer cancel()
 		_ = watcher.Stop(ctx)
 	})
-	classifier, err := pipeline.New(pipeline.Config{Topics: engine})
+	pipe, err := pipeline.New(pipeline.Config{Topics: engine})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, token := serve(t, api.Deps{Store: repo, Engine: engine, Classifier: classifier, RulesVersion: watcher.Version, Logger: log})
+	url, token := serve(t, api.Deps{Store: repo, Engine: engine, Pipeline: pipe, RulesVersion: watcher.Version, Logger: log})
 	return bundle{url: url, token: token, repo: repo, db: db, engine: engine, watcher: watcher}
 }
 

@@ -50,14 +50,17 @@ type Config struct {
 	Limits admission.Limits
 }
 
-// Classifier runs the pipeline stages in order.
-type Classifier struct {
+// Pipeline admits a raw document and runs the classification stages on it
+// in order: content type, quality, topics (and the crime fields they imply),
+// source reputation. It holds no state between documents, so one Pipeline
+// serves every worker.
+type Pipeline struct {
 	cfg Config
 	now func() time.Time
 }
 
-// New returns a Classifier.
-func New(cfg Config) (*Classifier, error) {
+// New returns a Pipeline after checking cfg.
+func New(cfg Config) (*Pipeline, error) {
 	if cfg.Topics == nil {
 		return nil, errors.New("new pipeline: Topics is required")
 	}
@@ -68,14 +71,14 @@ func New(cfg Config) (*Classifier, error) {
 		return nil, fmt.Errorf("new pipeline: limits: %w", err)
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
-	return &Classifier{cfg: cfg, now: time.Now}, nil
+	return &Pipeline{cfg: cfg, now: time.Now}, nil
 }
 
 // Classify admits raw (admission.Admit, which normalizes its free-text
 // fields in place) and classifies it. A refusal wraps both ErrUnprocessable
 // and the *admission.RejectionError naming the field.
-func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {
-	if err := admission.Admit(raw, c.cfg.Limits); err != nil {
+func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {
+	if err := admission.Admit(raw, p.cfg.Limits); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnprocessable, err)
 	}
 	// From here every string of raw is valid UTF-8 without NUL bytes and
@@ -92,13 +95,13 @@ func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent
 	ct := detectContentType(raw.OGType, raw.URL, words, title != "", published != nil)
 	quality, factors := scoreQuality(words, title, raw.MetaDescription, published != nil, text)
 	start := time.Now()
-	matches := c.cfg.Topics.Match(title, text)
-	if c.cfg.OnRuleMatch != nil {
+	matches := p.cfg.Topics.Match(title, text)
+	if p.cfg.OnRuleMatch != nil {
 		evaluated := 0
-		if c.cfg.RuleCount != nil {
-			evaluated = c.cfg.RuleCount()
+		if p.cfg.RuleCount != nil {
+			evaluated = p.cfg.RuleCount()
 		}
-		c.cfg.OnRuleMatch(time.Since(start), evaluated, len(matches))
+		p.cfg.OnRuleMatch(time.Since(start), evaluated, len(matches))
 	}
 
 	out := &domain.ClassifiedContent{
@@ -121,10 +124,10 @@ func (c *Classifier) Classify(raw *domain.RawContent) (*domain.ClassifiedContent
 		QualityFactors:        factors,
 		Topics:                []string{},
 		TopicScores:           []domain.TopicScore{},
-		SourceReputation:      c.cfg.Reputation(raw.SourceName),
+		SourceReputation:      p.cfg.Reputation(raw.SourceName),
 		Confidence:            ct.Confidence,
 		ClassifierVersion:     domain.Version,
-		ClassifiedAt:          c.now().UTC(),
+		ClassifiedAt:          p.now().UTC(),
 		Index:                 contentindex.ClassifiedIndexFor(raw.Index),
 		ClaimID:               raw.ClaimID(),
 	}

@@ -92,7 +92,7 @@ func TestScoreQuality(t *testing.T) {
 	}
 }
 
-func newClassifier(t *testing.T) *Classifier {
+func newPipeline(t *testing.T) *Pipeline {
 	t.Helper()
 	engine, err := rules.NewEngine(rules.MatcherAhoCorasick, []rules.Rule{
 		{ID: 1, Topic: "violent_crime", Keywords: []string{"shooting", "murder", "gun"}, Priority: 100, Enabled: true},
@@ -126,7 +126,7 @@ func raw(mod func(*contentindex.RawDocument)) *domain.RawContent {
 
 func TestClassifyRoutesCrimeAndKeepsTopicOrder(t *testing.T) {
 	t.Parallel()
-	c := newClassifier(t)
+	c := newPipeline(t)
 	doc, err := c.Classify(raw(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestClassifyRoutesCrimeAndKeepsTopicOrder(t *testing.T) {
 
 func TestClassifyBadInput(t *testing.T) {
 	t.Parallel()
-	c := newClassifier(t)
+	c := newPipeline(t)
 	unprocessable := []struct {
 		name string
 		mod  func(*contentindex.RawDocument)
@@ -203,7 +203,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "") == s }
 
 func TestClassifyAdmission(t *testing.T) {
 	t.Parallel()
-	c := newClassifier(t)
+	c := newPipeline(t)
 	tests := []struct {
 		name string
 		mod  func(*contentindex.RawDocument)
@@ -305,7 +305,7 @@ func TestClassifyLimits(t *testing.T) {
 // (it would fail the whole bulk request): it is treated as missing.
 func TestClassifyDateOutOfRange(t *testing.T) {
 	t.Parallel()
-	c := newClassifier(t)
+	c := newPipeline(t)
 	for _, date := range []string{"0000-01-01T00:00:00+01:00", "9999-12-31T23:00:00-14:00", "0000-01-01"} {
 		doc, err := c.Classify(raw(func(d *contentindex.RawDocument) { d.PublishedDate = date }))
 		if err != nil {

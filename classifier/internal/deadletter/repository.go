@@ -156,6 +156,10 @@ func (r *Repository) Resolve(ctx context.Context, docs []domain.DocKey) (int64, 
 type Filter struct {
 	Source    string
 	ErrorCode string
+	// ContentID and Index, when set, select the entries of one document
+	// (exact content id) or one raw index (exact name).
+	ContentID string
+	Index     string
 	// Exhausted, when set, selects exhausted (true) or retryable (false) entries.
 	Exhausted *bool
 }
@@ -171,6 +175,12 @@ func (f Filter) where(args *[]any) string {
 	}
 	if f.ErrorCode != "" {
 		add("error_code = $%d", f.ErrorCode)
+	}
+	if f.ContentID != "" {
+		add("content_id = $%d", f.ContentID)
+	}
+	if f.Index != "" {
+		add("index_name = $%d", f.Index)
 	}
 	if f.Exhausted != nil {
 		if *f.Exhausted {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -35,6 +36,13 @@ const dbTimeout = 5 * time.Second
 // maxSourceBytes bounds a source name (a path segment or a filter), far
 // above any real one.
 const maxSourceBytes = 255
+
+// Bounds, in characters, of the content_id and index filters: the widths of
+// the columns they are compared with, so a longer value could match nothing.
+const (
+	maxContentIDChars = 512
+	maxIndexChars     = 255
+)
 
 // Deps are the repositories the API reads and changes.
 type Deps struct {
@@ -104,10 +112,26 @@ func badRequest(c *gin.Context, msg string) {
 	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
 }
 
+// documentFilter reads the exact content_id and index filters of GET /dlq,
+// which select the entries of one document (the document page's view).
+func documentFilter(c *gin.Context, f *deadletter.Filter) error {
+	f.ContentID, f.Index = c.Query("content_id"), c.Query("index")
+	if n := utf8.RuneCountInString(f.ContentID); n > maxContentIDChars {
+		return fmt.Errorf("content_id must be at most %d characters (got %d)", maxContentIDChars, n)
+	}
+	if n := utf8.RuneCountInString(f.Index); n > maxIndexChars {
+		return fmt.Errorf("index must be at most %d characters (got %d)", maxIndexChars, n)
+	}
+	return nil
+}
+
 func (h *handler) listDLQ(c *gin.Context) {
 	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"))
 	if v, ok := c.GetQuery("exhausted"); err == nil && ok && v == "" {
 		err = errors.New(`exhausted must be true or false (got "")`)
+	}
+	if err == nil {
+		err = documentFilter(c, &f)
 	}
 	if err != nil {
 		badRequest(c, err.Error())

@@ -217,7 +217,27 @@ func TestDeadLetterListFiltersAndPages(t *testing.T) {
 		t.Errorf("by error code = %+v", p.Entries)
 	}
 
-	for _, bad := range []string{"/api/v1/dlq?exhausted=maybe", "/api/v1/dlq?limit=0", "/api/v1/dlq?limit=501", "/api/v1/dlq?cursor=zzz"} {
+	// One document's entries: content_id and index are exact, so a prefix
+	// or another index matches nothing.
+	b.do(t, "GET", "/api/v1/dlq?content_id=es-c&index=alpha_raw_content", nil, &p)
+	if len(p.Entries) != 1 || p.Entries[0].ContentID != "es-c" {
+		t.Errorf("by content_id and index = %+v, want es-c alone", p.Entries)
+	}
+	for _, none := range []string{"/api/v1/dlq?content_id=es-c&index=beta_raw_content", "/api/v1/dlq?content_id=es-", "/api/v1/dlq?index=alpha_raw"} {
+		b.do(t, "GET", none, nil, &p)
+		if len(p.Entries) != 0 {
+			t.Errorf("GET %s = %+v, want no entries (exact filters)", none, p.Entries)
+		}
+	}
+	b.do(t, "GET", "/api/v1/dlq?index=beta_raw_content", nil, &p)
+	if len(p.Entries) != 2 {
+		t.Errorf("by index = %d entries, want beta's 2", len(p.Entries))
+	}
+
+	for _, bad := range []string{
+		"/api/v1/dlq?exhausted=maybe", "/api/v1/dlq?limit=0", "/api/v1/dlq?limit=501", "/api/v1/dlq?cursor=zzz",
+		"/api/v1/dlq?content_id=" + strings.Repeat("é", 513), "/api/v1/dlq?index=" + strings.Repeat("i", 256),
+	} {
 		var e struct {
 			Error struct{ Code string } `json:"error"`
 		}
@@ -354,6 +374,8 @@ func TestHostileInput(t *testing.T) {
 	for _, tt := range []struct{ method, path, body, code string }{
 		{"GET", "/api/v1/dlq?source=%00", "", "invalid_text"},
 		{"GET", "/api/v1/dlq?error_code=%c3%28", "", "invalid_text"},
+		{"GET", "/api/v1/dlq?content_id=a%00b", "", "invalid_text"},
+		{"GET", "/api/v1/dlq?index=%ff", "", "invalid_text"},
 		{"GET", "/api/v1/sources/%00", "", "invalid_text"},
 		{"GET", "/api/v1/sources/a%ffb", "", "invalid_text"},
 		{"GET", "/api/v1/sources/" + strings.Repeat("s", 300), "", "bad_request"},

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -38,6 +39,10 @@ const (
 // maxFilterBytes bounds the source and channel filters: the longest source
 // and channel names are far shorter.
 const maxFilterBytes = 255
+
+// maxColumnChars bounds, in characters, the content_id and index filters:
+// the width of the columns they are compared with.
+const maxColumnChars = 255
 
 // Handler serves the API.
 type Handler struct {
@@ -262,6 +267,12 @@ func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, erro
 	f.Channel = c.Query("channel")
 	if len(f.Source) > maxFilterBytes || len(f.Channel) > maxFilterBytes {
 		return f, fmt.Errorf("source and channel must be at most %d bytes", maxFilterBytes)
+	}
+	f.ContentID, f.Index = c.Query("content_id"), c.Query("index")
+	for name, v := range map[string]string{"content_id": f.ContentID, "index": f.Index} {
+		if n := utf8.RuneCountInString(v); n > maxColumnChars {
+			return f, fmt.Errorf("%s must be at most %d characters (got %d)", name, maxColumnChars, n)
+		}
 	}
 	for name, dst := range map[string]**bool{"crime": &f.Crime, "exhausted": &f.Exhausted} {
 		if v, ok := c.GetQuery(name); ok {

@@ -191,6 +191,11 @@ func TestOutboxAPI(t *testing.T) {
 			"crime=false&status=pending":      "api-6",
 			"status=failed&exhausted=true":    "api-3",
 			"channel=articles:crime&limit=10": "api-1 api-0",
+			// content_id and index are exact: one document's row.
+			"content_id=api-4&index=example_com_classified_content": "api-4",
+			"content_id=api-4&index=other_com_classified_content":   "",
+			"content_id=api-":                    "",
+			"index=other_com_classified_content": "api-2",
 		} {
 			code, body := c.do("GET", "/api/v1/outbox?"+query, "")
 			var got []string
@@ -278,6 +283,10 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/api/v1/outbox?source=%00", "", "invalid_text"},
 		{"GET", "/api/v1/outbox?channel=%ff", "", "invalid_text"},
 		{"GET", "/api/v1/outbox?source=" + strings.Repeat("a", 300), "", "bad_request"},
+		{"GET", "/api/v1/outbox?content_id=" + strings.Repeat("é", 256), "", "bad_request"},
+		{"GET", "/api/v1/outbox?index=" + strings.Repeat("i", 256), "", "bad_request"},
+		{"GET", "/api/v1/outbox?content_id=a%00", "", "invalid_text"},
+		{"GET", "/api/v1/outbox?index=%c3%28", "", "invalid_text"},
 		{"GET", "/api/v1/outbox?status=", "", "bad_request"},
 		{"GET", "/api/v1/outbox?crime=", "", "bad_request"},
 		{"GET", "/api/v1/outbox?limit=", "", "bad_request"},

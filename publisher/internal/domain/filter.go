@@ -8,6 +8,10 @@ type OutboxFilter struct {
 	Status  OutboxStatus
 	Source  string
 	Channel string
+	// ContentID and Index, when set, keep only rows of that exact content
+	// id and classified index: one document's row.
+	ContentID string
+	Index     string
 	// Crime, when set, keeps only rows whose is_crime_related equals it.
 	Crime *bool
 	// Exhausted, when set, keeps only failed rows that have (true) or have

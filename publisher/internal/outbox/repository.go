@@ -400,6 +400,12 @@ func filterSQL(f domain.OutboxFilter) (where []string, args []any) {
 	if f.Channel != "" {
 		add("channel = $%d", f.Channel)
 	}
+	if f.ContentID != "" {
+		add("content_id = $%d", f.ContentID)
+	}
+	if f.Index != "" {
+		add("index_name = $%d", f.Index)
+	}
 	if f.Crime != nil {
 		add("is_crime_related = $%d", *f.Crime)
 	}

@@ -108,7 +108,6 @@ type Handler struct {
 	queryTimeout time.Duration
 	protected    map[string]bool
 	logger       *slog.Logger
-	openapiJSON  []byte
 }
 
 // Mount adds the API routes to engine (the engine of httpserver.Server, so
@@ -120,7 +119,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("mount api: %w", err)
 	}
-	doc, err := openapi.JSON()
+	doc, err := openapi.Load()
 	if err != nil {
 		return fmt.Errorf("mount api: %w", err)
 	}
@@ -133,7 +132,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 		userFailures: newFailureLimiter(cfg.LoginLimits.PerUser, cfg.LoginLimits.Window),
 		addrFailures: newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.Window),
 		tokenTTL:     cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
-		protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")), openapiJSON: doc,
+		protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")),
 	}
 	for _, n := range append(append([]string{}, DefaultProtectedIndices...), cfg.ProtectedIndices...) {
 		h.protected[n] = true
@@ -146,7 +145,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 
 	engine.POST("/api/v1/auth/login", checkText, h.login)
 	v1 := engine.Group("/api/v1", cfg.Auth.Middleware(), checkText)
-	v1.GET("/openapi.json", h.openapi)
+	v1.GET("/openapi.json", gin.WrapH(doc))
 	v1.GET("/indices", h.listIndices)
 	v1.POST("/indices", h.createIndex)
 	v1.GET("/indices/:name", h.getIndex)
@@ -159,10 +158,6 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	v1.POST("/indices/:name/_query", h.query)
 	v1.GET("/audit", h.listAudit)
 	return nil
-}
-
-func (h *Handler) openapi(c *gin.Context) {
-	c.Data(http.StatusOK, "application/json", h.openapiJSON)
 }
 
 // bindJSON decodes the body under the shared kit's strict rule

@@ -46,9 +46,8 @@ const maxColumnChars = 255
 
 // Handler serves the API.
 type Handler struct {
-	store       Store
-	logger      *slog.Logger
-	openapiJSON []byte
+	store  Store
+	logger *slog.Logger
 }
 
 // New returns a handler over store.
@@ -59,12 +58,11 @@ func New(store Store, logger *slog.Logger) *Handler {
 // Register adds the routes to rg, which the caller guards with the JWT
 // middleware (/api/v1), and the OpenAPI document at /openapi.json.
 func (h *Handler) Register(rg *gin.RouterGroup) error {
-	doc, err := openapi.JSON()
+	doc, err := openapi.Load()
 	if err != nil {
 		return fmt.Errorf("register publisher api: %w", err)
 	}
-	h.openapiJSON = doc
-	rg.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", h.openapiJSON) })
+	rg.GET("/openapi.json", gin.WrapH(doc))
 	rg.GET("/outbox/stats", h.stats)
 	rg.GET("/outbox", h.list)
 	rg.POST("/outbox/retry", h.requeueMatching)

@@ -1,23 +1,18 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
+	infraopenapi "github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/api"
 	"github.com/north-cloud/publisher/internal/openapi"
@@ -26,10 +21,10 @@ import (
 )
 
 type client struct {
-	t        *testing.T
-	engine   *gin.Engine
-	token    string
-	oaRouter routers.Router
+	t      *testing.T
+	engine *gin.Engine
+	token  string
+	doc    *infraopenapi.Document
 }
 
 // do serves one request through the server main.go builds and checks the
@@ -45,42 +40,14 @@ func (c *client) do(method, path, body string) (int, map[string]any) {
 	}
 	rec := httptest.NewRecorder()
 	c.engine.ServeHTTP(rec, req)
-	validateResponse(c.t, c.oaRouter, req, rec)
+	if err := c.doc.CheckResponse(req, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
+		c.t.Fatal(err)
+	}
 	var out map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		c.t.Fatalf("%s %s: body %q is not JSON: %v", method, path, rec.Body.String(), err)
 	}
 	return rec.Code, out
-}
-
-func validateResponse(t *testing.T, oaRouter routers.Router, req *http.Request, rec *httptest.ResponseRecorder) {
-	t.Helper()
-	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("%s %s: content type %q, want JSON", req.Method, req.URL, ct)
-	}
-	route, params, err := oaRouter.FindRoute(req)
-	if err != nil {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
-			t.Fatalf("%s %s: unrouted answer %d is not a JSON error: %s", req.Method, req.URL, rec.Code, rec.Body)
-		}
-		return
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-		},
-		Status:  rec.Code,
-		Header:  rec.Header(),
-		Body:    io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-	}
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		t.Fatalf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL, rec.Code, err, rec.Body)
-	}
 }
 
 func setup(t *testing.T) (*client, *outboxtestDB) {
@@ -105,11 +72,7 @@ func setup(t *testing.T) (*client, *outboxtestDB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oaRouter, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &client{t: t, engine: srv.Router(), token: token, oaRouter: oaRouter}, &outboxtestDB{t: t, exec: func(q string) {
+	return &client{t: t, engine: srv.Router(), token: token, doc: doc}, &outboxtestDB{t: t, exec: func(q string) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -143,7 +106,7 @@ func TestOutboxAPI(t *testing.T) {
 	db.exec(`UPDATE classified_outbox SET status = 'failed', retry_count = 1, error_message = 'NOPERM', next_retry_at = NOW() + INTERVAL '1 hour' WHERE content_id = 'api-2'`)
 
 	t.Run("auth required", func(t *testing.T) {
-		anon := &client{t: t, engine: c.engine, oaRouter: c.oaRouter}
+		anon := &client{t: t, engine: c.engine, doc: c.doc}
 		if code, body := anon.do("GET", "/api/v1/outbox/stats", ""); code != http.StatusUnauthorized || body["error"] == nil {
 			t.Errorf("no token: %d %v", code, body)
 		}

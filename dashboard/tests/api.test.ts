@@ -104,6 +104,7 @@ describe('service clients', () => {
     await api.setRuleEnabled(3, false)
     await api.testRules({ title: 't' })
     await api.listDeadLetters({ source: 's', exhausted: true, cursor: 'c' })
+    await api.listDeadLetters({ content_id: 'a/b', index: 'x_raw_content', limit: 10 })
     await api.requeueDeadLetter('x-1')
     await api.requeueDeadLetters({ error_code: 'VALIDATION_ERROR' })
     await api.deleteDeadLetter('x-1')
@@ -115,6 +116,7 @@ describe('service clients', () => {
       'POST /base/api/v1/rules/3/disable',
       'POST /base/api/v1/rules/test {"title":"t"}',
       'GET /base/api/v1/dlq?source=s&exhausted=true&cursor=c',
+      'GET /base/api/v1/dlq?content_id=a%2Fb&index=x_raw_content&limit=10',
       'POST /base/api/v1/dlq/x-1/requeue',
       'POST /base/api/v1/dlq/requeue {"error_code":"VALIDATION_ERROR"}',
       'DELETE /base/api/v1/dlq/x-1',
@@ -127,12 +129,14 @@ describe('service clients', () => {
     const api = createPublisherApi(client(f).http)
     await api.outboxStats()
     await api.listOutbox({ status: 'failed', channel: 'articles:news' })
+    await api.listOutbox({ content_id: 'a b', index: 'x_classified_content' })
     await api.retryOutbox('u-1')
     await api.retryOutboxMatching({ exhausted: true })
     await api.channels()
     expect(f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}`)).toEqual([
       'GET /base/api/v1/outbox/stats',
       'GET /base/api/v1/outbox?status=failed&channel=articles%3Anews',
+      'GET /base/api/v1/outbox?content_id=a+b&index=x_classified_content',
       'POST /base/api/v1/outbox/u-1/retry',
       'POST /base/api/v1/outbox/retry',
       'GET /base/api/v1/channels',

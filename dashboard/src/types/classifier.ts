@@ -136,6 +136,10 @@ export interface DeadLetterFilter {
 }
 
 export interface DeadLetterListParams extends DeadLetterFilter {
+  /** Exact content id; with index, one document's entries. */
+  content_id?: string
+  /** Exact name of the raw index the document came from. */
+  index?: string
   cursor?: string
   limit?: number
 }

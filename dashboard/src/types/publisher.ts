@@ -44,6 +44,10 @@ export interface OutboxFilter {
 }
 
 export interface OutboxListParams extends OutboxFilter {
+  /** Exact content id; with index, one document's row. */
+  content_id?: string
+  /** Exact name of the classified index the row came from. */
+  index?: string
   cursor?: string
   limit?: number
 }

@@ -27,6 +27,32 @@
 #
 # Ports given to `up` are remembered in the state dir, so `env`, `status` and
 # `down` in another shell use the ports the services really run on.
+#
+# Clusters (scale-out tests), selected per command by these settings; the
+# single-node services above keep running untouched beside them:
+#   NC_ES_NODES                   Elasticsearch nodes; 2-9 runs a cluster of that
+#                                 many master-eligible data nodes instead of
+#                                 the single node                  (1)
+#   NC_ES_CLUSTER_PORT            HTTP port of cluster node 1; node i uses
+#                                 NC_ES_CLUSTER_PORT+i-1           (9211)
+#   NC_ES_CLUSTER_TRANSPORT_PORT  transport port of node 1, likewise (9311)
+#   NC_ES_CLUSTER_HEAP            heap of each cluster node        (512m)
+#   NC_REDIS_CLUSTER              1 runs a Redis Cluster of 3 masters, each
+#                                 with a replica, instead of the single Redis (0)
+#   NC_REDIS_CLUSTER_PORT         port of Redis Cluster node 1 of 6; node i uses
+#                                 NC_REDIS_CLUSTER_PORT+i-1        (7101)
+#   NC_REDIS_CLUSTER_NODE_TIMEOUT cluster-node-timeout in ms: how long a master
+#                                 may be silent before its replica takes over (5000)
+#
+#   NC_ES_NODES=3 NC_REDIS_CLUSTER=1 scripts/services.sh up     start Postgres and both clusters
+#   eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 scripts/services.sh env)"
+#   scripts/services.sh down-clusters                           stop the clusters only
+#
+# In cluster mode `env` prints ELASTICSEARCH_URL (node 1: Elasticsearch routes
+# every request to the node holding the shard), NC_ES_CLUSTER_URLS (every
+# node, comma-separated, as ELASTICSEARCH_URL also accepts) and
+# REDIS_URL=redis+cluster://... (a seed node; the client finds the rest), and
+# the selecting settings themselves, so tests know which mode they run in.
 
 set -euo pipefail
 
@@ -36,6 +62,15 @@ readonly ES_VERSION="${NC_ES_VERSION:-8.19.21}"
 readonly ES_HEAP="${NC_ES_HEAP:-512m}"
 readonly WAIT_TIMEOUT="${NC_WAIT_TIMEOUT:-120}"
 readonly PORTS_FILE="$STATE_DIR/ports.env"
+
+readonly ES_NODES="${NC_ES_NODES:-1}"
+readonly ES_CLUSTER_PORT="${NC_ES_CLUSTER_PORT:-9211}"
+readonly ES_CLUSTER_TRANSPORT_PORT="${NC_ES_CLUSTER_TRANSPORT_PORT:-9311}"
+readonly ES_CLUSTER_HEAP="${NC_ES_CLUSTER_HEAP:-512m}"
+readonly REDIS_CLUSTER="${NC_REDIS_CLUSTER:-0}"
+readonly REDIS_CLUSTER_PORT="${NC_REDIS_CLUSTER_PORT:-7101}"
+readonly REDIS_CLUSTER_NODE_TIMEOUT="${NC_REDIS_CLUSTER_NODE_TIMEOUT:-5000}"
+readonly REDIS_CLUSTER_NODES=6 # 3 masters, each with one replica
 
 # Port precedence: explicit NC_*_PORT, else what the last `up` used, else default.
 saved_port() { # saved_port NAME -> value from ports.env or empty
@@ -534,6 +569,276 @@ es_version() {
     sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p'
 }
 
+# ---------------------------------------------- Elasticsearch cluster ------
+#
+# NC_ES_NODES master-eligible data nodes of the same distribution, each with
+# its own config, data, logs and pid file under $ES_CLUSTER_DIR/node-<i>, HTTP
+# on NC_ES_CLUSTER_PORT+i-1 and transport on NC_ES_CLUSTER_TRANSPORT_PORT+i-1.
+# The single node (NC_ES_PORT) is a separate cluster and is not touched.
+
+readonly ES_CLUSTER_DIR="$ES_BASE/cluster-$ES_VERSION" # per version, as ES_DATA
+
+es_cluster_enabled() { ((ES_NODES > 1)); }
+es_node_dir() { echo "$ES_CLUSTER_DIR/node-$1"; }
+es_node_http() { echo $((ES_CLUSTER_PORT + $1 - 1)); }
+es_node_transport() { echo $((ES_CLUSTER_TRANSPORT_PORT + $1 - 1)); }
+es_node_running() { pid_alive "$(es_node_dir "$1")/es.pid" org.elasticsearch; }
+
+# es_cluster_urls SEPARATOR: the HTTP URL of every node.
+es_cluster_urls() {
+  local i out=""
+  for ((i = 1; i <= ES_NODES; i++)); do
+    out+="${out:+$1}http://127.0.0.1:$(es_node_http "$i")"
+  done
+  printf '%s' "$out"
+}
+
+# The health of the cluster as any live node sees it: all NC_ES_NODES joined
+# and every primary assigned.
+es_cluster_ready() {
+  local i
+  for ((i = 1; i <= ES_NODES; i++)); do
+    curl -fsS -o /dev/null --max-time 10 \
+      "http://127.0.0.1:$(es_node_http "$i")/_cluster/health?wait_for_nodes=$ES_NODES&wait_for_status=yellow&timeout=5s" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+es_node_configure() { # es_node_configure I
+  local i=$1 dir seeds="" masters="" j f
+  dir="$(es_node_dir "$i")"
+  for ((j = 1; j <= ES_NODES; j++)); do
+    seeds+="${seeds:+, }\"127.0.0.1:$(es_node_transport "$j")\""
+    masters+="${masters:+, }\"nc-es-$j\""
+  done
+  install -d -m 0755 -o "$ES_USER" -g "$ES_USER" "$ES_CLUSTER_DIR" "$dir"
+  install -d -m 0750 -o "$ES_USER" -g "$ES_USER" "$dir/config" "$dir/data" "$dir/logs" "$dir/tmp"
+  # The distribution's config (jvm.options, log4j2, ...) once; our own
+  # elasticsearch.yml on every start, so port changes apply.
+  if [[ ! -e $dir/config/jvm.options ]]; then
+    for f in "$ES_HOME/config"/*; do
+      [[ ${f##*/} == elasticsearch.yml ]] || cp -R "$f" "$dir/config/"
+    done
+    chown -R "$ES_USER:$ES_USER" "$dir/config"
+  fi
+  # cluster.initial_master_nodes only matters for the very first election;
+  # a node restarted on its data directory ignores it.
+  cat >"$dir/config/elasticsearch.yml" <<EOC
+# written by scripts/services.sh - edits are overwritten
+cluster.name: north-cloud-cluster
+node.name: nc-es-$i
+network.host: 127.0.0.1
+http.port: $(es_node_http "$i")
+transport.port: $(es_node_transport "$i")
+discovery.seed_hosts: [$seeds]
+cluster.initial_master_nodes: [$masters]
+path.data: $dir/data
+path.logs: $dir/logs
+xpack.security.enabled: false
+cluster.routing.allocation.disk.threshold_enabled: false
+action.destructive_requires_name: false
+EOC
+  chown "$ES_USER:$ES_USER" "$dir/config/elasticsearch.yml"
+}
+
+# es_node_launch I: start one node in the background of this shell (its
+# launcher returns once the node has started); the caller waits.
+es_node_launch() {
+  local i=$1 dir jhome http transport
+  dir="$(es_node_dir "$i")"
+  http="$(es_node_http "$i")"
+  transport="$(es_node_transport "$i")"
+  port_open "$http" && die "elasticsearch cluster: port 127.0.0.1:$http of node $i is in use by another program (set NC_ES_CLUSTER_PORT)"
+  port_open "$transport" && die "elasticsearch cluster: transport port 127.0.0.1:$transport of node $i is in use (set NC_ES_CLUSTER_TRANSPORT_PORT)"
+  jhome="$(java_home)"
+  es_node_configure "$i"
+  rm -f "$dir/es.pid"
+  log "elasticsearch cluster: starting node nc-es-$i on 127.0.0.1:$http (transport $transport, heap $ES_CLUSTER_HEAP)"
+  (cd "$ES_HOME" && timeout "$WAIT_TIMEOUT" setsid -w runuser -u "$ES_USER" -- env \
+    ES_PATH_CONF="$dir/config" ES_TMPDIR="$dir/tmp" ES_JAVA_HOME="$jhome" \
+    ES_JAVA_OPTS="-Xms$ES_CLUSTER_HEAP -Xmx$ES_CLUSTER_HEAP" \
+    "$ES_HOME/bin/elasticsearch" -d -p "$dir/es.pid") >"$dir/start.log" 2>&1 </dev/null 8>&- 9>&- &
+}
+
+es_cluster_up() {
+  es_install
+  local i pids=() started=()
+  for ((i = 1; i <= ES_NODES; i++)); do
+    es_node_running "$i" && continue
+    # In parallel: a node's start waits for the cluster to form, which needs
+    # the others.
+    es_node_launch "$i"
+    pids+=("$!")
+    started+=("$i")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[i]}" || fail_with_log "elasticsearch node ${started[i]}" "$(es_node_dir "${started[i]}")/start.log" \
+      "bin/elasticsearch -d failed or did not finish within ${WAIT_TIMEOUT}s (node log: $(es_node_dir "${started[i]}")/logs/north-cloud-cluster.log)"
+  done
+  local deadline=$((SECONDS + WAIT_TIMEOUT))
+  until es_cluster_ready; do
+    ((SECONDS < deadline)) || fail_with_log "elasticsearch cluster" "$(es_node_dir 1)/logs/north-cloud-cluster.log" \
+      "$ES_NODES nodes did not form a cluster within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)"
+    sleep 1
+  done
+}
+
+# es_node_stop I: SIGTERM, then SIGKILL after 60 s.
+es_node_stop() {
+  local dir pid
+  dir="$(es_node_dir "$1")"
+  es_node_running "$1" || return 0
+  log "elasticsearch cluster: stopping node nc-es-$1"
+  pid="$(cat "$dir/es.pid")"
+  kill "$pid" 2>/dev/null || true
+  for _ in {1..600}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && { warn "node nc-es-$1 did not stop within 60s, killing it"; kill -9 "$pid" 2>/dev/null || true; }
+  rm -f "$dir/es.pid"
+}
+
+# Every node a previous `up` started, whatever NC_ES_NODES says now.
+es_cluster_down() {
+  local d
+  for d in "$ES_BASE"/cluster-*/node-*; do
+    [[ -d $d ]] || continue
+    pid_alive "$d/es.pid" org.elasticsearch || continue
+    log "elasticsearch cluster: stopping ${d##*/} of ${d%/*}"
+    local pid
+    pid="$(cat "$d/es.pid")"
+    kill "$pid" 2>/dev/null || true
+    for _ in {1..600}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+    rm -f "$d/es.pid"
+  done
+}
+
+es_cluster_status() { # one status_line per node, then the cluster's health
+  local i v health
+  for ((i = 1; i <= ES_NODES; i++)); do
+    v=""
+    es_node_running "$i" && v="$(curl -fsS --max-time 5 "http://127.0.0.1:$(es_node_http "$i")/_nodes/_local?filter_path=nodes.*.version" 2>/dev/null |
+      sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p' || true)"
+    status_line "es-node-$i" "127.0.0.1:$(es_node_http "$i")" "$v"
+  done
+  health="$(curl -fsS --max-time 5 "http://127.0.0.1:$(es_node_http 1)/_cat/health?h=status,node.total,node.data" 2>/dev/null || true)"
+  printf '%-14s %s\n' "es-cluster" "${health:-no answer from node 1}" >&2
+}
+
+# ---------------------------------------------------- Redis Cluster ---------
+#
+# Six redis-server processes in cluster mode on NC_REDIS_CLUSTER_PORT.. +5,
+# joined by `redis-cli --cluster create --cluster-replicas 1`: 3 masters
+# holding the 16384 slots, each with a replica that takes over when its
+# master is silent for NC_REDIS_CLUSTER_NODE_TIMEOUT ms. nodes.conf in each
+# node's directory keeps the topology, so a restarted node rejoins (a
+# restarted former master as a replica of its successor).
+
+readonly REDIS_CLUSTER_DIR="$STATE_DIR/redis-cluster"
+
+redis_cluster_enabled() { [[ $REDIS_CLUSTER == 1 ]]; }
+redis_node_port() { echo $((REDIS_CLUSTER_PORT + $1 - 1)); }
+redis_node_pid() { echo "$RUN_DIR/redis-cluster-$(redis_node_port "$1").pid"; }
+redis_node_log() { echo "$LOG_DIR/redis-cluster-$(redis_node_port "$1").log"; }
+redis_node_running() { pid_alive "$(redis_node_pid "$1")" redis-server; }
+redis_node_cli() { local i=$1; shift; redis-cli -h 127.0.0.1 -p "$(redis_node_port "$i")" "$@"; }
+
+# The URL the publisher and tests are given: one seed node and the others as
+# addr parameters (go-redis ParseClusterURL); the client discovers the rest.
+redis_cluster_url() {
+  local i q=""
+  for ((i = 2; i <= 3; i++)); do q+="${q:+&}addr=127.0.0.1:$(redis_node_port "$i")"; done
+  printf 'redis+cluster://127.0.0.1:%s?%s' "$(redis_node_port 1)" "$q"
+}
+
+redis_node_start() {
+  local i=$1 port dir
+  port="$(redis_node_port "$i")"
+  dir="$REDIS_CLUSTER_DIR/$port"
+  port_open "$port" && die "redis cluster: port 127.0.0.1:$port of node $i is in use by another program (set NC_REDIS_CLUSTER_PORT)"
+  port_open $((port + 10000)) && die "redis cluster: bus port 127.0.0.1:$((port + 10000)) of node $i is in use (set NC_REDIS_CLUSTER_PORT)"
+  install -d -m 0755 "$dir"
+  log "redis cluster: starting node $i on 127.0.0.1:$port"
+  # No persistence of data (test data only); nodes.conf keeps the topology.
+  setsid -w redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes \
+    --daemonize yes --pidfile "$(redis_node_pid "$i")" --logfile "$(redis_node_log "$i")" --dir "$dir" \
+    --save '' --appendonly no --cluster-enabled yes --cluster-config-file nodes.conf \
+    --cluster-node-timeout "$REDIS_CLUSTER_NODE_TIMEOUT" >/dev/null 2>&1 8>&- 9>&- ||
+    fail_with_log "redis cluster node $i" "$(redis_node_log "$i")" "redis-server failed to start"
+}
+
+redis_node_ready() { [[ $(redis_node_cli "$1" ping 2>/dev/null) == PONG ]]; }
+
+# Every node sees all 16384 slots served and all 6 nodes.
+redis_cluster_ok() {
+  local i info
+  for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
+    info="$(redis_node_cli "$i" cluster info 2>/dev/null | tr -d '\r')" || return 1
+    grep -qx 'cluster_state:ok' <<<"$info" || return 1
+    grep -qx "cluster_known_nodes:$REDIS_CLUSTER_NODES" <<<"$info" || return 1
+  done
+}
+
+redis_cluster_up() {
+  local i addrs=() assigned=0
+  for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
+    redis_node_running "$i" || redis_node_start "$i"
+  done
+  for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
+    wait_until "redis cluster node $i" "$(redis_node_log "$i")" redis_node_ready "$i"
+    addrs+=("127.0.0.1:$(redis_node_port "$i")")
+    assigned=$((assigned + $(redis_node_cli "$i" cluster info | tr -d '\r' | sed -n 's/^cluster_slots_assigned://p')))
+  done
+  if ((assigned == 0)); then
+    log "redis cluster: creating 3 masters with a replica each on ${addrs[*]}"
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$LOG_DIR/redis-cluster-create.log" 2>&1 ||
+      fail_with_log "redis cluster" "$LOG_DIR/redis-cluster-create.log" "redis-cli --cluster create failed"
+  fi
+  local deadline=$((SECONDS + WAIT_TIMEOUT))
+  until redis_cluster_ok; do
+    ((SECONDS < deadline)) || fail_with_log "redis cluster" "$(redis_node_log 1)" \
+      "the cluster is not ok on every node within ${WAIT_TIMEOUT}s; to start over: $0 down-clusters && rm -rf $REDIS_CLUSTER_DIR"
+    sleep 1
+  done
+}
+
+# Every node a previous `up` started, whatever the settings say now.
+redis_cluster_down() {
+  local f pid
+  for f in "$RUN_DIR"/redis-cluster-*.pid; do
+    [[ -e $f ]] || continue
+    pid_alive "$f" redis-server || { rm -f "$f"; continue; }
+    pid="$(cat "$f")"
+    log "redis cluster: stopping the node of $(basename "$f" .pid)"
+    kill "$pid" 2>/dev/null || true
+    for _ in {1..50}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+    rm -f "$f"
+  done
+}
+
+redis_cluster_status() {
+  local i v role
+  for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
+    v=""
+    role=""
+    if redis_node_ready "$i"; then
+      v="$(redis_node_cli "$i" info server 2>/dev/null | sed -n 's/^redis_version:\([^[:space:]]*\).*/\1/p')"
+      role="$(redis_node_cli "$i" info replication 2>/dev/null | tr -d '\r' | sed -n 's/^role://p')"
+    fi
+    status_line "redis-node-$i" "127.0.0.1:$(redis_node_port "$i")" "$v" "$role"
+  done
+  printf '%-14s %s\n' "redis-cluster" "$(redis_node_cli 1 cluster info 2>/dev/null | tr -d '\r' | grep -E '^cluster_(state|slots_ok|known_nodes|size):' | tr '\n' ' ')" >&2
+}
+
+check_cluster_settings() {
+  [[ $ES_NODES =~ ^[1-9]$ ]] || die "NC_ES_NODES must be a number of nodes from 1 to 9 (got '$ES_NODES')"
+  [[ $REDIS_CLUSTER =~ ^[01]$ ]] || die "NC_REDIS_CLUSTER must be 0 or 1 (got '$REDIS_CLUSTER')"
+  local v
+  for v in "$ES_CLUSTER_PORT" "$ES_CLUSTER_TRANSPORT_PORT" "$REDIS_CLUSTER_PORT" "$REDIS_CLUSTER_NODE_TIMEOUT"; do
+    [[ $v =~ ^[0-9]+$ ]] || die "cluster ports and NC_REDIS_CLUSTER_NODE_TIMEOUT must be numbers (got '$v')"
+  done
+}
+
 # ------------------------------------------------------------ commands ------
 
 cmd_up() {
@@ -543,29 +848,42 @@ cmd_up() {
   lock_state
   save_ports # before starting, so env/status/down find the ports even if a start fails
   pg_up
-  redis_up
-  es_up
+  if redis_cluster_enabled; then redis_cluster_up; else redis_up; fi
+  if es_cluster_enabled; then es_cluster_up; else es_up; fi
   cmd_status || true
   local prefix=""
   [[ $STATE_DIR == /var/lib/north-cloud ]] || prefix="NC_STATE_DIR=$STATE_DIR "
   # shellcheck disable=SC2016 # the $(...) is meant literally
+  es_cluster_enabled && prefix+="NC_ES_NODES=$ES_NODES "
+  redis_cluster_enabled && prefix+="NC_REDIS_CLUSTER=1 "
   printf '\nready; load the settings into your shell with:\n  eval "$(%s%s env)"\n' "$prefix" "$0" >&2
 }
 
 cmd_down() {
   need_root down
   [[ -d $STATE_DIR ]] && lock_state
+  es_cluster_down
+  redis_cluster_down
   es_stop
   redis_stop
   pg_stop
   log "all stopped"
 }
 
+# The clusters only: the single-node services (and Postgres) keep running.
+cmd_down_clusters() {
+  need_root down-clusters
+  [[ -d $STATE_DIR ]] && lock_state
+  es_cluster_down
+  redis_cluster_down
+  log "clusters stopped"
+}
+
 cmd_status() {
   local rc=0 v
-  status_line() { # NAME ADDRESS VERSION
+  status_line() { # NAME ADDRESS VERSION [NOTE]
     if [[ -n $3 ]]; then
-      printf '%-14s %-16s %-10s %s\n' "$1" "$2" "$3" "up" >&2
+      printf '%-14s %-16s %-10s %s\n' "$1" "$2" "$3" "up${4:+ ($4)}" >&2
     else
       printf '%-14s %-16s %-10s %s\n' "$1" "$2" "-" "DOWN" >&2
       rc=1
@@ -574,12 +892,20 @@ cmd_status() {
   # Each probe may fail: a failure means "down", not an abort (set -e).
   v="$(pg_version || true)"
   status_line postgres "127.0.0.1:$PG_PORT" "$v"
-  v=""
-  redis_ready && v="$(redis_version || true)"
-  status_line redis "127.0.0.1:$REDIS_PORT" "$v"
-  v=""
-  es_ready && v="$(es_version || true)"
-  status_line elasticsearch "127.0.0.1:$ES_PORT" "$v"
+  if redis_cluster_enabled; then
+    redis_cluster_status
+  else
+    v=""
+    redis_ready && v="$(redis_version || true)"
+    status_line redis "127.0.0.1:$REDIS_PORT" "$v"
+  fi
+  if es_cluster_enabled; then
+    es_cluster_status
+  else
+    v=""
+    es_ready && v="$(es_version || true)"
+    status_line elasticsearch "127.0.0.1:$ES_PORT" "$v"
+  fi
   return "$rc"
 }
 
@@ -593,17 +919,26 @@ cmd_env() {
   fi
   local jwt
   jwt="$(cat "$JWT_FILE")" || die "cannot read $JWT_FILE"
+  local es_url="http://127.0.0.1:$ES_PORT" redis_url="redis://127.0.0.1:$REDIS_PORT/0"
+  es_cluster_enabled && es_url="http://127.0.0.1:$(es_node_http 1)"
+  redis_cluster_enabled && redis_url="$(redis_cluster_url)"
   local -a vars=(
     POSTGRES_ADMIN_URL "$(pg_url postgres postgres)"
     CLASSIFIER_DATABASE_URL "$(pg_url classifier classifier)"
     CLASSIFIER_OUTBOX_DATABASE_URL "$(pg_url classifier publisher)"
     PUBLISHER_DATABASE_URL "$(pg_url publisher publisher)"
     INDEX_MANAGER_DATABASE_URL "$(pg_url index_manager index_manager)"
-    REDIS_URL "redis://127.0.0.1:$REDIS_PORT/0"
-    ELASTICSEARCH_URL "http://127.0.0.1:$ES_PORT"
+    REDIS_URL "$redis_url"
+    ELASTICSEARCH_URL "$es_url"
     JWT_SECRET "$jwt"
     NC_STATE_DIR "$STATE_DIR"
   )
+  if es_cluster_enabled; then
+    vars+=(NC_ES_CLUSTER_URLS "$(es_cluster_urls ,)" NC_ES_NODES "$ES_NODES")
+  fi
+  if redis_cluster_enabled; then
+    vars+=(NC_REDIS_CLUSTER 1)
+  fi
   local i
   for ((i = 0; i < ${#vars[@]}; i += 2)); do
     printf 'export %s=%s\n' "${vars[i]}" "$(shell_quote "${vars[i + 1]}")"
@@ -617,8 +952,10 @@ cmd_logs() {
     postgres | pg) files=("$PG_LOG") ;;
     redis) files=("$REDIS_LOG") ;;
     elasticsearch | es) files=("$ES_LOG" "$ES_START_LOG") ;;
+    es-cluster) files=("$ES_BASE"/cluster-"$ES_VERSION"/node-*/logs/north-cloud-cluster.log) ;;
+    redis-cluster) files=("$LOG_DIR"/redis-cluster-*.log) ;;
     all) files=("$PG_LOG" "$REDIS_LOG" "$ES_LOG") ;;
-    *) die "unknown service '$1' (postgres, redis, elasticsearch)" ;;
+    *) die "unknown service '$1' (postgres, redis, elasticsearch, es-cluster, redis-cluster)" ;;
   esac
   for f in "${files[@]}"; do
     printf -- '--- %s ---\n' "$f" >&2
@@ -628,20 +965,27 @@ cmd_logs() {
 
 usage() {
   cat >&2 <<EOF
-usage: $0 up|down|status|env|logs [postgres|redis|elasticsearch]
-  up      install missing packages, start PostgreSQL, Redis and Elasticsearch on loopback, wait
-  down    stop all three
-  status  address, version and state of each; exit 1 if any is down
-  env     export lines for eval "\$($0 env)"
-  logs    last \${NC_LOG_LINES:-50} lines of the service logs
+usage: $0 up|down|down-clusters|status|env|logs [postgres|redis|elasticsearch|es-cluster|redis-cluster]
+  up             install missing packages, start PostgreSQL, Redis and Elasticsearch on loopback, wait
+  down           stop all three (and the clusters)
+  down-clusters  stop the Elasticsearch and Redis clusters only
+  status         address, version and state of each; exit 1 if any is down
+  env            export lines for eval "\$($0 env)"
+  logs           last \${NC_LOG_LINES:-50} lines of the service logs
+clusters (the single-node services keep running beside them):
+  NC_ES_NODES=3        up/status/env use a 3-node Elasticsearch cluster on ports ${ES_CLUSTER_PORT}.. (transport ${ES_CLUSTER_TRANSPORT_PORT}..)
+  NC_REDIS_CLUSTER=1   up/status/env use a Redis Cluster (3 masters + 3 replicas) on ports ${REDIS_CLUSTER_PORT}..
+  e.g. sudo NC_ES_NODES=3 NC_REDIS_CLUSTER=1 $0 up && eval "\$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 $0 env)"
 state: $STATE_DIR   cache: $CACHE_DIR
 EOF
 }
 
 main() {
+  check_cluster_settings
   case "${1:-}" in
     up) cmd_up ;;
     down) cmd_down ;;
+    down-clusters) cmd_down_clusters ;;
     status) cmd_status ;;
     env) cmd_env ;;
     logs) cmd_logs "${2:-all}" ;;

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -29,7 +30,11 @@ const (
 
 // Config describes the cluster to talk to.
 type Config struct {
-	// URL of one node. Defaults to URLDefault.
+	// URL of one node, or of several separated by commas: the client
+	// spreads requests over them and, when one stops answering, retries on
+	// the next and sets the dead one aside until it answers again, so a
+	// cluster keeps serving through the loss of a node. Defaults to
+	// URLDefault.
 	URL string
 	// ConnectTimeout bounds start-up retries. Defaults to ConnectTimeoutDefault.
 	ConnectTimeout time.Duration
@@ -38,17 +43,49 @@ type Config struct {
 	MaxIdleConnsPerHost int
 }
 
-// ConfigFromEnv reads ELASTICSEARCH_URL and CONNECT_TIMEOUT.
+// ConfigFromEnv reads ELASTICSEARCH_URL (one URL, or several separated by
+// commas) and CONNECT_TIMEOUT.
 func ConfigFromEnv(l *config.Loader) Config {
+	const name = "ELASTICSEARCH_URL"
+	raw := l.String(name, URLDefault)
+	for _, one := range Addresses(raw) {
+		u, err := url.Parse(one)
+		ok := err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+		l.Check(name, ok, fmt.Sprintf("must be a URL with scheme http or https and a host, or several separated by commas (got %q)", Redact(one)))
+		if !ok {
+			raw = URLDefault
+			break
+		}
+	}
 	return Config{
-		URL:            l.URL("ELASTICSEARCH_URL", URLDefault, "http", "https"),
+		URL:            raw,
 		ConnectTimeout: l.Duration("CONNECT_TIMEOUT", ConnectTimeoutDefault),
 	}
 }
 
-// Redact returns an Elasticsearch URL for logs and errors: the password of
-// https://user:pw@host masked (and an api_key query parameter, if any).
+// Addresses splits a URL setting into the node URLs it names (commas
+// separate them; blanks around them are ignored).
+func Addresses(raw string) []string {
+	var out []string
+	for _, a := range strings.Split(raw, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Redact returns an Elasticsearch URL (or a comma-separated list of them)
+// for logs and errors: the password of https://user:pw@host masked (and an
+// api_key query parameter, if any).
 func Redact(raw string) string {
+	if strings.Contains(raw, ",") {
+		parts := Addresses(raw)
+		for i, p := range parts {
+			parts[i] = Redact(p)
+		}
+		return strings.Join(parts, ",")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "<unparsable elasticsearch url>"
@@ -97,7 +134,7 @@ func NewLazy(cfg Config) (*elasticsearch.Client, error) {
 		ResponseHeaderTimeout: 60 * time.Second,
 	}
 	client, err := elasticsearch.NewClient(elasticsearch.Config{
-		Addresses:     []string{cfg.URL},
+		Addresses:     Addresses(cfg.URL),
 		Transport:     transport,
 		MaxRetries:    2,
 		RetryOnStatus: []int{502, 503, 504},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -53,9 +54,10 @@ func TestCredentialsRedactedInLogsAndErrors(t *testing.T) {
 		t.Fatalf("logs leak the password or lack the retry line: %s", logs.String())
 	}
 	for raw, want := range map[string]string{
-		"https://elastic:pw@es:9200":         "https://elastic:xxxxx@es:9200",
-		"http://127.0.0.1:9200":              "http://127.0.0.1:9200",
-		"https://es:9200/?api_key=topsecret": "https://es:9200/?api_key=xxxxx",
+		"https://elastic:pw@es:9200":                  "https://elastic:xxxxx@es:9200",
+		"http://127.0.0.1:9200":                       "http://127.0.0.1:9200",
+		"https://es:9200/?api_key=topsecret":          "https://es:9200/?api_key=xxxxx",
+		"https://e:pw@es1:9200,https://e:pw@es2:9200": "https://e:xxxxx@es1:9200,https://e:xxxxx@es2:9200",
 	} {
 		if got := esclient.Redact(raw); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
@@ -72,4 +74,36 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// A cluster is named by several node URLs; each must be a URL, and the
+// client keeps answering when the first node it was given is gone.
+func TestSeveralNodeURLs(t *testing.T) {
+	t.Parallel()
+	for raw, wantErr := range map[string]bool{
+		"http://a:9200, http://b:9200": false,
+		"http://a:9200,ftp://b:9200":   true,
+		"http://a:9200,,":              false,
+		"http://a:9200,b":              true,
+	} {
+		l := config.NewFromMap(map[string]string{"ELASTICSEARCH_URL": raw})
+		cfg := esclient.ConfigFromEnv(l)
+		if gotErr := l.Err() != nil; gotErr != wantErr {
+			t.Errorf("ELASTICSEARCH_URL=%q: error %v, want error %t", raw, l.Err(), wantErr)
+		}
+		if !wantErr && cfg.URL != raw {
+			t.Errorf("ELASTICSEARCH_URL=%q: URL %q, want it kept", raw, cfg.URL)
+		}
+	}
+	url := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+	// The first address refuses connections: the request goes to the next.
+	client, err := esclient.NewLazy(esclient.Config{URL: "http://127.0.0.1:1," + url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := esclient.Ping(client)(context.Background()); err != nil {
+			t.Fatalf("ping %d with a dead first node: %v", i, err)
+		}
+	}
 }

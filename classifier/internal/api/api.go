@@ -116,7 +116,7 @@ func Register(router gin.IRouter, deps Deps) error {
 	if deps.MaxConcurrentTests <= 0 {
 		deps.MaxConcurrentTests = MaxConcurrentTestsDefault
 	}
-	doc, err := openapi.JSON()
+	doc, err := openapi.Load()
 	if err != nil {
 		return fmt.Errorf("register rules api: %w", err)
 	}
@@ -125,7 +125,7 @@ func Register(router gin.IRouter, deps Deps) error {
 	// One budget for both costly routes: they share the memory and CPU.
 	costly := []gin.HandlerFunc{httpserver.LimitConcurrency(deps.MaxConcurrentTests, 1), httpserver.LimitBody(deps.MaxTestBytes)}
 
-	router.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", doc) })
+	router.GET("/openapi.json", gin.WrapH(doc))
 	router.GET("/rules", h.listRules)
 	router.POST("/rules", h.createRule)
 	router.POST("/rules/test", append(costly, h.testRules)...)

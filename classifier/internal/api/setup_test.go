@@ -8,14 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/north-cloud/classifier/internal/api"
 	"github.com/north-cloud/classifier/internal/openapi"
@@ -25,6 +20,7 @@ import (
 	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
+	infraopenapi "github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -181,57 +177,28 @@ func do(t *testing.T, base, token, method, path string, body any) response {
 }
 
 var (
-	oaOnce   sync.Once
-	oaRouter routers.Router
-	oaErr    error
+	docOnce sync.Once
+	doc     *infraopenapi.Document
+	docErr  error
 )
+
+// document returns the served OpenAPI document, loaded once for all tests.
+func document(t *testing.T) *infraopenapi.Document {
+	t.Helper()
+	docOnce.Do(func() { doc, docErr = openapi.Load() })
+	if docErr != nil {
+		t.Fatal(docErr)
+	}
+	return doc
+}
 
 // validate checks a real answer against the served OpenAPI document: its
 // status is documented for the route and its body matches the schema. An
 // answer of no documented route must still be the JSON error shape.
 func validate(t *testing.T, req *http.Request, res *http.Response, body []byte) {
 	t.Helper()
-	oaOnce.Do(func() {
-		doc, err := openapi.Load()
-		if err != nil {
-			oaErr = err
-			return
-		}
-		oaRouter, oaErr = gorillamux.NewRouter(doc)
-	})
-	if oaErr != nil {
-		t.Fatal(oaErr)
-	}
-	if res.StatusCode == http.StatusNoContent {
-		return
-	}
-	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("%s %s: content type %q, want JSON: %s", req.Method, req.URL, ct, body)
-	}
-	vreq := req.Clone(context.Background())
-	vreq.Body = http.NoBody
-	route, params, err := oaRouter.FindRoute(vreq)
-	if err != nil {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(body, &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
-			t.Fatalf("%s %s: unrouted answer %d is not a JSON error: %s", req.Method, req.URL, res.StatusCode, body)
-		}
-		return
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: vreq, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-		},
-		Status:  res.StatusCode,
-		Header:  res.Header,
-		Body:    io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-	}
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		t.Fatalf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL, res.StatusCode, err, body)
+	if err := document(t).CheckResponse(req, res.StatusCode, res.Header, body); err != nil {
+		t.Fatal(err)
 	}
 }
 

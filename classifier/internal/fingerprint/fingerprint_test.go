@@ -55,6 +55,7 @@ func TestSketchIsSortedDistinctAndBounded(t *testing.T) {
 func TestNearBitsSeparatesEditsFromOtherTexts(t *testing.T) {
 	arts := articles(t)
 	maxEdited, minOther, sharedSketch := 0, 64, 0
+	maxOtherResemblance := 0.0
 	for i, art := range arts {
 		donor := sentences(arts[(i+7)%len(arts)])
 		sents := sentences(art)
@@ -65,6 +66,9 @@ func TestNearBitsSeparatesEditsFromOtherTexts(t *testing.T) {
 		maxEdited = max(maxEdited, d)
 		if !Near(orig, edited) {
 			t.Errorf("article %d with one sentence replaced is %d bits away, over NearBits=%d", i, d, NearBits)
+		}
+		if Resemblance(orig.Sketch, edited.Sketch) < MinResemblance {
+			t.Logf("article %d: edited copy's resemblance %.2f", i, Resemblance(orig.Sketch, edited.Sketch))
 		}
 		if overlap(orig.Sketch, edited.Sketch) == 0 {
 			t.Errorf("article %d and its edited copy share no sketch value: the store would not find it", i)
@@ -78,10 +82,27 @@ func TestNearBitsSeparatesEditsFromOtherTexts(t *testing.T) {
 			if overlap(orig.Sketch, other.Sketch) > 0 {
 				sharedSketch++
 			}
+			maxOtherResemblance = max(maxOtherResemblance, Resemblance(orig.Sketch, other.Sketch))
 		}
 	}
-	t.Logf("%d articles: edited copies at most %d bits away, different articles at least %d; %d different pairs share a sketch value",
-		len(arts), maxEdited, minOther, sharedSketch)
+	t.Logf("%d articles: edited copies at most %d bits away, different articles at least %d; %d different pairs share a sketch value, at most %.2f resemblance",
+		len(arts), maxEdited, minOther, sharedSketch, maxOtherResemblance)
+}
+
+func TestResemblance(t *testing.T) {
+	if r := Resemblance([]int64{1, 2, 3, 4, 5, 6, 7, 8}, []int64{1, 2, 3, 4, 5, 6, 7, 8}); r != 1 {
+		t.Errorf("same sketch: %v", r)
+	}
+	if r := Resemblance([]int64{1, 2, 3, 4, 5, 6, 7, 8}, []int64{9, 10, 11, 12, 13, 14, 15, 16}); r != 0 {
+		t.Errorf("disjoint: %v", r)
+	}
+	// Union's 8 smallest: 1..4 (both), 5, 6 (a), 9, 10 (b) -> 4 of 8.
+	if r := Resemblance([]int64{1, 2, 3, 4, 5, 6, 7, 8}, []int64{1, 2, 3, 4, 9, 10, 11, 12}); r != 0.5 {
+		t.Errorf("half: %v", r)
+	}
+	if r := Resemblance(nil, []int64{1}); r != 0 {
+		t.Errorf("empty: %v", r)
+	}
 }
 
 func overlap(a, b []int64) int {

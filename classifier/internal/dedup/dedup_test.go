@@ -1,0 +1,184 @@
+package dedup_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/north-cloud/classifier/internal/canonical"
+	"github.com/north-cloud/classifier/internal/dedup"
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/fingerprint"
+	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+func openDB(t *testing.T) *sql.DB {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	logger := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+const article = `The city council voted on Tuesday to approve a new budget for the coming year after a long debate over transit funding.
+Councillors agreed to raise property taxes by two per cent, below the four per cent staff had proposed in the spring.
+The mayor said the compromise protects bus service on the busiest routes while delaying two road projects until the province confirms its share.
+Opponents argued the delay will cost more later because construction prices keep rising every year.
+A motion to cut the police budget by one per cent failed by a vote of nine to six after an hour of public comments.
+Residents who spoke asked for more snow clearing on side streets and for longer hours at the public library branches in the east end.
+The budget also sets aside money for a new fire station in the north end, which the fire chief said would cut response times by two minutes.
+Staff will report back in March on the cost of extending the light rail line to the airport.`
+
+func doc(c *canonical.Canonicalizer, index, id, source, url, title, body string) dedup.Doc {
+	cu, err := c.URL(url)
+	if err != nil {
+		panic(err)
+	}
+	return dedup.Doc{Key: domain.DocKey{Index: index, ID: id}, Source: source, CanonicalURL: cu, Fingerprint: fingerprint.Of(title, body)}
+}
+
+func TestFiveURLVariantsGiveOneOriginalAndFourDuplicates(t *testing.T) {
+	db := openDB(t)
+	s := dedup.New(db, dedup.Config{})
+	c := canonical.New(canonical.Config{})
+	ctx := context.Background()
+	variants := []string{
+		"https://news.example.com/2026/11/budget-vote",
+		"http://NEWS.example.com:80/2026/11/budget-vote/",
+		"https://news.example.com/2026/11/budget-vote?utm_source=twitter&fbclid=abc",
+		"https://news.example.com/2026/11/budget-vote#comments",
+		"https://news.example.com/2026/11/budget-vote/amp",
+	}
+	// The first two arrive in one batch, the rest one by one; the bodies
+	// differ (a page re-rendered), so only the URL makes them duplicates.
+	var docs []dedup.Doc
+	for i, u := range variants {
+		docs = append(docs, doc(c, "city_raw_content", fmt.Sprint("v", i), "city", u, "Budget vote", fmt.Sprintf("rendering %d of the page", i)))
+	}
+	got, err := s.Check(ctx, docs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs[2:] {
+		v, err := s.Check(ctx, []dedup.Doc{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v...)
+	}
+	original := docs[0].Key
+	if got[0].Kind != dedup.None || !got[0].Publish {
+		t.Fatalf("first variant: %+v, want an original that is published", got[0])
+	}
+	for i, v := range got[1:] {
+		if v.Kind != dedup.URL || v.Of != original || v.Publish {
+			t.Errorf("variant %d: %+v, want a URL duplicate of %v, not published", i+1, v, original)
+		}
+	}
+	// Classified again (a crash before the commit point, a reprocess), the
+	// original stays the original and a duplicate stays a duplicate of it.
+	again, err := s.Check(ctx, []dedup.Doc{docs[0], docs[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Kind != dedup.None || again[1].Kind != dedup.URL || again[1].Of != original {
+		t.Fatalf("checked again: %+v", again)
+	}
+}
+
+func TestNearCopyInAnotherSourceFollowsThePolicy(t *testing.T) {
+	for _, policy := range []dedup.Policy{dedup.Flag, dedup.Skip} {
+		t.Run(string(policy), func(t *testing.T) {
+			db := openDB(t)
+			s := dedup.New(db, dedup.Config{ContentPolicy: policy})
+			c := canonical.New(canonical.Config{})
+			ctx := context.Background()
+			orig := doc(c, "wire_raw_content", "a1", "wire", "https://wire.example.org/budget", "Council approves budget", article)
+			edited := strings.Replace(article, "Opponents argued the delay will cost more later because construction prices keep rising every year.",
+				"Critics said the delay could end up costing the city much more in the long run.", 1)
+			if edited == article {
+				t.Fatal("the edit did not apply")
+			}
+			copyDoc := doc(c, "daily_raw_content", "d7", "daily", "https://daily.example.net/local/council-budget", "Council approves budget", edited)
+			other := doc(c, "daily_raw_content", "d8", "daily", "https://daily.example.net/sports/game", "Home team wins",
+				strings.Repeat("The home side scored twice in the second half and held on for a win in front of a full stadium. ", 6))
+			if _, err := s.Check(ctx, []dedup.Doc{orig}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Check(ctx, []dedup.Doc{copyDoc, other})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0].Kind != dedup.Content || got[0].Of != orig.Key || got[0].Publish != (policy == dedup.Flag) {
+				t.Errorf("edited copy: %+v, want a content duplicate of %v, published=%v", got[0], orig.Key, policy == dedup.Flag)
+			}
+			if got[1].Kind != dedup.None || !got[1].Publish {
+				t.Errorf("unrelated article: %+v, want an original", got[1])
+			}
+			// An exact copy in the same batch as its original is caught too.
+			c1 := doc(c, "x_raw_content", "1", "x", "https://x.example/a", "Same words", article)
+			c2 := doc(c, "y_raw_content", "1", "y", "https://y.example/b", "Same words", article)
+			got, err = s.Check(ctx, []dedup.Doc{c1, c2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[1].Kind != dedup.Content {
+				t.Errorf("exact copy of an earlier document: %+v", got[1])
+			}
+		})
+	}
+}
+
+func TestExpiredURLIsTakenOverAndCleanedUp(t *testing.T) {
+	db := openDB(t)
+	s := dedup.New(db, dedup.Config{})
+	c := canonical.New(canonical.Config{})
+	ctx := context.Background()
+	a := doc(c, "s_raw_content", "old", "s", "https://s.example/story", "t", "old body")
+	b := doc(c, "s_raw_content", "new", "s", "https://s.example/story", "t", "new body")
+	if _, err := s.Check(ctx, []dedup.Doc{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE canonical_urls SET first_seen_at = NOW() - INTERVAL '8 days'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE content_fingerprints SET first_seen_at = NOW() - INTERVAL '8 days'`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Check(ctx, []dedup.Doc{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Kind != dedup.None {
+		t.Fatalf("after the window: %+v, want an original", got[0])
+	}
+	n, err := s.Cleanup(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 { // a's fingerprint; the URL row now belongs to b
+		t.Fatalf("cleanup deleted %d rows, want 1", n)
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	for in, want := range map[string]dedup.Policy{"flag": dedup.Flag, " SKIP ": dedup.Skip} {
+		if got, err := dedup.ParsePolicy(in); err != nil || got != want {
+			t.Errorf("ParsePolicy(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := dedup.ParsePolicy("drop"); err == nil {
+		t.Error("ParsePolicy(drop) accepted")
+	}
+}

@@ -107,13 +107,13 @@ func (b *Base) waitGoroutinesLocked() {
 
 // Go runs f in a goroutine the component owns: Stop waits for it. Call it
 // from the start function or from a goroutine Go launched; f must return
-// once the run context is cancelled. After the component has stopped and
-// its goroutines have ended, Go does nothing.
-func (b *Base) Go(f func()) {
+// once the run context is cancelled. Once the component has stopped and its
+// goroutines have ended, Go does not run f and returns false.
+func (b *Base) Go(f func()) bool {
 	b.mu.Lock()
 	if b.doneClosed {
 		b.mu.Unlock()
-		return
+		return false
 	}
 	b.goroutines++
 	b.mu.Unlock()
@@ -121,6 +121,7 @@ func (b *Base) Go(f func()) {
 		defer b.exit()
 		f()
 	}()
+	return true
 }
 
 func (b *Base) exit() {

@@ -23,7 +23,7 @@ import (
 
 // Store is what the API needs from the outbox; *outbox.Repository is it.
 type Store interface {
-	Stats(ctx context.Context) (domain.OutboxStats, error)
+	StatsMatching(ctx context.Context, f domain.OutboxFilter) (domain.OutboxStats, error)
 	List(ctx context.Context, f domain.OutboxFilter, after *domain.Cursor, limit int) ([]domain.OutboxEntry, *domain.Cursor, error)
 	Requeue(ctx context.Context, id string) (domain.OutboxEntry, error)
 	RequeueMatching(ctx context.Context, f domain.OutboxFilter) (int64, error)
@@ -36,8 +36,8 @@ const (
 	LimitMax     = 500
 )
 
-// maxFilterBytes bounds the source and channel filters: the longest source
-// and channel names are far shorter.
+// maxFilterBytes bounds the source, source_contains and channel filters:
+// the longest source and channel names are far shorter.
 const maxFilterBytes = 255
 
 // maxColumnChars bounds, in characters, the content_id and index filters:
@@ -112,8 +112,15 @@ func toEntry(e domain.OutboxEntry) Entry {
 	}
 }
 
+// stats answers the figures of the rows matching the list's filters other
+// than status (the figures are by status), so they follow the list.
 func (h *Handler) stats(c *gin.Context) {
-	s, err := h.store.Stats(c)
+	f, err := filterFromQuery(c, false)
+	if err != nil {
+		badRequest(c, err)
+		return
+	}
+	s, err := h.store.StatsMatching(c, f)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -187,9 +194,12 @@ func (h *Handler) requeue(c *gin.Context) {
 // "all": true, is required: an empty object (or a null or empty body) is a
 // 400, never a re-queue of every failed row by accident.
 type RequeueRequest struct {
-	Source  string `json:"source"`
-	Channel string `json:"channel"`
-	Crime   *bool  `json:"crime"`
+	Source string `json:"source"`
+	// SourceContains keeps rows whose source name contains it, ignoring
+	// case, as the list's filter of the same name.
+	SourceContains string `json:"source_contains"`
+	Channel        string `json:"channel"`
+	Crime          *bool  `json:"crime"`
 	// Exhausted keeps only rows that used all their retries (true) or only
 	// rows still waiting for a retry (false).
 	Exhausted *bool `json:"exhausted"`
@@ -199,7 +209,7 @@ type RequeueRequest struct {
 }
 
 func (r RequeueRequest) hasFilter() bool {
-	return r.Source != "" || r.Channel != "" || r.Crime != nil || r.Exhausted != nil
+	return r.Source != "" || r.SourceContains != "" || r.Channel != "" || r.Crime != nil || r.Exhausted != nil
 }
 
 // RequeueResponse is the answer of POST /api/v1/outbox/retry.
@@ -217,19 +227,22 @@ func (h *Handler) requeueMatching(c *gin.Context) {
 		badRequest(c, errors.New(`"all": true re-queues every failed row; send it without filters`))
 		return
 	case !req.All && !req.hasFilter():
-		badRequest(c, errors.New(`give a filter (source, channel, crime, exhausted) or "all": true to re-queue every failed row`))
+		badRequest(c, errors.New(`give a filter (source, source_contains, channel, crime, exhausted) or "all": true to re-queue every failed row`))
 		return
-	case len(req.Source) > maxFilterBytes || len(req.Channel) > maxFilterBytes:
-		badRequest(c, fmt.Errorf("source and channel must be at most %d bytes", maxFilterBytes))
+	case len(req.Source) > maxFilterBytes || len(req.SourceContains) > maxFilterBytes || len(req.Channel) > maxFilterBytes:
+		badRequest(c, fmt.Errorf("source, source_contains and channel must be at most %d bytes", maxFilterBytes))
 		return
 	}
-	f := domain.OutboxFilter{Status: domain.OutboxStatusFailed, Source: req.Source, Channel: req.Channel, Crime: req.Crime, Exhausted: req.Exhausted}
+	f := domain.OutboxFilter{
+		Status: domain.OutboxStatusFailed, Source: req.Source, SourceContains: req.SourceContains,
+		Channel: req.Channel, Crime: req.Crime, Exhausted: req.Exhausted,
+	}
 	n, err := h.store.RequeueMatching(c, f)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	h.logger.InfoContext(c, "failed outbox entries re-queued", "rows", n, "source", req.Source, "channel", req.Channel, "all", req.All)
+	h.logger.InfoContext(c, "failed outbox entries re-queued", "rows", n, "source", req.Source, "source_contains", req.SourceContains, "channel", req.Channel, "all", req.All)
 	c.JSON(http.StatusOK, RequeueResponse{Requeued: n})
 }
 
@@ -262,9 +275,10 @@ func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, erro
 		f.Status = s
 	}
 	f.Source = c.Query("source")
+	f.SourceContains = c.Query("source_contains")
 	f.Channel = c.Query("channel")
-	if len(f.Source) > maxFilterBytes || len(f.Channel) > maxFilterBytes {
-		return f, fmt.Errorf("source and channel must be at most %d bytes", maxFilterBytes)
+	if len(f.Source) > maxFilterBytes || len(f.SourceContains) > maxFilterBytes || len(f.Channel) > maxFilterBytes {
+		return f, fmt.Errorf("source, source_contains and channel must be at most %d bytes", maxFilterBytes)
 	}
 	f.ContentID, f.Index = c.Query("content_id"), c.Query("index")
 	for name, v := range map[string]string{"content_id": f.ContentID, "index": f.Index} {

@@ -125,6 +125,26 @@ func TestOutboxAPI(t *testing.T) {
 			t.Errorf("oldest pending age %v, want about 100", s["oldest_pending_age_seconds"])
 		}
 	})
+	t.Run("stats follow the filters", func(t *testing.T) {
+		for query, want := range map[string][4]float64{ // pending, published, failed, exhausted
+			"source_contains=OTHER":                 {0, 0, 1, 0},
+			"source=example_com":                    {3, 2, 1, 1},
+			"crime=true":                            {2, 0, 0, 0},
+			"channel=content:video":                 {0, 0, 1, 1},
+			"content_id=api-4&index=x":              {0, 0, 0, 0},
+			"source_contains=example&status=failed": {3, 2, 1, 1}, // status is not a stats filter
+		} {
+			code, s := c.do("GET", "/api/v1/outbox/stats?"+query, "")
+			counts, _ := s["counts"].(map[string]any)
+			got := [4]float64{counts["pending"].(float64), counts["published"].(float64), counts["failed"].(float64), s["failed_exhausted"].(float64)}
+			if code != 200 || got != want {
+				t.Errorf("stats?%s: %d %v, want %v", query, code, got, want)
+			}
+		}
+		if code, s := c.do("GET", "/api/v1/outbox/stats?crime=maybe", ""); code != 400 {
+			t.Errorf("stats with a bad filter: %d %v, want 400", code, s)
+		}
+	})
 	t.Run("list with cursor pagination", func(t *testing.T) {
 		var got []string
 		cursor := ""
@@ -159,6 +179,11 @@ func TestOutboxAPI(t *testing.T) {
 			"content_id=api-4&index=other_com_classified_content":   "",
 			"content_id=api-":                    "",
 			"index=other_com_classified_content": "api-2",
+			// source_contains is a part of the name, any case.
+			"source_contains=THER_c":                   "api-2",
+			"source_contains=_com&status=failed":       "api-3 api-2",
+			"source_contains=example&status=published": "api-5 api-4",
+			"source_contains=nowhere":                  "",
 		} {
 			code, body := c.do("GET", "/api/v1/outbox?"+query, "")
 			var got []string
@@ -205,9 +230,12 @@ func TestOutboxAPI(t *testing.T) {
 		}
 	})
 	t.Run("retry matching", func(t *testing.T) {
-		code, body := c.do("POST", "/api/v1/outbox/retry", `{"source":"other_com"}`)
+		if code, body := c.do("POST", "/api/v1/outbox/retry", `{"source_contains":"nowhere"}`); code != 200 || body["requeued"] != 0.0 {
+			t.Errorf("retry by a source part matching nothing: %d %v", code, body)
+		}
+		code, body := c.do("POST", "/api/v1/outbox/retry", `{"source_contains":"Other"}`)
 		if code != 200 || body["requeued"] != 1.0 {
-			t.Errorf("retry by source: %d %v", code, body)
+			t.Errorf("retry by source part: %d %v", code, body)
 		}
 		if code, body := c.do("POST", "/api/v1/outbox/retry", `{"all":true}`); code != 200 || body["requeued"] != 0.0 {
 			t.Errorf("retry all with none failed: %d %v", code, body)
@@ -250,6 +278,11 @@ func TestHostileInput(t *testing.T) {
 		{"GET", "/api/v1/outbox?index=" + strings.Repeat("i", 256), "", "bad_request"},
 		{"GET", "/api/v1/outbox?content_id=a%00", "", "invalid_text"},
 		{"GET", "/api/v1/outbox?index=%c3%28", "", "invalid_text"},
+		{"GET", "/api/v1/outbox?source_contains=%00", "", "invalid_text"},
+		{"GET", "/api/v1/outbox?source_contains=" + strings.Repeat("a", 300), "", "bad_request"},
+		{"GET", "/api/v1/outbox/stats?source_contains=" + strings.Repeat("a", 300), "", "bad_request"},
+		{"GET", "/api/v1/outbox/stats?exhausted=", "", "bad_request"},
+		{"POST", "/api/v1/outbox/retry", `{"all":true,"source_contains":"x"}`, "bad_request"},
 		{"GET", "/api/v1/outbox?status=", "", "bad_request"},
 		{"GET", "/api/v1/outbox?crime=", "", "bad_request"},
 		{"GET", "/api/v1/outbox?limit=", "", "bad_request"},

@@ -5,9 +5,12 @@ import "time"
 // OutboxFilter selects outbox entries for listing and bulk re-queueing.
 // Zero fields do not filter.
 type OutboxFilter struct {
-	Status  OutboxStatus
-	Source  string
-	Channel string
+	Status OutboxStatus
+	Source string
+	// SourceContains, when set, keeps only rows whose source name contains
+	// it, ignoring case: the operator's search box.
+	SourceContains string
+	Channel        string
 	// ContentID and Index, when set, keep only rows of that exact content
 	// id and classified index: one document's row.
 	ContentID string

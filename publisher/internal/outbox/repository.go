@@ -288,6 +288,17 @@ func (r *Repository) CountByStatus(ctx context.Context) (map[domain.OutboxStatus
 // exhausted, the average and 95th percentile publish lag (insert to publish)
 // of the last hour, and the age of the oldest pending row.
 func (r *Repository) Stats(ctx context.Context) (domain.OutboxStats, error) {
+	return r.StatsMatching(ctx, domain.OutboxFilter{})
+}
+
+// StatsMatching is Stats over the rows matching f, so that the figures
+// beside a filtered list count what the list shows.
+func (r *Repository) StatsMatching(ctx context.Context, f domain.OutboxFilter) (domain.OutboxStats, error) {
+	where, args := filterSQL(f)
+	from := `classified_outbox`
+	if len(where) > 0 {
+		from += ` WHERE ` + strings.Join(where, " AND ")
+	}
 	s := domain.OutboxStats{Counts: map[domain.OutboxStatus]int64{
 		domain.OutboxStatusPending: 0, domain.OutboxStatusPublishing: 0,
 		domain.OutboxStatusPublished: 0, domain.OutboxStatusFailed: 0,
@@ -305,7 +316,7 @@ func (r *Repository) Stats(ctx context.Context) (domain.OutboxStats, error) {
 			COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM (published_at - created_at)))
 				FILTER (WHERE status = 'published' AND published_at > NOW() - INTERVAL '1 hour'), 0),
 			COALESCE(EXTRACT(EPOCH FROM (NOW() - MIN(created_at) FILTER (WHERE status = 'pending'))), 0)
-		FROM classified_outbox`).Scan(
+		FROM `+from, args...).Scan(
 		ptr(s.Counts, domain.OutboxStatusPending), ptr(s.Counts, domain.OutboxStatusPublishing),
 		ptr(s.Counts, domain.OutboxStatusPublished), ptr(s.Counts, domain.OutboxStatusFailed),
 		&s.FailedRetryable, &s.FailedExhausted,
@@ -396,6 +407,9 @@ func filterSQL(f domain.OutboxFilter) (where []string, args []any) {
 	}
 	if f.Source != "" {
 		add("source_name = $%d", f.Source)
+	}
+	if f.SourceContains != "" {
+		add("strpos(lower(source_name), lower($%d)) > 0", f.SourceContains)
 	}
 	if f.Channel != "" {
 		add("channel = $%d", f.Channel)

@@ -128,6 +128,7 @@ describe('service clients', () => {
     const f = fakeFetch(200, {})
     const api = createPublisherApi(client(f).http)
     await api.outboxStats()
+    await api.outboxStats({ source_contains: 'Ab', channel: 'articles:news' })
     await api.listOutbox({ status: 'failed', channel: 'articles:news' })
     await api.listOutbox({ content_id: 'a b', index: 'x_classified_content' })
     await api.retryOutbox('u-1')
@@ -135,6 +136,7 @@ describe('service clients', () => {
     await api.channels()
     expect(f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}`)).toEqual([
       'GET /base/api/v1/outbox/stats',
+      'GET /base/api/v1/outbox/stats?source_contains=Ab&channel=articles%3Anews',
       'GET /base/api/v1/outbox?status=failed&channel=articles%3Anews',
       'GET /base/api/v1/outbox?content_id=a+b&index=x_classified_content',
       'POST /base/api/v1/outbox/u-1/retry',

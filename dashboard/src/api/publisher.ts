@@ -1,6 +1,7 @@
 import { bulkBody, createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
 import type {
   ChannelsResponse, OutboxEntry, OutboxListParams, OutboxListResponse, OutboxRequeueRequest, OutboxStats,
+  OutboxStatsFilter,
 } from '@/types/publisher'
 import type { RequeueResponse } from '@/types/classifier'
 
@@ -9,7 +10,8 @@ export const PUBLISHER_ROOT = '/api/publisher'
 
 export function createPublisherApi(http: HttpClient) {
   return {
-    outboxStats: () => http.get<OutboxStats>('/api/v1/outbox/stats'),
+    /** Figures of the rows matching the filter (all rows without one). */
+    outboxStats: (filter: OutboxStatsFilter = {}) => http.get<OutboxStats>('/api/v1/outbox/stats', { ...filter }),
     listOutbox: (params: OutboxListParams = {}) => http.get<OutboxListResponse>('/api/v1/outbox', { ...params }),
     /** Puts one failed row back to pending. */
     retryOutbox: (id: string) => http.post<OutboxEntry>(`/api/v1/outbox/${seg(id)}/retry`),

@@ -35,12 +35,19 @@ export interface OutboxEntry {
   next_retry_at: string | null
 }
 
-export interface OutboxFilter {
-  status?: OutboxStatus
+/** The filters of the outbox figures: every list filter but status. */
+export interface OutboxStatsFilter {
+  /** Exact source name. */
   source?: string
+  /** Part of a source name, any case. */
+  source_contains?: string
   channel?: string
   crime?: boolean
   exhausted?: boolean
+}
+
+export interface OutboxFilter extends OutboxStatsFilter {
+  status?: OutboxStatus
 }
 
 export interface OutboxListParams extends OutboxFilter {
@@ -60,6 +67,7 @@ export interface OutboxListResponse {
 
 export interface OutboxRequeueRequest {
   source?: string
+  source_contains?: string
   channel?: string
   crime?: boolean
   exhausted?: boolean

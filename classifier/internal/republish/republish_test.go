@@ -1,0 +1,96 @@
+package republish_test
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"testing"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/republish"
+	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+func openDB(t *testing.T) *sql.DB {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	logger := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestChangedNamesTheFieldsThatDiffer(t *testing.T) {
+	a := republish.Outcome{ContentType: "article", Topics: []string{"b", "a"}, QualityScore: 60}
+	b := republish.Outcome{ContentType: "article", Topics: []string{"a", "b"}, QualityScore: 60}
+	if c := republish.Changed(a, b); len(c) != 0 {
+		t.Fatalf("topic order is not a change: %v", c)
+	}
+	b.Topics = append(b.Topics, "crime")
+	b.IsCrimeRelated = true
+	if c := republish.Changed(a, b); !slices.Equal(c, []string{"topics", "is_crime_related"}) {
+		t.Fatalf("changed = %v", c)
+	}
+}
+
+func TestSameOutcomeOnceChangedOutcomeAgainWithTheNextVersion(t *testing.T) {
+	db := openDB(t)
+	s := republish.New(db)
+	ctx := context.Background()
+	k1 := domain.DocKey{Index: "a_raw_content", ID: "1"}
+	k2 := domain.DocKey{Index: "a_raw_content", ID: "2"}
+	sports := republish.Outcome{ContentType: "article", Topics: []string{"sports"}, QualityScore: 70, TextHash: "h1"}
+	crime := republish.Outcome{ContentType: "article", Topics: []string{"crime"}, QualityScore: 70, IsCrimeRelated: true, TextHash: "h1"}
+
+	step := func(items ...republish.Item) []republish.Decision {
+		t.Helper()
+		d, err := s.Plan(ctx, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Record(ctx, items, d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := step(republish.Item{Key: k1, Outcome: sports}, republish.Item{Key: k2, Outcome: sports})
+	if !d[0].Publish || d[0].Version != 1 || d[0].Changed != nil || !d[1].Publish || d[1].Version != 1 {
+		t.Fatalf("first classification: %+v", d)
+	}
+	// Classified again with the same outcome (a crash, a reprocess with no
+	// rule change): nothing to publish.
+	d = step(republish.Item{Key: k1, Outcome: sports})
+	if d[0].Publish || d[0].Version != 1 {
+		t.Fatalf("same outcome: %+v", d[0])
+	}
+	// A rule edit changes k1's topics: version 2 with the changed fields.
+	d = step(republish.Item{Key: k1, Outcome: crime}, republish.Item{Key: k2, Outcome: sports})
+	if !d[0].Publish || d[0].Version != 2 || !slices.Equal(d[0].Changed, []string{"topics", "is_crime_related"}) {
+		t.Fatalf("changed outcome: %+v", d[0])
+	}
+	if d[1].Publish {
+		t.Fatalf("unchanged document republished: %+v", d[1])
+	}
+	// A late retry of the old plan (version 1) must not move the stored
+	// version back.
+	if err := s.Record(ctx, []republish.Item{{Key: k1, Outcome: sports}}, []republish.Decision{{Publish: true, Version: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	d = step(republish.Item{Key: k1, Outcome: crime})
+	if d[0].Publish || d[0].Version != 2 {
+		t.Fatalf("after a late retry: %+v", d[0])
+	}
+	// The same document twice in one batch: decided in order.
+	d = step(republish.Item{Key: k2, Outcome: crime}, republish.Item{Key: k2, Outcome: crime})
+	if !d[0].Publish || d[0].Version != 2 || d[1].Publish {
+		t.Fatalf("twice in one batch: %+v", d)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +133,75 @@ func index(t *testing.T, es *elasticsearch.Client, idx, id string, doc map[strin
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.StatusCode
+}
+
+// Content indices get min(1, data nodes - 1) replicas, however they are
+// created (CreateIndex, or the template on a first write): none on a single
+// node, which stays green, and one on a cluster, where every shard then has
+// a copy on a second node. Run it with the 3-node cluster's environment to
+// see the replica; on the single node it checks that there is none.
+func TestReplicasFollowTheDataNodes(t *testing.T) {
+	t.Parallel()
+	es, prefix := testenv.Elasticsearch(t)
+	ctx := context.Background()
+	if err := EnsureTemplates(ctx, es); err != nil {
+		t.Fatalf("EnsureTemplates: %v", err)
+	}
+	var health struct {
+		DataNodes int `json:"number_of_data_nodes"`
+	}
+	getJSON(t, es, "/_cluster/health", &health)
+	want := min(1, health.DataNodes-1)
+
+	created := ClassifiedIndex(prefix + "_replicas")
+	if err := CreateIndex(ctx, es, created); err != nil {
+		t.Fatalf("CreateIndex: %v", err)
+	}
+	templated := RawIndex(prefix + "_replicas")
+	if status := index(t, es, templated, "a", map[string]any{"id": "a", "url": "https://x.test/a", "source_name": prefix,
+		"title": "t", "raw_text": "hello", "crawled_at": time.Now().UTC(), "classification_status": "pending"}); status != 201 {
+		t.Fatalf("index into a new raw index: status %d, want 201", status)
+	}
+	for _, idx := range []string{created, templated} {
+		// Green: every replica the rule asks for is assigned.
+		var h struct {
+			Status string `json:"status"`
+		}
+		getJSON(t, es, "/_cluster/health/"+idx+"?wait_for_status=green&timeout=60s", &h)
+		var settings map[string]struct {
+			Settings struct {
+				Index struct {
+					Replicas   string `json:"number_of_replicas"`
+					AutoExpand string `json:"auto_expand_replicas"`
+				} `json:"index"`
+			} `json:"settings"`
+		}
+		getJSON(t, es, "/"+idx+"/_settings", &settings)
+		got := settings[idx].Settings.Index
+		t.Logf("%s on %d data nodes: %s replicas (auto_expand_replicas %s), health %s", idx, health.DataNodes, got.Replicas, got.AutoExpand, h.Status)
+		if got.Replicas != strconv.Itoa(want) || got.AutoExpand != AutoExpandReplicas || h.Status != "green" {
+			t.Errorf("%s: %s replicas (auto_expand_replicas %q), health %s; want %d replicas on %d data nodes, green",
+				idx, got.Replicas, got.AutoExpand, h.Status, want, health.DataNodes)
+		}
+	}
+}
+
+func getJSON(t *testing.T, es *elasticsearch.Client, path string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := es.Perform(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
 }

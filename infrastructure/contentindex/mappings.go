@@ -1,14 +1,22 @@
 package contentindex
 
+// AutoExpandReplicas is the replica rule of every content index: as many
+// replicas as there are data nodes besides the primary's, up to one
+// (number_of_replicas = min(1, data nodes - 1)). Elasticsearch applies it
+// itself as nodes join and leave, so a single node stays green with no
+// replica, and on a cluster every shard has a copy on a second node: a
+// write acknowledged before a node dies is on the surviving copy, which is
+// promoted to primary.
+const AutoExpandReplicas = "0-1"
+
 // Shared settings: one primary shard (content indices are per source and
-// small), no replicas by default so a single-node cluster is green. Only core
-// analyzers are used: the minimal Elasticsearch distribution has no
-// analysis-common module.
+// small) and replicas by AutoExpandReplicas. Only core analyzers are used:
+// the minimal Elasticsearch distribution has no analysis-common module.
 func settings() map[string]any {
 	return map[string]any{
-		"number_of_shards":   1,
-		"number_of_replicas": 0,
-		"refresh_interval":   "1s",
+		"number_of_shards":     1,
+		"auto_expand_replicas": AutoExpandReplicas,
+		"refresh_interval":     "1s",
 	}
 }
 

@@ -100,7 +100,7 @@ func FuzzValidateSettings(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	allowed := map[string]bool{"number_of_shards": true, "number_of_replicas": true, "refresh_interval": true}
+	allowed := map[string]bool{"number_of_shards": true, "number_of_replicas": true, "auto_expand_replicas": true, "refresh_interval": true}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, ok := decodeJSONObject(data)
 		if !ok {
@@ -120,6 +120,12 @@ func FuzzValidateSettings(f *testing.F) {
 		}
 		if n, _ := out["number_of_shards"].(int); n < minShards || n > maxShards {
 			t.Fatalf("accepted %v shards from %s", out["number_of_shards"], data)
+		}
+		// An explicit replica count turns the automatic one off, or
+		// Elasticsearch would override it; without one the automatic
+		// rule stays.
+		if _, explicit := out["number_of_replicas"]; explicit != (out["auto_expand_replicas"] == "false") {
+			t.Fatalf("number_of_replicas %v with auto_expand_replicas %v from %s", out["number_of_replicas"], out["auto_expand_replicas"], data)
 		}
 	})
 }

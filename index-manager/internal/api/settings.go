@@ -16,7 +16,8 @@ import (
 // Index creation allowlist. A create request may set only these settings,
 // within these bounds; everything else (pipelines, blocks, hidden,
 // allocation filters, similarity, analysis, ...) is refused with 400 naming
-// the setting. The content templates set exactly these three.
+// the setting. The content templates set shards and refresh_interval, and
+// replicas by contentindex.AutoExpandReplicas.
 const (
 	minShards   = 1
 	maxShards   = 8
@@ -72,6 +73,10 @@ func ValidateSettings(settings map[string]any) (map[string]any, error) {
 				return nil, err
 			}
 			out["number_of_replicas"] = n
+			// An explicit count replaces the content indices' automatic
+			// one (contentindex.AutoExpandReplicas), which would else
+			// override it.
+			out["auto_expand_replicas"] = "false"
 		case "index.refresh_interval":
 			s, err := refreshInterval(v)
 			if err != nil {

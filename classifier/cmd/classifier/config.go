@@ -10,9 +10,9 @@ import (
 
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/claim"
+	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
-	"github.com/north-cloud/classifier/internal/retry"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/config"
@@ -31,7 +31,7 @@ type Config struct {
 	Poller    poller.Config
 	Processor processor.BatchProcessorConfig
 	Committer processor.CommitterConfig
-	Retry     retry.Config
+	Retry     deadletter.RetryConfig
 	Heartbeat claim.HeartbeatConfig
 	Store     storage.StoreConfig
 	// Limits are what a raw document may carry (checked at the door).
@@ -88,11 +88,11 @@ func loadConfig(l *config.Loader) (Config, error) {
 			Batch:  l.PositiveInt("CLASSIFIER_COMMIT_BATCH", processor.CommitBatchDefault),
 			Linger: processor.CommitLingerDefault,
 		},
-		Retry: retry.Config{
+		Retry: deadletter.RetryConfig{
 			ReplicaID: replica,
-			Interval:  l.Duration("CLASSIFIER_DLQ_RETRY_INTERVAL", retry.IntervalDefault),
-			Batch:     retry.BatchDefault,
-			Lease:     retry.LeaseDefault,
+			Interval:  l.Duration("CLASSIFIER_DLQ_RETRY_INTERVAL", deadletter.RetryIntervalDefault),
+			Batch:     deadletter.RetryBatchDefault,
+			Lease:     deadletter.RetryLeaseDefault,
 		},
 		DLQEnabled:        l.Bool("CLASSIFIER_DLQ_ENABLED", true),
 		ReputationRefresh: l.Duration("CLASSIFIER_REPUTATION_REFRESH", 30*time.Second),

@@ -18,7 +18,6 @@ import (
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
 	"github.com/north-cloud/classifier/internal/reputation"
-	"github.com/north-cloud/classifier/internal/retry"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/classifier/internal/storage"
@@ -211,10 +210,12 @@ func serve(ctx context.Context, _ []string) error {
 	}); err != nil {
 		return err
 	}
-	opsapi.Register(v1, opsapi.Deps{
+	if err := opsapi.Register(v1, opsapi.Deps{
 		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
 		PollStatus: poll.IndexStatus,
-	})
+	}); err != nil {
+		return err
+	}
 
 	// Started in this order and stopped in reverse: the poller and the retry
 	// worker stop taking work first, then the workers drain the queue, then
@@ -232,7 +233,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	if cfg.DLQEnabled {
 		cfg.Retry.Breakers = allBreakers
-		retrier, err := retry.New(cfg.Retry, dlq, stores.Content, sink, log)
+		retrier, err := deadletter.NewRetryWorker(cfg.Retry, dlq, stores.Content, sink, log)
 		if err != nil {
 			return err
 		}

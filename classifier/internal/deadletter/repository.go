@@ -1,6 +1,3 @@
-// Package deadletter is the classifier's dead-letter queue in Postgres:
-// recording failures with per-error-code backoff, claiming due entries with a
-// lease, and the operator's view (list, stats, requeue, delete).
 package deadletter
 
 import (
@@ -19,9 +16,6 @@ import (
 
 // ErrNotFound is returned for an unknown entry id.
 var ErrNotFound = errors.New("dead-letter entry not found")
-
-// maxRetryDelay caps the backoff of any entry (spec 3.2: 1 hour).
-const maxRetryDelay = time.Hour
 
 // Repository reads and writes dead_letter_queue.
 type Repository struct {
@@ -53,7 +47,7 @@ type Recorded struct {
 // document already in the queue has its retry count raised and its delay
 // doubled per retry, capped at an hour. Entries that are already exhausted
 // are left alone. Validation errors are inserted with no retries.
-func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]Recorded, error) {
+func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded, error) {
 	if len(failures) == 0 {
 		return nil, nil
 	}
@@ -75,15 +69,11 @@ func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]R
 		}
 		n := len(args)
 		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
-		maxRetries := domain.DefaultMaxRetries
-		if !f.Code.Retryable() {
-			maxRetries = 0
-		}
 		// Every value is made storable: a failure must reach the queue
 		// even when what failed is the document's own id or source.
 		args = append(args, admission.Storable(f.ContentID, 512), admission.Storable(f.Source, 255), admission.Storable(f.Index, 255),
-			admission.Storable(f.Message, 4000), string(f.Code), maxRetries,
-			now.Add(f.Code.RetryPolicy().Delay(0)))
+			admission.Storable(f.Message, 4000), string(f.Code), MaxRetries(f.Code),
+			now.Add(RetryPolicy(f.Code).Delay(0)))
 	}
 	q.WriteString(`
 		ON CONFLICT (index_name, content_id) DO UPDATE SET
@@ -117,7 +107,7 @@ func (r *Repository) Record(ctx context.Context, failures []domain.Failure) ([]R
 // next_retry_at lease ahead in the same statement, so that no other worker
 // or replica claims them while this one works. If the worker dies, the entry
 // is due again when the lease passes.
-func (r *Repository) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]domain.DeadLetterEntry, error) {
+func (r *Repository) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]Entry, error) {
 	rows, err := r.db.QueryContext(ctx, `
 		UPDATE dead_letter_queue SET next_retry_at = NOW() + make_interval(secs => $2), last_attempt_at = NOW()
 		WHERE id IN (
@@ -202,7 +192,7 @@ type Cursor struct {
 }
 
 // List returns up to limit entries matching f, newest first, after cursor.
-func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]domain.DeadLetterEntry, error) {
+func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]Entry, error) {
 	var args []any
 	where := f.where(&args)
 	if after != nil {
@@ -267,8 +257,8 @@ type Stats struct {
 	ByErrorCode map[string]int64 `json:"by_error_code"`
 }
 
-// Stats returns the queue's counts. The oldest entry is MIN(created_at)
-// (the spec's MAX is a defect, DESIGN.md section 4).
+// Stats returns the queue's counts. The oldest entry is MIN(created_at):
+// the system this one replaces reported MAX, the newest.
 func (r *Repository) Stats(ctx context.Context) (*Stats, error) {
 	s := &Stats{BySource: map[string]int64{}, ByErrorCode: map[string]int64{}}
 	var oldest sql.NullTime
@@ -324,10 +314,10 @@ func (r *Repository) groupCount(ctx context.Context, col string, out map[string]
 	return rows.Err()
 }
 
-func scanEntries(rows *sql.Rows) ([]domain.DeadLetterEntry, error) {
-	var out []domain.DeadLetterEntry
+func scanEntries(rows *sql.Rows) ([]Entry, error) {
+	var out []Entry
 	for rows.Next() {
-		var e domain.DeadLetterEntry
+		var e Entry
 		if err := rows.Scan(&e.ID, &e.ContentID, &e.SourceName, &e.IndexName, &e.ErrorMessage, &e.ErrorCode,
 			&e.RetryCount, &e.MaxRetries, &e.NextRetryAt, &e.CreatedAt, &e.LastAttemptAt); err != nil {
 			return nil, fmt.Errorf("scan dead letter: %w", err)

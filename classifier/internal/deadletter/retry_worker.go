@@ -1,8 +1,4 @@
-// Package retry runs the dead-letter queue's retry worker: due entries are
-// claimed with a lease, their documents re-read from Elasticsearch by id,
-// claimed, and sent through the normal worker pool and commit path, which
-// resolves the entry on success and records the next failure otherwise.
-package retry
+package deadletter
 
 import (
 	"context"
@@ -12,29 +8,28 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/claim"
-	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
-// Defaults of Config.
+// Defaults of RetryConfig.
 const (
-	IntervalDefault = 10 * time.Second
-	BatchDefault    = 50
-	LeaseDefault    = 5 * time.Minute
+	RetryIntervalDefault = 10 * time.Second
+	RetryBatchDefault    = 50
+	RetryLeaseDefault    = 5 * time.Minute
 )
 
-// Config configures a Worker.
-type Config struct {
+// RetryConfig configures a RetryWorker.
+type RetryConfig struct {
 	// ReplicaID is written to claimed_by. Required.
 	ReplicaID string
-	// Interval between looks at the queue. Defaults to IntervalDefault.
+	// Interval between looks at the queue. Defaults to RetryIntervalDefault.
 	Interval time.Duration
-	// Batch is the most entries claimed at once. Defaults to BatchDefault.
+	// Batch is the most entries claimed at once. Defaults to RetryBatchDefault.
 	Batch int
-	// Lease keeps a claimed entry from other workers. Defaults to LeaseDefault.
+	// Lease keeps a claimed entry from other workers. Defaults to RetryLeaseDefault.
 	Lease time.Duration
 	// Breakers are the dependencies a retry needs (Elasticsearch and both
 	// databases). While any of them is not closed the worker claims no
@@ -42,10 +37,14 @@ type Config struct {
 	Breakers []*breaker.Breaker
 }
 
-// Worker is a lifecycle component.
-type Worker struct {
-	cfg    Config
-	repo   *deadletter.Repository
+// RetryWorker retries the queue's due entries: it claims them with a lease,
+// re-reads their documents from Elasticsearch by id, claims the documents
+// and submits them to the worker pool, so a retry takes the same commit path
+// as a first attempt. A document that no longer exists is recorded as
+// NOT_FOUND, with no retries. It is a lifecycle component.
+type RetryWorker struct {
+	cfg    RetryConfig
+	repo   *Repository
 	store  *storage.ContentStore
 	sink   claim.Sink
 	logger *slog.Logger
@@ -53,21 +52,22 @@ type Worker struct {
 	loop   lifecycle.Loop
 }
 
-// New returns a retry worker that submits to sink.
-func New(cfg Config, repo *deadletter.Repository, store *storage.ContentStore, sink claim.Sink, logger *slog.Logger) (*Worker, error) {
+// NewRetryWorker returns a retry worker over repo that re-reads documents
+// from store and submits them to sink.
+func NewRetryWorker(cfg RetryConfig, repo *Repository, store *storage.ContentStore, sink claim.Sink, logger *slog.Logger) (*RetryWorker, error) {
 	if cfg.ReplicaID == "" {
 		return nil, errors.New("new retry worker: ReplicaID is required")
 	}
 	if cfg.Interval <= 0 {
-		cfg.Interval = IntervalDefault
+		cfg.Interval = RetryIntervalDefault
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = BatchDefault
+		cfg.Batch = RetryBatchDefault
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = LeaseDefault
+		cfg.Lease = RetryLeaseDefault
 	}
-	w := &Worker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry"), now: time.Now}
+	w := &RetryWorker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry"), now: time.Now}
 	w.loop = lifecycle.Loop{Name: "dead-letter retry worker", Logger: w.logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
 		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			w.logger.ErrorContext(ctx, "dead-letter retry failed", "error", err)
@@ -77,15 +77,15 @@ func New(cfg Config, repo *deadletter.Repository, store *storage.ContentStore, s
 }
 
 // Start launches the loop.
-func (w *Worker) Start(ctx context.Context) error { return w.loop.Start(ctx) }
+func (w *RetryWorker) Start(ctx context.Context) error { return w.loop.Start(ctx) }
 
 // Stop ends the loop, bounded by ctx. Entries it claimed but did not submit
 // come due again when their lease passes.
-func (w *Worker) Stop(ctx context.Context) error { return w.loop.Stop(ctx) }
+func (w *RetryWorker) Stop(ctx context.Context) error { return w.loop.Stop(ctx) }
 
 // RunOnce retries the entries due now and returns how many documents it
 // submitted.
-func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 	size := min(w.cfg.Batch, w.sink.FreeSlots())
 	if size <= 0 || w.sink.ShouldThrottle() {
 		return 0, nil
@@ -99,7 +99,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	refs := make([]domain.DocKey, len(entries))
-	byKey := make(map[domain.DocKey]domain.DeadLetterEntry, len(entries))
+	byKey := make(map[domain.DocKey]Entry, len(entries))
 	for i, e := range entries {
 		refs[i] = domain.DocKey{Index: e.IndexName, ID: e.ContentID}
 		byKey[refs[i]] = e
@@ -109,10 +109,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("re-read dead-lettered documents: %w", err)
 	}
 	if len(missing) > 0 {
-		failures := make([]domain.Failure, len(missing))
+		failures := make([]Failure, len(missing))
 		for i, m := range missing {
 			e := byKey[m]
-			failures[i] = domain.Failure{ContentID: m.ID, Source: e.SourceName, Index: m.Index, Code: domain.ErrorCodeNotFound,
+			failures[i] = Failure{ContentID: m.ID, Source: e.SourceName, Index: m.Index, Code: domain.ErrorCodeNotFound,
 				Message: fmt.Sprintf("raw document %s/%s no longer exists", m.Index, m.ID)}
 			w.logger.WarnContext(ctx, "dead-lettered document no longer exists", "content_id", m.ID, "index", m.Index)
 		}

@@ -1,5 +1,6 @@
 // Package domain holds the classifier's data types: the raw document it
-// claims, and the classified document it writes.
+// claims, the classified document it writes, a document's identity, and the
+// codes that name why a document was not classified.
 package domain
 
 import (
@@ -47,6 +48,13 @@ func DecodeRaw(index, id string, seqNo, primaryTerm int64, source []byte) (raw *
 	}
 	sourceID, raw.ID = raw.ID, id
 	return raw, sourceID
+}
+
+// DocKey is a document's identity: its raw index and _id. Ids are unique
+// only inside one index, so every key on a content id carries the index.
+type DocKey struct {
+	Index string
+	ID    string
 }
 
 // ClaimID names one claim of a document; a document classified again after

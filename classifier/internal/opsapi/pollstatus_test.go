@@ -37,7 +37,9 @@ func TestPollStatusReportsEachIndex(t *testing.T) {
 	serve := func(d Deps, path, bearer string) *httptest.ResponseRecorder {
 		router := gin.New()
 		d.Logger = testenv.Logger(t)
-		Register(router.Group("/api/v1", authn.Middleware()), d)
+		if err := Register(router.Group("/api/v1", authn.Middleware()), d); err != nil {
+			t.Fatal(err)
+		}
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		if bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+bearer)

@@ -391,9 +391,9 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 		}
 		return parked, nil, nil
 	}
-	entries := make([]domain.Failure, len(failed))
+	entries := make([]deadletter.Failure, len(failed))
 	for i, r := range failed {
-		entries[i] = domain.Failure{ContentID: r.Raw.ID, Source: r.Raw.SourceName, Index: r.Raw.Index, Code: r.Code, Message: r.Err.Error()}
+		entries[i] = deadletter.Failure{ContentID: r.Raw.ID, Source: r.Raw.SourceName, Index: r.Raw.Index, Code: r.Code, Message: r.Err.Error()}
 	}
 	recorded, err := c.stores.DeadLetters.Record(ctx, entries)
 	if err != nil {

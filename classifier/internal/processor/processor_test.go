@@ -9,7 +9,6 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
-	"github.com/north-cloud/classifier/internal/retry"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -48,8 +47,8 @@ func TestPoisonDocumentIsIsolated(t *testing.T) {
 	if err := e.db.QueryRow(`SELECT error_code, max_retries FROM dead_letter_queue WHERE content_id = $1`, poison).Scan(&code, &maxRetries); err != nil {
 		t.Fatalf("poison document not in the DLQ: %v", err)
 	}
-	if code != string(domain.ErrorCodeRulePanic) || maxRetries != domain.DefaultMaxRetries {
-		t.Errorf("DLQ row = %s with %d retries, want RULE_PANIC with %d", code, maxRetries, domain.DefaultMaxRetries)
+	if code != string(domain.ErrorCodeRulePanic) || maxRetries != deadletter.MaxRetriesDefault {
+		t.Errorf("DLQ row = %s with %d retries, want RULE_PANIC with %d", code, maxRetries, deadletter.MaxRetriesDefault)
 	}
 	if n := e.count(t, e.db, `SELECT COUNT(*) FROM dead_letter_queue`); n != 1 {
 		t.Errorf("DLQ rows = %d, want only the poison document", n)
@@ -194,7 +193,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 		t.Fatalf("DLQ rows = %d, want 2 DB_ERROR rows", n)
 	}
 
-	worker, err := retry.New(retry.Config{ReplicaID: "r", Lease: time.Minute}, dlq, r.stores.Content,
+	worker, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r", Lease: time.Minute}, dlq, r.stores.Content,
 		claim.TrackingSink{Sink: r.processor, Registry: r.stores.Claims}, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +209,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 	}
 
 	// Exhaustion: ids[1] fails five more times.
-	for attempt := 1; attempt <= domain.DefaultMaxRetries; attempt++ {
+	for attempt := 1; attempt <= deadletter.MaxRetriesDefault; attempt++ {
 		due(ids[1])
 		if n, err := worker.RunOnce(ctx); err != nil || n != 1 {
 			t.Fatalf("retry %d: submitted %d, err %v", attempt, n, err)

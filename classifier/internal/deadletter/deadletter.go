@@ -1,0 +1,87 @@
+// Package deadletter is the classifier's dead-letter queue, the whole
+// feature in one place:
+//
+//   - Entry and Failure, what the queue holds and what is written to it;
+//   - the retry policy of each error code (RetryPolicy, MaxRetries);
+//   - Repository, the dead_letter_queue table: recording failures with
+//     backoff, claiming due entries with a lease, resolving the entries of
+//     documents since classified, and the operator's list, stats, requeue
+//     and delete;
+//   - RetryWorker, which claims due entries, re-reads their documents from
+//     Elasticsearch and submits them to the normal worker pool and commit
+//     path (the committer resolves an entry on success and records the
+//     next failure otherwise);
+//   - RegisterRoutes, the operator's HTTP routes under /api/v1/dlq, mounted
+//     by package opsapi.
+//
+// The committer (package processor) writes failures with Repository.Record
+// and resolves entries with Repository.Resolve.
+package deadletter
+
+import (
+	"time"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/backoff"
+)
+
+// MaxRetriesDefault is the number of retries of a retryable entry.
+const MaxRetriesDefault = 5
+
+// maxRetryDelay caps the backoff of any entry at one hour.
+const maxRetryDelay = time.Hour
+
+// Entry is a failed classification awaiting retry: one row of
+// dead_letter_queue, as the operator's API lists it.
+type Entry struct {
+	ID            string           `json:"id"`
+	ContentID     string           `json:"content_id"`
+	SourceName    string           `json:"source_name"`
+	IndexName     string           `json:"index_name"`
+	ErrorMessage  string           `json:"error_message"`
+	ErrorCode     domain.ErrorCode `json:"error_code"`
+	RetryCount    int              `json:"retry_count"`
+	MaxRetries    int              `json:"max_retries"`
+	NextRetryAt   time.Time        `json:"next_retry_at"`
+	CreatedAt     time.Time        `json:"created_at"`
+	LastAttemptAt time.Time        `json:"last_attempt_at"`
+	// Exhausted is derived: no retries left.
+	Exhausted bool `json:"exhausted"`
+}
+
+// Failure is one document that did not make it, on its way to the queue
+// (Repository.Record).
+type Failure struct {
+	ContentID string
+	Source    string
+	// Index is the raw index the document lives in.
+	Index   string
+	Code    domain.ErrorCode
+	Message string
+}
+
+// MaxRetries returns how many retries an entry of code gets. A validation
+// error is the document's own fault and a missing document cannot come
+// back, so they get none: they stay visible, and an operator can requeue
+// them.
+func MaxRetries(code domain.ErrorCode) int {
+	if code == domain.ErrorCodeValidation || code == domain.ErrorCodeNotFound {
+		return 0
+	}
+	return MaxRetriesDefault
+}
+
+// RetryPolicy returns the backoff of an error code: outages of Elasticsearch
+// or Postgres retry soon, a panic (a bug, probably repeatable) waits longer.
+// Every policy has jitter, so documents that failed together do not retry
+// together.
+func RetryPolicy(code domain.ErrorCode) backoff.Policy {
+	switch code {
+	case domain.ErrorCodeESTimeout, domain.ErrorCodeESUnavailable, domain.ErrorCodeDB:
+		return backoff.Policy{Initial: 30 * time.Second, Max: 30 * time.Minute, Multiplier: 2, Jitter: 0.3}
+	case domain.ErrorCodeRulePanic, domain.ErrorCodeQualityError:
+		return backoff.Policy{Initial: 5 * time.Minute, Max: time.Hour, Multiplier: 2, Jitter: 0.3}
+	default:
+		return backoff.Policy{Initial: time.Minute, Max: time.Hour, Multiplier: 2, Jitter: 0.3}
+	}
+}

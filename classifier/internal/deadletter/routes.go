@@ -1,0 +1,272 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/httpserver"
+)
+
+// Page sizes of GET /dlq.
+const (
+	LimitDefault = 50
+	LimitMax     = 500
+)
+
+// DBTimeoutDefault bounds the database work of one request.
+const DBTimeoutDefault = 5 * time.Second
+
+// Bounds of the filters: a source name (far above any real one), an error
+// code, and, in characters, the content_id and index filters: the widths of
+// the columns they are compared with, so a longer value could match nothing.
+const (
+	maxSourceBytes    = 255
+	maxErrorCodeBytes = 50
+	maxContentIDChars = 512
+	maxIndexChars     = 255
+)
+
+// RoutesConfig configures the operator's routes over the queue.
+type RoutesConfig struct {
+	// Repository is the queue. Required.
+	Repository *Repository
+	// Logger logs database errors and every requeue and delete, with the
+	// token's subject. Required.
+	Logger *slog.Logger
+	// DBTimeout bounds each request's database work. Defaults to
+	// DBTimeoutDefault.
+	DBTimeout time.Duration
+}
+
+type routes struct{ RoutesConfig }
+
+// RegisterRoutes mounts the operator's routes on router, the /api/v1 group
+// guarded by the JWT middleware:
+//
+//	GET    /dlq             entries, newest first, filtered and paged
+//	GET    /dlq/stats       the queue at a glance
+//	POST   /dlq/requeue     requeue every entry matching a filter
+//	POST   /dlq/:id/requeue requeue one entry
+//	DELETE /dlq/:id         delete one entry
+func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
+	var errs []error
+	if cfg.Repository == nil {
+		errs = append(errs, errors.New("Repository is required"))
+	}
+	if cfg.Logger == nil {
+		errs = append(errs, errors.New("Logger is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("register dead-letter routes: %w", err)
+	}
+	if cfg.DBTimeout <= 0 {
+		cfg.DBTimeout = DBTimeoutDefault
+	}
+	h := &routes{cfg}
+	router.GET("/dlq", h.list)
+	router.GET("/dlq/stats", h.stats)
+	router.POST("/dlq/requeue", h.requeueMatching)
+	router.POST("/dlq/:id/requeue", h.requeueOne)
+	router.DELETE("/dlq/:id", h.deleteOne)
+	return nil
+}
+
+func (h *routes) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request.Context(), h.DBTimeout)
+}
+
+// fail answers a repository error: 404 for a missing entry, otherwise 503
+// with no driver text (the detail goes to the log).
+func (h *routes) fail(c *gin.Context, op string, err error) {
+	if errors.Is(err, ErrNotFound) {
+		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
+		return
+	}
+	h.Logger.ErrorContext(c.Request.Context(), "dead-letter API database error", "operation", op, "error", err)
+	httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, op+" failed: the classifier database did not answer")
+}
+
+func badRequest(c *gin.Context, msg string) {
+	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
+}
+
+func parseFilter(source, code, exhausted string) (Filter, error) {
+	f := Filter{Source: strings.TrimSpace(source), ErrorCode: strings.ToUpper(strings.TrimSpace(code))}
+	if exhausted != "" {
+		b, err := strconv.ParseBool(exhausted)
+		if err != nil {
+			return f, fmt.Errorf("exhausted must be true or false (got %q)", exhausted)
+		}
+		f.Exhausted = &b
+	}
+	if len(f.Source) > maxSourceBytes || len(f.ErrorCode) > maxErrorCodeBytes {
+		return f, errors.New("source or error_code too long")
+	}
+	return f, nil
+}
+
+// documentFilter reads the exact content_id and index filters of GET /dlq,
+// which select the entries of one document (the document page's view).
+func documentFilter(c *gin.Context, f *Filter) error {
+	f.ContentID, f.Index = c.Query("content_id"), c.Query("index")
+	if n := utf8.RuneCountInString(f.ContentID); n > maxContentIDChars {
+		return fmt.Errorf("content_id must be at most %d characters (got %d)", maxContentIDChars, n)
+	}
+	if n := utf8.RuneCountInString(f.Index); n > maxIndexChars {
+		return fmt.Errorf("index must be at most %d characters (got %d)", maxIndexChars, n)
+	}
+	return nil
+}
+
+type listResponse struct {
+	Entries    []Entry `json:"entries"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// GET /dlq?source=&error_code=&exhausted=&content_id=&index=&cursor=&limit=
+func (h *routes) list(c *gin.Context) {
+	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"))
+	if v, ok := c.GetQuery("exhausted"); err == nil && ok && v == "" {
+		err = errors.New(`exhausted must be true or false (got "")`)
+	}
+	if err == nil {
+		err = documentFilter(c, &f)
+	}
+	if err != nil {
+		badRequest(c, err.Error())
+		return
+	}
+	limit := LimitDefault
+	if s, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > LimitMax {
+			badRequest(c, fmt.Sprintf("limit must be 1..%d", LimitMax))
+			return
+		}
+		limit = n
+	}
+	var after *Cursor
+	if s := c.Query("cursor"); s != "" {
+		k, err := httpserver.DecodeCursor(s)
+		if err != nil {
+			httpserver.WriteRequestError(c, err)
+			return
+		}
+		after = &Cursor{CreatedAt: k.CreatedAt, ID: k.ID}
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	entries, err := h.Repository.List(ctx, f, after, limit+1)
+	if err != nil {
+		h.fail(c, "list dead letters", err)
+		return
+	}
+	resp := listResponse{Entries: entries}
+	if len(entries) > limit {
+		entries = entries[:limit]
+		last := entries[len(entries)-1]
+		next := httpserver.EncodeCursor(httpserver.Keyset{CreatedAt: last.CreatedAt, ID: last.ID})
+		resp.Entries, resp.NextCursor = entries, &next
+	}
+	if resp.Entries == nil {
+		resp.Entries = []Entry{}
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+func (h *routes) stats(c *gin.Context) {
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	s, err := h.Repository.Stats(ctx)
+	if err != nil {
+		h.fail(c, "dead letter stats", err)
+		return
+	}
+	c.JSON(http.StatusOK, s)
+}
+
+func (h *routes) requeueOne(c *gin.Context) {
+	id := c.Param("id")
+	if !httpserver.IsUUID(id) {
+		badRequest(c, "id must be a UUID")
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	if err := h.Repository.Requeue(ctx, id); err != nil {
+		h.fail(c, "requeue dead letter", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letter requeued", "dlq_id", id, "by", auth.Subject(c))
+	c.JSON(http.StatusOK, gin.H{"requeued": 1})
+}
+
+// filterBody is the body of POST /dlq/requeue: every entry matching all
+// given fields is re-queued. At least one filter, or "all": true, is
+// required, so that an empty or null body never re-queues everything.
+type filterBody struct {
+	Source    string `json:"source"`
+	ErrorCode string `json:"error_code"`
+	Exhausted *bool  `json:"exhausted"`
+	All       bool   `json:"all"`
+}
+
+func (h *routes) requeueMatching(c *gin.Context) {
+	var body filterBody
+	if !httpserver.DecodeJSON(c, &body) {
+		return
+	}
+	hasFilter := strings.TrimSpace(body.Source) != "" || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil
+	switch {
+	case body.All && hasFilter:
+		badRequest(c, `"all": true re-queues every entry; send it without filters`)
+		return
+	case !body.All && !hasFilter:
+		badRequest(c, `give a filter (source, error_code, exhausted) or "all": true to re-queue every entry`)
+		return
+	}
+	exhausted := ""
+	if body.Exhausted != nil {
+		exhausted = strconv.FormatBool(*body.Exhausted)
+	}
+	f, err := parseFilter(body.Source, body.ErrorCode, exhausted)
+	if err != nil {
+		badRequest(c, err.Error())
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	n, err := h.Repository.RequeueMatching(ctx, f)
+	if err != nil {
+		h.fail(c, "requeue dead letters", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "error_code", f.ErrorCode, "all", body.All, "by", auth.Subject(c))
+	c.JSON(http.StatusOK, gin.H{"requeued": n})
+}
+
+func (h *routes) deleteOne(c *gin.Context) {
+	id := c.Param("id")
+	if !httpserver.IsUUID(id) {
+		badRequest(c, "id must be a UUID")
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	if err := h.Repository.Delete(ctx, id); err != nil {
+		h.fail(c, "delete dead letter", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letter deleted", "dlq_id", id, "by", auth.Subject(c))
+	c.Status(http.StatusNoContent)
+}

@@ -5,7 +5,8 @@ import { segmentText } from '@/lib/highlight'
 import { addKeywords, removeKeyword } from '@/lib/keywords'
 import { parseMetrics, sumMetric } from '@/lib/prometheus'
 import { formatBytes, formatDuration, formatNumber, formatRelative } from '@/lib/format'
-import { indexTypeOf, parseOptionalJson, validateIndexName } from '@/lib/indexName'
+import { indexTypeOf, validateIndexName } from '@/lib/indexName'
+import { checkSettings, refreshIntervalError } from '@/lib/indexSettings'
 import { filterIndices, summarizeIndices } from '@/lib/indices'
 import { topicsOf, validateRuleInput } from '@/lib/rules'
 import { matchesIdSearch, refreshInterval } from '@/lib/tables'
@@ -99,9 +100,20 @@ describe('index names', () => {
     expect(validateIndexName('metro')).toMatch(/_raw_content/)
     expect(validateIndexName('a b_raw_content')).toMatch(/source part/)
     expect(indexTypeOf('x_raw_content')).toBe('raw_content')
-    expect(parseOptionalJson('')).toEqual({ ok: true, value: null })
-    expect(parseOptionalJson('[1]').ok).toBe(false)
-    expect(parseOptionalJson('{"a":1}')).toEqual({ ok: true, value: { a: 1 } })
+  })
+  it('checks the settings of a new index with the index-manager bounds', () => {
+    const form = (shards = '', replicas = '', refreshInterval = '') => checkSettings({ shards, replicas, refreshInterval })
+    expect(form()).toEqual({ settings: {}, errors: {} })
+    expect(form('8', '0', '5m')).toEqual({ settings: { number_of_shards: 8, number_of_replicas: 0, refresh_interval: '5m' }, errors: {} })
+    expect(form(' 1 ', '3', '1000ms').settings).toEqual({ number_of_shards: 1, number_of_replicas: 3, refresh_interval: '1000ms' })
+    expect(form('0').errors.shards).toMatch(/from 1 to 8/)
+    expect(form('9').errors.shards).toMatch(/from 1 to 8/)
+    expect(form('1.5').errors.shards).toMatch(/whole number/)
+    expect(form('', '4').errors.replicas).toMatch(/from 0 to 3/)
+    expect(form('', '-1').errors.replicas).toMatch(/whole number/)
+    expect(form('2', '9').settings).toEqual({ number_of_shards: 2 })
+    for (const bad of ['999ms', '301s', '6m', '-1', '1h', '1 s', '1.5s', 's']) expect(refreshIntervalError(bad), bad).not.toBeNull()
+    for (const good of ['1s', '1000ms', '300s', '5m', '30s']) expect(refreshIntervalError(good), good).toBeNull()
   })
   it('filters and summarizes the index list', () => {
     const idx = (name: string, index_type: IndexSummary['index_type'], doc_count: number, storage_bytes: number): IndexSummary => ({

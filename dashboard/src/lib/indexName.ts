@@ -14,20 +14,6 @@ export function validateIndexName(raw: string): string | null {
   return null
 }
 
-export type OptionalJson = { ok: true; value: Record<string, unknown> | null } | { ok: false; error: string }
-
-/** Parses an optional JSON object typed into a textarea; blank is null. */
-export function parseOptionalJson(text: string): OptionalJson {
-  if (!text.trim()) return { ok: true, value: null }
-  try {
-    const v: unknown = JSON.parse(text)
-    if (!v || typeof v !== 'object' || Array.isArray(v)) return { ok: false, error: 'Must be a JSON object' }
-    return { ok: true, value: v as Record<string, unknown> }
-  } catch (e) {
-    return { ok: false, error: `Invalid JSON: ${e instanceof Error ? e.message : String(e)}` }
-  }
-}
-
 /** The index type a name implies, as the service derives it. */
 export function indexTypeOf(name: string): 'raw_content' | 'classified_content' | 'other' {
   if (name.endsWith('_raw_content')) return 'raw_content'

@@ -81,10 +81,11 @@ export interface DocumentHit {
   sort?: unknown[]
 }
 
+/** The mapping is always the shipped one of the index type; the service refuses mappings. */
 export interface CreateIndexRequest {
   name: string
-  settings?: Record<string, unknown>
-  mappings?: Record<string, unknown>
+  /** Only number_of_shards (1-8), number_of_replicas (0-3) and refresh_interval (1s-5m). */
+  settings?: Record<string, number | string>
 }
 
 export interface AckResponse {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/clock"
 )
 
 // ErrNotFound is returned for an unknown entry id.
@@ -19,13 +20,14 @@ var ErrNotFound = errors.New("dead-letter entry not found")
 
 // Repository reads and writes dead_letter_queue.
 type Repository struct {
-	db  *sql.DB
-	now func() time.Time
+	db *sql.DB
+	// now stamps a first failure's next_retry_at; nil is the system clock.
+	now clock.Clock
 }
 
 // NewRepository returns a repository over the classifier's database.
 func NewRepository(db *sql.DB) *Repository {
-	return &Repository{db: db, now: time.Now}
+	return &Repository{db: db}
 }
 
 const entryColumns = `id, content_id, source_name, index_name, error_message, COALESCE(error_code, 'UNKNOWN'),
@@ -57,7 +59,7 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 	q.WriteString(`INSERT INTO dead_letter_queue
 		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at) VALUES `)
 	args := make([]any, 0, len(failures)*7)
-	now := r.now()
+	now := r.now.Now()
 	for _, f := range failures {
 		key := domain.DocKey{Index: f.Index, ID: f.ContentID}
 		if seen[key] {

@@ -11,6 +11,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -35,6 +36,9 @@ type RetryConfig struct {
 	// databases). While any of them is not closed the worker claims no
 	// entry, so an outage spends no retry.
 	Breakers []*breaker.Breaker
+	// Clock stamps the claims of retried documents. Defaults to the system
+	// clock.
+	Clock clock.Clock
 }
 
 // RetryWorker retries the queue's due entries: it claims them with a lease,
@@ -48,7 +52,6 @@ type RetryWorker struct {
 	store  *storage.ContentStore
 	sink   claim.Sink
 	logger *slog.Logger
-	now    func() time.Time
 	loop   lifecycle.Loop
 }
 
@@ -67,7 +70,7 @@ func NewRetryWorker(cfg RetryConfig, repo *Repository, store *storage.ContentSto
 	if cfg.Lease <= 0 {
 		cfg.Lease = RetryLeaseDefault
 	}
-	w := &RetryWorker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry"), now: time.Now}
+	w := &RetryWorker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry")}
 	w.loop = lifecycle.Loop{Name: "dead-letter retry worker", Logger: w.logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
 		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			w.logger.ErrorContext(ctx, "dead-letter retry failed", "error", err)
@@ -120,7 +123,7 @@ func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	won, err := w.store.Claim(ctx, w.cfg.ReplicaID, found, w.now().UTC())
+	won, err := w.store.Claim(ctx, w.cfg.ReplicaID, found, w.cfg.Clock.Now().UTC())
 	if err != nil {
 		return 0, fmt.Errorf("claim dead-lettered documents: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	// Limits bounds what a raw document may carry (admission.Limits); a zero
 	// field takes its default. Defaults to admission.DefaultLimits().
 	Limits admission.Limits
+	// Clock stamps classified_at. Defaults to the system clock.
+	Clock clock.Clock
 }
 
 // Pipeline admits a raw document and runs the classification stages on it
@@ -56,7 +59,6 @@ type Config struct {
 // serves every worker.
 type Pipeline struct {
 	cfg Config
-	now func() time.Time
 }
 
 // New returns a Pipeline after checking cfg.
@@ -71,7 +73,7 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, fmt.Errorf("new pipeline: limits: %w", err)
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
-	return &Pipeline{cfg: cfg, now: time.Now}, nil
+	return &Pipeline{cfg: cfg}, nil
 }
 
 // Classify admits raw (admission.Admit, which normalizes its free-text
@@ -127,7 +129,7 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		SourceReputation:      p.cfg.Reputation(raw.SourceName),
 		Confidence:            ct.Confidence,
 		ClassifierVersion:     domain.Version,
-		ClassifiedAt:          p.now().UTC(),
+		ClassifiedAt:          p.cfg.Clock.Now().UTC(),
 		Index:                 contentindex.ClassifiedIndexFor(raw.Index),
 		ClaimID:               raw.ClaimID(),
 	}

@@ -1,44 +1,29 @@
-// Package domain holds the outbox entry and its routing (spec 4.2).
+// Package domain holds the outbox entry as the publisher sees it: its
+// Redis channel (RoutingKey) and the message published there.
 package domain
 
 import (
 	"time"
+
+	"github.com/north-cloud/infrastructure/outbox"
 )
 
-// OutboxStatus is the state of an outbox entry.
-type OutboxStatus string
+// OutboxStatus is the state of an outbox entry (infrastructure/outbox holds
+// the statuses both services share).
+type OutboxStatus = outbox.Status
 
 // Outbox statuses.
 const (
-	OutboxStatusPending    OutboxStatus = "pending"
-	OutboxStatusPublishing OutboxStatus = "publishing"
-	OutboxStatusPublished  OutboxStatus = "published"
-	OutboxStatusFailed     OutboxStatus = "failed"
+	OutboxStatusPending    = outbox.StatusPending
+	OutboxStatusPublishing = outbox.StatusPublishing
+	OutboxStatusPublished  = outbox.StatusPublished
+	OutboxStatusFailed     = outbox.StatusFailed
 )
 
-// OutboxEntry is a classified document awaiting publication.
+// OutboxEntry is a classified document awaiting publication: the outbox row
+// of the shared contract, with the publisher's routing and message body.
 type OutboxEntry struct {
-	ID               string
-	ContentID        string
-	SourceName       string
-	IndexName        string
-	ContentType      string
-	Topics           []string
-	QualityScore     int
-	IsCrimeRelated   bool
-	CrimeSubcategory *string
-	Title            string
-	Body             string
-	URL              string
-	PublishedDate    *time.Time
-	Status           OutboxStatus
-	RetryCount       int
-	MaxRetries       int
-	ErrorMessage     *string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	PublishedAt      *time.Time
-	NextRetryAt      *time.Time
+	outbox.Entry
 }
 
 // RoutingKey returns the Redis channel for this entry.

@@ -15,12 +15,13 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/publisher/internal/domain"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel on which inserts and re-queues
-// wake the publishers (migration 003).
-const NotifyChannel = "classified_outbox"
+// NotifyChannel is the LISTEN/NOTIFY channel on which inserts (migration
+// 003) and re-queues wake the publishers.
+const NotifyChannel = outbox.NotifyChannel
 
 // Repository reads and writes classified_outbox.
 type Repository struct {
@@ -31,12 +32,6 @@ type Repository struct {
 func NewRepository(db *sql.DB) *Repository {
 	return &Repository{db: db}
 }
-
-const entryColumns = `id, content_id, source_name, index_name, content_type, topics,
-	quality_score, is_crime_related, crime_subcategory,
-	title, COALESCE(body, ''), url, published_date, status, retry_count,
-	max_retries, error_message, created_at, updated_at,
-	published_at, next_retry_at`
 
 // Batch is one claim: the rows moved to publishing and the token they
 // carry while this claim holds them.
@@ -82,7 +77,7 @@ func (r *Repository) Claim(ctx context.Context, limit int) (Batch, error) {
 			ORDER BY is_crime_related DESC, created_at ASC
 			LIMIT $1
 		)
-		RETURNING ` + entryColumns
+		RETURNING ` + outbox.SelectList()
 	rows, err := r.db.QueryContext(ctx, query, limit, token)
 	if err != nil {
 		return Batch{}, fmt.Errorf("claim outbox rows: %w", err)
@@ -375,7 +370,7 @@ func (r *Repository) List(ctx context.Context, f domain.OutboxFilter, after *dom
 		where = append(where, fmt.Sprintf("(created_at, id) < ($%d, $%d::uuid)", len(args)-1, len(args)))
 	}
 	args = append(args, limit+1)
-	query := `SELECT ` + entryColumns + ` FROM classified_outbox`
+	query := `SELECT ` + outbox.SelectList() + ` FROM classified_outbox`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -435,7 +430,7 @@ func filterSQL(f domain.OutboxFilter) (where []string, args []any) {
 
 // Get returns one entry, or domain.ErrNotFound.
 func (r *Repository) Get(ctx context.Context, id string) (domain.OutboxEntry, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM classified_outbox WHERE id = $1`, id)
+	rows, err := r.db.QueryContext(ctx, `SELECT `+outbox.SelectList()+` FROM classified_outbox WHERE id = $1`, id)
 	if err != nil {
 		return domain.OutboxEntry{}, fmt.Errorf("get outbox entry: %w", err)
 	}
@@ -460,7 +455,7 @@ func (r *Repository) Requeue(ctx context.Context, id string) (domain.OutboxEntry
 		UPDATE classified_outbox
 		SET status = 'pending', retry_count = 0, next_retry_at = NULL, claim_token = NULL, updated_at = NOW()
 		WHERE id = $1 AND status IN ('failed', 'published')
-		RETURNING `+entryColumns, id)
+		RETURNING `+outbox.SelectList(), id)
 	if err != nil {
 		return domain.OutboxEntry{}, fmt.Errorf("requeue outbox entry: %w", err)
 	}
@@ -537,17 +532,9 @@ func scanEntries(rows *sql.Rows) ([]domain.OutboxEntry, error) {
 	var entries []domain.OutboxEntry
 	for rows.Next() {
 		var e domain.OutboxEntry
-		var topics pq.StringArray
-		if err := rows.Scan(
-			&e.ID, &e.ContentID, &e.SourceName, &e.IndexName, &e.ContentType, &topics,
-			&e.QualityScore, &e.IsCrimeRelated, &e.CrimeSubcategory,
-			&e.Title, &e.Body, &e.URL, &e.PublishedDate, &e.Status, &e.RetryCount,
-			&e.MaxRetries, &e.ErrorMessage, &e.CreatedAt, &e.UpdatedAt,
-			&e.PublishedAt, &e.NextRetryAt,
-		); err != nil {
-			return nil, fmt.Errorf("scan outbox entry: %w", err)
+		if err := outbox.Scan(rows, &e.Entry); err != nil {
+			return nil, err
 		}
-		e.Topics = topics
 		entries = append(entries, e)
 	}
 	return entries, rows.Err()

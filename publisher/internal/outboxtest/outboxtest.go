@@ -14,14 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/migrations"
@@ -75,8 +74,8 @@ func Rows(prefix string, n int) []Row {
 	return rows
 }
 
-// Insert writes rows with the classifier's statement (INSERT ... ON
-// CONFLICT DO NOTHING), 1,000 rows per statement.
+// Insert writes rows with the classifier's statement (outbox.InsertBatch:
+// INSERT ... ON CONFLICT DO NOTHING).
 func Insert(t testing.TB, db *sql.DB, rows []Row) {
 	t.Helper()
 	if err := InsertErr(context.Background(), db, rows); err != nil {
@@ -86,41 +85,25 @@ func Insert(t testing.TB, db *sql.DB, rows []Row) {
 
 // InsertErr is Insert returning its error, for goroutines and benchmarks.
 func InsertErr(ctx context.Context, db *sql.DB, rows []Row) error {
-	for start := 0; start < len(rows); start += 1000 {
-		chunk := rows[start:min(start+1000, len(rows))]
-		var q strings.Builder
-		q.WriteString(`INSERT INTO classified_outbox (content_id, source_name, index_name, content_type, topics,
-			quality_score, is_crime_related, crime_subcategory, title, body, url, published_date) VALUES `)
-		args := make([]any, 0, len(chunk)*12)
-		for i, r := range chunk {
-			if i > 0 {
-				q.WriteString(",")
-			}
-			q.WriteString("(")
-			for j := 1; j <= 12; j++ {
-				if j > 1 {
-					q.WriteString(",")
-				}
-				q.WriteString("$" + strconv.Itoa(i*12+j))
-			}
-			q.WriteString(")")
-			topics := r.Topics
-			if topics == nil {
-				topics = []string{}
-			}
-			index := r.Index
-			if index == "" {
-				index = r.Source + "_classified_content"
-			}
-			args = append(args, r.ContentID, r.Source, index, r.ContentType, pq.Array(topics),
-				r.QualityScore, r.IsCrimeRelated, r.CrimeSubcategory, r.Title, r.Body, r.URL, r.PublishedDate)
-		}
-		q.WriteString(" ON CONFLICT DO NOTHING")
-		if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
-			return err
-		}
+	msgs := make([]outbox.Message, len(rows))
+	for i, r := range rows {
+		msgs[i] = r.Message()
 	}
-	return nil
+	return outbox.InsertBatch(ctx, db, msgs)
+}
+
+// Message is the row as the classifier's outbox.Message.
+func (r Row) Message() outbox.Message {
+	index := r.Index
+	if index == "" {
+		index = r.Source + "_classified_content"
+	}
+	return outbox.Message{
+		ContentID: r.ContentID, SourceName: r.Source, IndexName: index, ContentType: r.ContentType,
+		Topics: r.Topics, QualityScore: r.QualityScore, IsCrimeRelated: r.IsCrimeRelated,
+		CrimeSubcategory: r.CrimeSubcategory, Title: r.Title, Body: r.Body, URL: r.URL,
+		PublishedDate: r.PublishedDate,
+	}
 }
 
 // Counts returns the number of rows per status.

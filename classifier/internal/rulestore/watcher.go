@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lib/pq"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/pgnotify"
 )
 
 // Watcher defaults.
@@ -113,15 +114,17 @@ func (c *WatcherConfig) setDefaults() {
 }
 
 // Watcher keeps an engine's rules equal to the enabled rules in the
-// database. It LISTENs on NotifyChannel for changes and also reads the
+// database. It LISTENs on NotifyChannel for changes (through a
+// pgnotify.Notifier, which reconnects on its own and coalesces a burst of
+// notifications into one wake-up) and also reads the
 // rule-set version every PollInterval, so a change made through any replica
 // (or psql) reaches this replica's engine within about a second even when a
 // notification is lost. A reload that fails leaves the engine's rules as they
 // were; it is logged and counted.
 //
-// Watcher is a lifecycle component: Start loads the rules once (and fails if
-// it cannot, so that no document is classified with no rules), then watches
-// in the background until Stop.
+// Watcher is a lifecycle component with the contract of lifecycle.Base:
+// Start loads the rules once (and fails if it cannot, so that no document is
+// classified with no rules), then watches in the background until Stop.
 type Watcher struct {
 	cfg     WatcherConfig
 	loader  Loader
@@ -132,12 +135,8 @@ type Watcher struct {
 	loadedVersion atomic.Int64
 	loadedRules   atomic.Int64
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	cancel   context.CancelFunc
-	done     chan struct{}
-	listener *pq.Listener
+	base     lifecycle.Base
+	notifier *pgnotify.Notifier
 	// rejectedVersion is the last version the engine refused; the loop
 	// does not retry it until the version changes.
 	rejectedVersion atomic.Int64
@@ -174,6 +173,15 @@ func NewWatcher(cfg WatcherConfig, loader Loader, target Updater, logger *slog.L
 		return nil, fmt.Errorf("new rules watcher: %w", err)
 	}
 	w := &Watcher{cfg: cfg, loader: loader, target: target, logger: logger.With(slog.String("component", "rules_watcher"))}
+	notifier, err := pgnotify.New(pgnotify.Config{
+		URL: cfg.DatabaseURL, Channels: []string{NotifyChannel},
+		MinReconnect: cfg.ListenerMinReconnect, MaxReconnect: cfg.ListenerMaxReconnect,
+		Name: "rules_listener", Logger: logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new rules watcher: %w", err)
+	}
+	w.notifier = notifier
 	w.loadedVersion.Store(-1)
 	if err := w.initMetrics(); err != nil {
 		return nil, fmt.Errorf("new rules watcher: metrics: %w", err)
@@ -236,122 +244,77 @@ func (w *Watcher) BudgetCheck(context.Context) error {
 // starts watching for changes. It is idempotent; starting a stopped Watcher
 // is an error. ctx bounds the first load only.
 func (w *Watcher) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return errors.New("start rules watcher: watcher was stopped")
-	}
-	if w.started {
+	err := w.base.StartFunc(ctx, func(run context.Context) error {
+		if err := w.reload(ctx, "start"); err != nil {
+			return err
+		}
+		if err := w.notifier.Start(ctx); err != nil {
+			return err
+		}
+		// Wait a moment for LISTEN, so a change made right after Start is
+		// notified rather than polled; if the connection is slow the loop's
+		// polling covers the gap.
+		wait := time.NewTimer(w.cfg.ListenWait)
+		defer wait.Stop()
+		select {
+		case <-w.notifier.Listening():
+		case <-run.Done():
+		case <-wait.C:
+			w.logger.WarnContext(ctx, "LISTEN not established yet; polling until it is", slog.Duration("waited", w.cfg.ListenWait))
+		}
+		w.base.Go(func() { w.loop(run) })
+		w.logger.InfoContext(ctx, "rules watcher started", slog.Int64("version", w.Version()),
+			slog.Int64("rules", w.loadedRules.Load()), slog.String("channel", NotifyChannel),
+			slog.Duration("poll_interval", w.cfg.PollInterval))
 		return nil
-	}
-	if err := w.reload(ctx, "start"); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("start rules watcher: %w", err)
 	}
-	w.listener = pq.NewListener(w.cfg.DatabaseURL, w.cfg.ListenerMinReconnect, w.cfg.ListenerMaxReconnect, w.listenerEvent)
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w.cancel = cancel
-	w.done = make(chan struct{})
-	w.started = true
-	listening := make(chan struct{})
-	go w.listen(loopCtx, listening)
-	// Wait a moment for LISTEN, so a change made right after Start is
-	// notified rather than polled; if the connection is slow the loop's
-	// polling covers the gap.
-	select {
-	case <-listening:
-	case <-time.After(w.cfg.ListenWait):
-		w.logger.WarnContext(ctx, "LISTEN not established yet; polling until it is", slog.Duration("waited", w.cfg.ListenWait))
-	}
-	go w.loop(loopCtx)
-	w.logger.InfoContext(ctx, "rules watcher started", slog.Int64("version", w.Version()),
-		slog.Int64("rules", w.loadedRules.Load()), slog.String("channel", NotifyChannel),
-		slog.Duration("poll_interval", w.cfg.PollInterval))
 	return nil
 }
 
-// listen issues LISTEN. pq's Listen blocks until the connection is up (it
-// reconnects on its own), so it runs apart from the loop, which polls in the
-// meantime.
-func (w *Watcher) listen(ctx context.Context, listening chan<- struct{}) {
-	defer close(listening)
-	if err := w.listener.Listen(NotifyChannel); err != nil && ctx.Err() == nil {
-		w.logger.ErrorContext(ctx, "listen for rule changes failed; relying on polling",
-			slog.String("channel", NotifyChannel), slog.Any("error", err))
-	}
-}
-
-func (w *Watcher) listenerEvent(ev pq.ListenerEventType, err error) {
-	switch ev {
-	case pq.ListenerEventConnected:
-		w.logger.Debug("rules listener connected")
-	case pq.ListenerEventReconnected:
-		w.logger.Info("rules listener reconnected")
-	default:
-		w.logger.Warn("rules listener connection problem", slog.String("event", ev.String()), slog.Any("error", err))
-	}
-}
-
-// Stop ends the watching. It is idempotent and safe before Start.
+// Stop ends the watching and closes the LISTEN connection. It is idempotent
+// and safe before Start; every call waits, bounded by ctx.
 func (w *Watcher) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return nil
-	}
-	w.stopped = true
-	if !w.started {
-		return nil
-	}
-	w.cancel()
+	done, stopping := w.base.StopInit()
 	var err error
 	select {
-	case <-w.done:
+	case <-done:
 	case <-ctx.Done():
 		err = fmt.Errorf("stop rules watcher: %w", ctx.Err())
 	}
-	if cerr := w.listener.Close(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("stop rules watcher: close listener: %w", cerr))
+	if nerr := w.notifier.Stop(ctx); nerr != nil {
+		err = errors.Join(err, fmt.Errorf("stop rules watcher: %w", nerr))
 	}
-	if uerr := w.metrics.reg.Unregister(); uerr != nil {
-		err = errors.Join(err, fmt.Errorf("stop rules watcher: unregister metrics: %w", uerr))
+	if stopping {
+		if uerr := w.metrics.reg.Unregister(); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("stop rules watcher: unregister metrics: %w", uerr))
+		}
 	}
 	return err
 }
 
 func (w *Watcher) loop(ctx context.Context) {
-	defer close(w.done)
 	ticker := time.NewTicker(w.cfg.PollInterval)
 	defer ticker.Stop()
-	notify := w.listener.NotificationChannel()
 	w.check(ctx) // a change between the first load and LISTEN
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case n := <-notify:
-			// nil after a reconnect: notifications may have been lost.
-			if n != nil {
-				if v, err := strconv.ParseInt(n.Extra, 10, 64); err == nil &&
+		case wake := <-w.notifier.C():
+			// After a reconnect notifications may have been lost: reload.
+			// Otherwise the payload is the latest version notified.
+			if payload, ok := wake.Payloads[NotifyChannel]; ok && !wake.Reconnected {
+				if v, err := strconv.ParseInt(payload, 10, 64); err == nil &&
 					(v <= w.loadedVersion.Load() || v == w.rejectedVersion.Load()) {
 					continue // already loaded (by a poll, or a coalesced change) or refused
 				}
 			}
-			w.drain(notify)
 			w.reloadLogged(ctx, "notify")
 		case <-ticker.C:
 			w.check(ctx)
-		}
-	}
-}
-
-// drain discards notifications already queued: the reload about to run reads
-// the latest version anyway.
-func (w *Watcher) drain(notify <-chan *pq.Notification) {
-	for {
-		select {
-		case <-notify:
-		default:
-			return
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -291,6 +293,25 @@ func TestWatcherLifecycle(t *testing.T) {
 	if err := never.Stop(ctx); err != nil {
 		t.Errorf("Stop before Start: %v", err)
 	}
+}
+
+// The watcher keeps the start/stop contract when Start and Stop race from
+// many goroutines: each Start loads the rules and opens a LISTEN connection
+// that a concurrent Stop must close.
+func TestWatcherStartStopStress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		engine, err := rules.NewEngine(rules.MatcherNaive, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := rulestore.NewWatcher(rulestore.WatcherConfig{DatabaseURL: b.dsn, PollInterval: time.Millisecond}, b.repo, engine, testenv.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	})
 }
 
 // reloads returns classifier_rules_reload_total{result=result}.

@@ -121,7 +121,10 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("publisher metrics: %w", err)
 	}
-	w := worker.New(cfg.Worker, repo, rdb, metrics, rt.Telemetry.Tracer("publisher"), log)
+	w, err := worker.New(cfg.Worker, repo, rdb, metrics, rt.Telemetry.Tracer("publisher"), log)
+	if err != nil {
+		return err
+	}
 
 	// /ready pings both dependencies and also fails, naming it, while a
 	// circuit breaker is open or half-open (the worker is not claiming).

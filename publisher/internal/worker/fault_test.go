@@ -9,7 +9,6 @@ import (
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/breaker"
-	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 	"github.com/north-cloud/publisher/internal/worker"
@@ -153,7 +152,7 @@ func TestPostgresOutageOpensBreaker(t *testing.T) {
 	cfg := breakerCfg()
 	cfg.ListenURL = b.dsn // wake-ups come straight from the database
 	cfg.PollInterval = 50 * time.Millisecond
-	w := worker.New(cfg, repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	w := b.newWorker(t, cfg, repo, rs.Client())
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +203,7 @@ func TestStreamMirrorFailureMarksPublished(t *testing.T) {
 	}
 	sub := outboxtest.Subscribe(t, rs.Client())
 	outboxtest.Insert(t, b.db, outboxtest.Rows("mirrorfail", 5))
-	w := worker.New(worker.Config{StreamMirror: true}, b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	w := b.newWorker(t, worker.Config{StreamMirror: true}, b.repo, rs.Client())
 	if n, err := w.DrainOnce(ctx); n != 5 || err != nil {
 		t.Fatalf("drain: %d %v", n, err)
 	}
@@ -304,7 +303,7 @@ func TestLateBatchDoesNotOverwriteNewClaim(t *testing.T) {
 	pause(rb)
 	outboxtest.Insert(t, b.db, outboxtest.Rows("late", 10))
 	cfg := worker.Config{BatchSize: 10, PublishTimeout: time.Minute}
-	wa := worker.New(cfg, b.repo, ra.Client(), b.metrics, b.tp.Tracer("a"), testenv.Logger(t))
+	wa := b.newWorker(t, cfg, b.repo, ra.Client())
 	aDone := make(chan error, 1)
 	go func() { _, err := wa.DrainOnce(ctx); aDone <- err }()
 	outboxtest.WaitFor(t, time.Minute, "A's batch in flight", func() bool { return outboxtest.Counts(t, b.db)["publishing"] == 10 })
@@ -315,7 +314,7 @@ func TestLateBatchDoesNotOverwriteNewClaim(t *testing.T) {
 	if n, err := b.repo.Rescue(ctx, 5*time.Minute); n != 10 || err != nil {
 		t.Fatalf("rescue: %d %v", n, err)
 	}
-	wb := worker.New(cfg, b.repo, rb.Client(), b.metrics, b.tp.Tracer("b"), testenv.Logger(t))
+	wb := b.newWorker(t, cfg, b.repo, rb.Client())
 	bDone := make(chan error, 1)
 	go func() { _, err := wb.DrainOnce(ctx); bDone <- err }()
 	outboxtest.WaitFor(t, time.Minute, "B's batch in flight", func() bool { return outboxtest.Counts(t, b.db)["publishing"] == 10 })

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 	"github.com/north-cloud/publisher/internal/worker"
 )
@@ -28,7 +27,7 @@ func TestSameContentIDInTwoIndicesPublishedTwice(t *testing.T) {
 	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE content_id = '1'`); n != 2 {
 		t.Fatalf("%d rows for content id 1 in two indices, want 2", n)
 	}
-	w := worker.New(worker.Config{}, b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	w := b.newWorker(t, worker.Config{}, b.repo, rs.Client())
 	if n, err := w.DrainOnce(context.Background()); n != 2 || err != nil {
 		t.Fatalf("drain: %d %v", n, err)
 	}

@@ -9,13 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -24,6 +21,8 @@ import (
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/pgnotify"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
@@ -55,7 +54,8 @@ const releaseTimeout = 2 * time.Second
 // Config configures an OutboxWorker.
 type Config struct {
 	// PollInterval is the fallback wait between claims when no NOTIFY
-	// arrives (jittered by 10%). Defaults to PollIntervalDefault.
+	// arrives, less up to a fifth at random (lifecycle.Jitter) so replicas
+	// do not poll together. Defaults to PollIntervalDefault.
 	PollInterval time.Duration
 	// BatchSize is the most rows claimed at once. The running worker claims
 	// BatchSize rows first, then twice what its last claim found, from
@@ -72,7 +72,8 @@ type Config struct {
 	// inserts. Empty disables LISTEN/NOTIFY: the worker only polls.
 	ListenURL string
 	// NotifyDebounce is how long the worker waits after a notification
-	// before claiming. Zero (the default) claims at once: the inserts that
+	// before claiming (the notifier gathers the notifications of that
+	// time into one wake-up). Zero (the default) claims at once: the inserts that
 	// arrive while a batch is claimed and published make up the next batch
 	// anyway, so a burst still becomes few batches, and a debounce only
 	// adds its length to every message's lag.
@@ -180,13 +181,16 @@ type OutboxWorker struct {
 	limit     int
 	recording chan error
 
-	mu          sync.Mutex
-	started     bool
-	stopped     bool
-	fetchCancel context.CancelFunc
-	workCancel  context.CancelFunc
-	done        chan struct{}
-	listener    *pq.Listener
+	// notifier wakes the drain loop on inserts; nil when Config.ListenURL
+	// is empty.
+	notifier *pgnotify.Notifier
+	// base holds the start/stop state; its run context is the fetch
+	// context: Stop cancels it first, so no new batch is claimed.
+	base lifecycle.Base
+	// workCtx carries the batch in flight; Stop cancels it only when its
+	// deadline is near.
+	workCtx    context.Context
+	workCancel context.CancelFunc
 }
 
 // Dependency names: the breakers' names and the dependency label of
@@ -197,11 +201,20 @@ const (
 )
 
 // New returns a worker; call Start to run it.
-func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *OutboxWorker {
+func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*OutboxWorker, error) {
 	cfg.setDefaults()
 	w := &OutboxWorker{cfg: cfg, repo: repo, redis: rdb, metrics: metrics, tracer: tracer,
 		logger: logger.With("component", "outbox_worker"), wake: make(chan struct{}, 1)}
 	w.limit = cfg.BatchSize // a start often finds a backlog
+	w.workCtx, w.workCancel = context.WithCancel(context.Background())
+	if cfg.ListenURL != "" {
+		n, err := pgnotify.New(pgnotify.Config{URL: cfg.ListenURL, Channels: []string{outbox.NotifyChannel},
+			Debounce: cfg.NotifyDebounce, Name: "outbox_notifier", Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("new outbox worker: %w", err)
+		}
+		w.notifier = n
+	}
 	w.redisBreaker = breaker.MustNew(breaker.Config{Name: DependencyRedis, Threshold: cfg.BreakerThreshold,
 		Cooldown: cfg.BreakerCooldown, MaxCooldown: cfg.BreakerMaxCooldown, OnChange: w.breakerChanged})
 	w.postgresBreaker = breaker.MustNew(breaker.Config{Name: DependencyPostgres, Threshold: cfg.PostgresBreakerThreshold,
@@ -214,7 +227,7 @@ func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *teleme
 	for _, b := range w.Breakers() {
 		metrics.DependencyBreakerState.Record(ctx, int64(breaker.Closed), metric.WithAttributes(attribute.String("dependency", b.Name())))
 	}
-	return w
+	return w, nil
 }
 
 // ProbeChannel is the channel the Redis breaker's probe publishes an empty
@@ -284,55 +297,54 @@ func (w *OutboxWorker) poke() {
 }
 
 // Start launches the drain loop (and the LISTEN connection when
-// Config.ListenURL is set). Starting twice does nothing.
+// Config.ListenURL is set). Starting twice does nothing; a stopped worker
+// does not start again.
 func (w *OutboxWorker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return errors.New("start outbox worker: worker was stopped")
-	}
-	if w.started {
+	err := w.base.StartFunc(ctx, func(fetchCtx context.Context) error {
+		if err := w.monitor.Start(ctx); err != nil {
+			return err
+		}
+		var wakeups <-chan pgnotify.Wakeup
+		if w.notifier != nil {
+			if err := w.notifier.Start(ctx); err != nil {
+				return err
+			}
+			wakeups = w.notifier.C()
+		}
+		w.base.Go(func() { w.run(fetchCtx, w.workCtx, wakeups) })
+		w.logger.InfoContext(ctx, "outbox worker started", "batch_size", w.cfg.BatchSize, "poll_interval", w.cfg.PollInterval.String(),
+			"listen", w.notifier != nil, "stream_mirror", w.cfg.StreamMirror)
 		return nil
-	}
-	w.started = true
-	// Fetching stops first on Stop; the batch in flight keeps its own
-	// context so it is published and recorded rather than abandoned.
-	fetchCtx, fetchCancel := context.WithCancel(context.WithoutCancel(ctx))
-	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
-	w.fetchCancel, w.workCancel, w.done = fetchCancel, workCancel, make(chan struct{})
-	if err := w.monitor.Start(ctx); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("start outbox worker: %w", err)
 	}
-	if w.cfg.ListenURL != "" {
-		w.listener = w.listen(fetchCtx)
-	}
-	go w.run(fetchCtx, workCtx, w.done)
-	w.logger.InfoContext(ctx, "outbox worker started", "batch_size", w.cfg.BatchSize, "poll_interval", w.cfg.PollInterval.String(),
-		"listen", w.cfg.ListenURL != "", "stream_mirror", w.cfg.StreamMirror)
 	return nil
 }
 
 // Stop stops claiming, lets the batch in flight finish and returns. If ctx
 // is about to expire first, the batch is cancelled shortly before its
 // deadline and its claimed but unpublished rows are returned to pending.
-// Stop is idempotent and safe before Start.
+// Stop is idempotent and safe before Start; a second Stop waits for the
+// first one's drain, bounded by its own ctx.
 func (w *OutboxWorker) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	if !w.started || w.stopped {
-		w.stopped = true
-		w.mu.Unlock()
-		return nil
+	done, stopping := w.base.StopInit() // fetching stops
+	if !stopping {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("stop outbox worker: %w", ctx.Err())
+		}
 	}
-	w.stopped = true
-	w.mu.Unlock()
-
-	w.fetchCancel()
 	defer w.workCancel()
 	// The monitor's probe in progress is bounded by PublishTimeout; a
 	// deadline that comes first leaves it to finish on its own.
 	defer func() { _ = w.monitor.Stop(ctx) }()
-	if w.listener != nil {
-		_ = w.listener.Close()
+	if w.notifier != nil {
+		if err := w.notifier.Stop(ctx); err != nil {
+			w.logger.WarnContext(ctx, "outbox notifier did not stop in time", "error", err)
+		}
 	}
 	var cancelWork <-chan time.Time
 	if deadline, ok := ctx.Deadline(); ok {
@@ -343,7 +355,7 @@ func (w *OutboxWorker) Stop(ctx context.Context) error {
 	}
 	for {
 		select {
-		case <-w.done:
+		case <-done:
 			w.logger.InfoContext(ctx, "outbox worker stopped")
 			return nil
 		case <-cancelWork:
@@ -356,39 +368,9 @@ func (w *OutboxWorker) Stop(ctx context.Context) error {
 	}
 }
 
-// listen starts a LISTEN connection that turns notifications into wake-ups.
-// pq.Listener reconnects by itself and sends a nil notification after a
-// reconnect, which also wakes the worker, since inserts may have been missed.
-func (w *OutboxWorker) listen(ctx context.Context) *pq.Listener {
-	l := pq.NewListener(w.cfg.ListenURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
-		if err != nil {
-			w.logger.WarnContext(ctx, "outbox LISTEN connection problem; polling continues", "event", int(ev), "error", err)
-		}
-	})
-	go func() {
-		// Listen blocks until connected; Close (from Stop) releases it.
-		if err := l.Listen(outbox.NotifyChannel); err != nil && ctx.Err() == nil {
-			w.logger.ErrorContext(ctx, "outbox LISTEN failed; relying on polling", "error", err)
-		}
-	}()
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-l.Notify:
-				if !ok {
-					return
-				}
-				w.poke()
-			}
-		}
-	}()
-	return l
-}
-
-func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, done chan<- struct{}) {
-	defer close(done)
+// run is the drain loop: one select over the end of fetching, a wake-up
+// (a notification, or a breaker closing) and the jittered fallback poll.
+func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wakeups <-chan pgnotify.Wakeup) {
 	defer func() {
 		if err := w.waitRecorded(); err != nil {
 			w.drainFailed(workCtx, err)
@@ -401,13 +383,11 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, done chan<- struct
 		case <-fetchCtx.Done():
 			return
 		case <-w.wake:
-			if w.cfg.NotifyDebounce > 0 && !sleep(fetchCtx, w.cfg.NotifyDebounce) {
-				return
-			}
+		case <-wakeups:
 		case <-timer.C:
 		}
 		w.drain(fetchCtx, workCtx)
-		timer.Reset(jitter(w.cfg.PollInterval))
+		timer.Reset(lifecycle.Jitter(w.cfg.PollInterval))
 	}
 }
 
@@ -462,7 +442,9 @@ func (w *OutboxWorker) drain(fetchCtx, workCtx context.Context) {
 		}
 		done := make(chan error, 1)
 		w.recording = done
-		go func() { done <- w.record(sent) }()
+		if !w.base.Go(func() { done <- w.record(sent) }) {
+			done <- w.record(sent) // stopped meanwhile: record it here
+		}
 		if n < limit {
 			return
 		}
@@ -858,22 +840,4 @@ func isRedisUnusable(err error) bool {
 		}
 	}
 	return strings.HasPrefix(msg, "NOPERM ") && strings.Contains(msg, "permissions to run")
-}
-
-// sleep waits d or until ctx ends, reporting whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// jitter spreads d by up to 10% either way, so replicas started together do
-// not poll together.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
 }

@@ -232,7 +232,7 @@ func TestGracefulStopReleasesClaimedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Do(ctx, "CLIENT", "UNPAUSE") })
-	w := worker.New(worker.Config{BatchSize: 10, PublishTimeout: time.Minute, ListenURL: b.dsn}, b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	w := b.newWorker(t, worker.Config{BatchSize: 10, PublishTimeout: time.Minute, ListenURL: b.dsn}, b.repo, rs.Client())
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestMetricsExposedUnderSpecNames(t *testing.T) {
 	rs := outboxtest.StartRedis(t)
 	outboxtest.Insert(t, b.db, outboxtest.Rows("metrics", 5))
 	outboxtest.Insert(t, b.db, []outboxtest.Row{{ContentID: "metrics-pending", Source: "s", ContentType: "article", Title: "t", URL: "u"}})
-	w := worker.New(worker.Config{BatchSize: 5}, b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	w := b.newWorker(t, worker.Config{BatchSize: 5}, b.repo, rs.Client())
 	if n, err := w.DrainOnce(context.Background()); n != 5 || err != nil {
 		t.Fatalf("drain: %d %v", n, err)
 	}
@@ -418,7 +418,7 @@ func TestReinsertionOfExistingContentID(t *testing.T) {
 	if got := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE content_id = 'reins-0' AND title = 'Title 0'`); got != 1 {
 		t.Fatalf("re-insert while pending changed the row")
 	}
-	w := worker.New(worker.Config{}, b.repo, rs.Client(), b.metrics, b.tp.Tracer("t"), testenv.Logger(t))
+	w := b.newWorker(t, worker.Config{}, b.repo, rs.Client())
 	if _, err := w.DrainOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

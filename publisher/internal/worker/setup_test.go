@@ -43,6 +43,16 @@ func setup(t testing.TB) *bundle {
 	return &bundle{db: db, dsn: dsn, repo: repo, metrics: m, tp: tp}
 }
 
+// newWorker returns a worker over repo publishing to rdb.
+func (b *bundle) newWorker(t testing.TB, cfg worker.Config, repo *outbox.Repository, rdb *redis.Client) *worker.OutboxWorker {
+	t.Helper()
+	w, err := worker.New(cfg, repo, rdb, b.metrics, b.tp.Tracer("test"), testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // startWorker starts a worker that LISTENs on the test database and is
 // stopped when the test ends.
 func (b *bundle) startWorker(t testing.TB, cfg worker.Config, rdb *redis.Client) *worker.OutboxWorker {
@@ -53,7 +63,7 @@ func (b *bundle) startWorker(t testing.TB, cfg worker.Config, rdb *redis.Client)
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 200 * time.Millisecond
 	}
-	w := worker.New(cfg, b.repo, rdb, b.metrics, b.tp.Tracer("test"), testenv.Logger(t))
+	w := b.newWorker(t, cfg, b.repo, rdb)
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

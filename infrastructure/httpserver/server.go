@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/north-cloud/infrastructure/config"
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // Defaults applied to zero Config fields.
@@ -157,12 +158,12 @@ type Server struct {
 	engine *gin.Engine
 	http   *http.Server
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	addr     string
-	serveErr chan error // receives Serve's result once; nil before Start
-	stopErr  error
+	base lifecycle.Base
+	mu   sync.Mutex
+	addr string
+	// stopErr is the outcome of the stop, written by the drain goroutine
+	// before the base's done channel closes and read after it.
+	stopErr error
 }
 
 // New builds the server and its operational routes. metrics is served at
@@ -327,59 +328,67 @@ func (s *Server) Router() *gin.Engine {
 // listening: requests are not cancelled when it ends, so that Stop can drain
 // them. Start is idempotent; starting a stopped server is an error.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return errors.New("start http server: server was stopped")
-	}
-	if s.started {
+	err := s.base.StartFunc(ctx, func(context.Context) error {
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+		if err != nil {
+			return err
+		}
+		addr := ln.Addr().String()
+		s.mu.Lock()
+		s.addr = addr
+		s.mu.Unlock()
+		s.base.Go(func() {
+			if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("http server stopped serving", slog.String("addr", addr), slog.Any("error", err))
+				s.mu.Lock()
+				s.stopErr = errors.Join(s.stopErr, err)
+				s.mu.Unlock()
+			}
+		})
+		s.logger.Info("http server listening", slog.String("addr", addr))
 		return nil
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	})
 	if err != nil {
 		return fmt.Errorf("start http server: %w", err)
 	}
-	s.started = true
-	s.addr = ln.Addr().String()
-	s.serveErr = make(chan error, 1)
-	go func() {
-		err := s.http.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		} else {
-			s.logger.Error("http server stopped serving", slog.String("addr", s.addr), slog.Any("error", err))
-		}
-		s.serveErr <- err
-	}()
-	s.logger.Info("http server listening", slog.String("addr", s.addr))
 	return nil
 }
 
 // Stop stops accepting connections and waits for in-flight requests to
 // finish, bounded by ctx and Config.ShutdownTimeout; when that runs out the
-// remaining connections are closed. Stop is idempotent and safe before Start.
+// remaining connections are closed. Stop is idempotent and safe before
+// Start; every call waits for the same drain and returns its result.
 func (s *Server) Stop(ctx context.Context) error {
+	done, stopping := s.base.StopInit()
+	if stopping {
+		drain := func() {
+			ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+			defer cancel()
+			if err := s.http.Shutdown(ctx); err != nil {
+				err = errors.Join(err, s.http.Close())
+				s.mu.Lock()
+				s.stopErr = errors.Join(s.stopErr, err)
+				s.mu.Unlock()
+			}
+		}
+		// The drain runs as a goroutine of the server's own, so that a
+		// concurrent Stop waits for it too.
+		if !s.base.Go(drain) {
+			drain()
+		}
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("stop http server: %w", ctx.Err())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped {
-		return s.stopErr
+	if s.stopErr != nil {
+		return fmt.Errorf("stop http server: %w", s.stopErr)
 	}
-	s.stopped = true
-	if !s.started {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
-	defer cancel()
-	var errs []error
-	if err := s.http.Shutdown(ctx); err != nil {
-		errs = append(errs, err, s.http.Close())
-	}
-	errs = append(errs, <-s.serveErr)
-	if err := errors.Join(errs...); err != nil {
-		s.stopErr = fmt.Errorf("stop http server: %w", err)
-	}
-	return s.stopErr
+	return nil
 }
 
 // Addr returns the address the server listens on after Start (with the real

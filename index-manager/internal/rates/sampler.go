@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/north-cloud/index-manager/internal/indices"
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // Sampler defaults.
@@ -78,11 +78,7 @@ type Sampler struct {
 	logger  *slog.Logger
 	samples metric.Int64Counter
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	base lifecycle.Base
 }
 
 // NewSampler returns a Sampler reading from source into repo.
@@ -105,42 +101,26 @@ func NewSampler(source CounterSource, repo *Repository, cfg SamplerConfig) (*Sam
 
 // Start begins sampling. ctx only bounds Start; Stop ends the loop.
 func (s *Sampler) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return errors.New("start sampler: sampler was stopped")
-	}
-	if s.started {
+	err := s.base.StartFunc(ctx, func(run context.Context) error {
+		s.base.Go(func() { s.loop(run) })
 		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("start sampler: %w", err)
 	}
-	s.started = true
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.done = make(chan struct{})
-	go s.loop(loopCtx)
 	return nil
 }
 
-// Stop ends the loop, waiting for a sample in progress within ctx.
+// Stop ends the loop, waiting for a sample in progress within ctx. No lock
+// is held while it waits.
 func (s *Sampler) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || !s.started {
-		s.stopped = true
-		return nil
+	if err := s.base.Stop(ctx); err != nil {
+		return fmt.Errorf("stop sampler: %w", err)
 	}
-	s.stopped = true
-	s.cancel()
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop sampler: %w", ctx.Err())
-	}
+	return nil
 }
 
 func (s *Sampler) loop(ctx context.Context) {
-	defer close(s.done)
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {

@@ -183,14 +183,29 @@ describe('dashboard', { concurrency: false }, () => {
     await detail.waitFor({ state: 'detached' })
   })
 
-  test('create an index and delete it through the confirmation dialog', async () => {
+  test('create an index with settings the index-manager allows, and delete it through the confirmation dialog', async () => {
     const scratch = `${h.prefix}_scratch_raw_content`
     await page.getByRole('tab', { name: 'Indices' }).click()
     await page.getByTestId('index-search').fill('')
     await page.getByRole('button', { name: 'Create index' }).click()
     await page.getByLabel('Index name').fill(scratch)
-    await page.getByRole('button', { name: 'Create', exact: true }).click()
+    const form = page.getByTestId('create-index-form')
+    assert.equal(await form.getByText(/Mappings/i).count(), 0, 'no mappings field: the service refuses mappings')
+    const create = page.getByRole('button', { name: 'Create', exact: true })
+    // Out of the service's bounds: said at once, and nothing can be sent.
+    for (const [field, value, message] of [['create-shards', '9', 'from 1 to 8'], ['create-replicas', '4', 'from 0 to 3'], ['create-refreshInterval', '6m', 'from 1s to 5m']]) {
+      await page.getByTestId(field).fill(value)
+      await form.getByRole('alert').filter({ hasText: message }).waitFor()
+      assert.equal(await create.isDisabled(), true, `Create is disabled with ${field}=${value}`)
+    }
+    await page.getByTestId('create-shards').fill('2')
+    await page.getByTestId('create-replicas').fill('0')
+    await page.getByTestId('create-refreshInterval').fill('30s')
+    await shot('create-index')
+    await create.click()
     await page.locator(`tr[data-index="${scratch}"]`).waitFor()
+    const settings = (await h.es('GET', `/${scratch}/_settings`))[scratch].settings.index
+    assert.deepEqual([settings.number_of_shards, settings.number_of_replicas, settings.refresh_interval], ['2', '0', '30s'])
 
     await page.getByRole('button', { name: `Delete ${scratch}` }).click()
     const dialog = page.getByTestId('confirm-dialog')
@@ -204,8 +219,54 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByRole('button', { name: `Delete ${scratch}` }).click()
     await page.getByTestId('confirm-action').click()
     await page.locator(`tr[data-index="${scratch}"]`).waitFor({ state: 'detached' })
-    const res = await h.es('HEAD', `/${scratch}`).catch(() => null)
-    assert.deepEqual(res, {}, 'the index is gone from Elasticsearch')
+    assert.equal(await h.indexExists(scratch), false, 'the index is gone from Elasticsearch')
+  })
+
+  test('refresh and delete a selection of indices, each with its outcome, the protected one refused', async () => {
+    const names = [`${h.prefix}_zz1_classified_content`, `${h.prefix}_zz2_classified_content`, h.protectedIndex]
+    for (const n of names) await h.es('PUT', `/${n}`, { settings: { number_of_replicas: 0 } })
+    for (const n of names) assert.equal(await h.indexExists(n), true)
+    await page.getByTestId('index-search').fill(`${h.prefix}_zz`)
+    await page.getByRole('button', { name: 'Reload' }).click()
+    for (const n of names) await page.locator(`tr[data-index="${n}"]`).waitFor()
+    assert.equal(await page.locator('tr[data-index]').count(), 3)
+    await page.getByTestId('select-all-indices').check()
+    await page.getByTestId('bulk-count').filter({ hasText: '3 selected' }).waitFor()
+    // The selection is in the URL: a fresh page has the same three selected.
+    await page.waitForURL(/[?&]sel=/)
+    const fresh = await page.context().newPage()
+    await fresh.goto(page.url())
+    await fresh.getByTestId('bulk-count').filter({ hasText: '3 selected' }).waitFor()
+    for (const n of names) assert.equal(await fresh.getByRole('checkbox', { name: `Select ${n}` }).isChecked(), true)
+    await fresh.close()
+
+    const dialog = page.getByTestId('bulk-dialog')
+    const outcome = (n) => dialog.locator(`[data-bulk-index="${n}"]`).getAttribute('data-outcome')
+    await page.getByRole('button', { name: 'Refresh 3' }).click()
+    assert.deepEqual(await dialog.locator('[data-bulk-index]').evaluateAll((els) => els.map((e) => e.dataset.bulkIndex).sort()), [...names].sort())
+    await page.getByTestId('bulk-confirm').click()
+    await dialog.getByRole('status').filter({ hasText: '2 refreshed, 1 refused, 0 failed, 0 skipped' }).waitFor()
+    assert.equal(await dialog.locator('progress').getAttribute('value'), '3')
+    assert.deepEqual([await outcome(names[0]), await outcome(names[1]), await outcome(names[2])], ['done', 'done', 'refused'])
+    await dialog.locator(`[data-bulk-index="${h.protectedIndex}"]`).getByTestId('bulk-reason').filter({ hasText: 'protected' }).waitFor()
+    await page.getByTestId('bulk-close').click()
+    // What succeeded leaves the selection; the refused index stays selected.
+    await page.getByTestId('bulk-count').filter({ hasText: '1 selected' }).waitFor()
+
+    await page.getByTestId('select-all-indices').check()
+    await page.getByRole('button', { name: 'Delete 3' }).click()
+    await dialog.getByTestId('bulk-doc-total').filter({ hasText: '0 documents' }).waitFor()
+    await page.getByTestId('bulk-confirm').click()
+    await dialog.getByRole('status').filter({ hasText: '2 deleted, 1 refused, 0 failed, 0 skipped' }).waitFor()
+    await dialog.locator(`[data-bulk-index="${h.protectedIndex}"]`).getByTestId('bulk-reason').filter({ hasText: 'protected' }).waitFor()
+    await shot('indices-bulk')
+    await page.getByTestId('bulk-close').click()
+    await page.locator(`tr[data-index="${names[0]}"]`).waitFor({ state: 'detached' })
+    for (const n of names.slice(0, 2)) assert.equal(await h.indexExists(n), false, `${n} is gone from Elasticsearch`)
+    assert.equal(await h.indexExists(h.protectedIndex), true, 'the protected index is still there')
+    await page.getByRole('button', { name: 'Clear selection' }).click()
+    await page.getByTestId('bulk-bar').waitFor({ state: 'detached' })
+    await page.getByTestId('index-search').fill('')
   })
 
   test('create a rule, see it in the playground and in the classification of a new document', async () => {
@@ -260,6 +321,12 @@ describe('dashboard', { concurrency: false }, () => {
     await fresh.getByRole('link', { name: /Open the document page/ }).click()
     await fresh.getByTestId('document-classified').filter({ hasText: topic }).waitFor()
     await fresh.getByTestId('document-outbox').filter({ hasText: /published|pending|publishing/ }).waitFor({ timeout: 30_000 })
+    // Found by the outbox's exact content_id and index filters: its own row, the channel Postgres holds.
+    const channel = h.sql('publisher', `SELECT channel FROM classified_outbox WHERE content_id = '${id}' AND index_name = '${metro}_classified_content'`)
+    assert.ok(channel, 'the document has an outbox row')
+    await fresh.getByTestId('document-outbox').filter({ hasText: channel }).waitFor()
+    assert.equal(await fresh.getByTestId('document-outbox').locator('li').count(), 1)
+    await fresh.getByText('No dead-letter entry for this document').waitFor()
     const json = fresh.getByTestId('document-classified').getByTestId('document-json')
     await json.locator('summary').click()
     await json.locator('pre').filter({ hasText: '"topics"' }).waitFor()
@@ -305,7 +372,23 @@ describe('dashboard', { concurrency: false }, () => {
     h.load(6, [`${h.prefix}_late`])
     await waitFor('the published count to grow by 6', async () => Number((await published.innerText()).replace(/\D/g, '')) >= before + 6, { timeout: 60_000, interval: 500 })
     await page.getByTestId('channels').locator('li').first().waitFor()
+    // The source box takes part of a name in any case, and the cards then
+    // count only the rows of the matching sources, as Postgres does.
+    const late = `${h.prefix}_late`
+    await page.getByTestId('outbox-source').fill('LATE')
+    await page.getByTestId('outbox-source').press('Enter')
+    await page.waitForURL(/source=LATE/)
+    await page.getByTestId('outbox-stats-scope').filter({ hasText: 'from sources containing “LATE”' }).waitFor()
+    await waitFor('the published card to count the late source alone', async () => {
+      const rows = Number(h.sql('publisher', "SELECT count(*) FROM classified_outbox WHERE status = 'published' AND source_name ILIKE '%late%'"))
+      return rows === 6 && (await statNumber(page.getByTestId('outbox-published'))) === rows
+    }, { timeout: 30_000, interval: 500 })
+    await page.getByTestId('outbox-table').locator('tbody tr').first().waitFor()
+    const shownSources = await page.getByTestId('outbox-table').locator('tbody tr td:nth-child(2) div:nth-child(2)').allInnerTexts()
+    assert.ok(shownSources.length >= 1 && shownSources.every((x) => x === late), `only ${late} listed: ${shownSources}`)
     await shot('outbox')
+    await page.getByTestId('outbox-source').fill('')
+    await page.getByTestId('outbox-source').press('Enter')
   })
 
   test('the overview counts what its cards say, against Elasticsearch and Postgres', async () => {
@@ -385,6 +468,13 @@ describe('dashboard', { concurrency: false }, () => {
       await bulkRow.waitFor()
       return (await bulkCell('documents')) === BULK && (await bulkCell('classified')) === BULK
     }, { timeout: 180_000, interval: 3000 })
+    // The document page finds the outbox row of the bulk source's oldest
+    // document, behind 2,000 newer rows of the same source.
+    const [oldestId, oldestChannel] = h.sql('publisher', `SELECT content_id || '|' || channel FROM classified_outbox WHERE source_name = '${bulk}' ORDER BY created_at, id LIMIT 1`).split('|')
+    const doc = await page.context().newPage()
+    await doc.goto(`${h.url}/documents/${bulk}_raw_content/${encodeURIComponent(oldestId)}`)
+    await doc.getByTestId('document-outbox').filter({ hasText: oldestChannel }).waitFor()
+    await doc.close()
     const reputation = Number(await row.getByTestId('reputation').innerText())
     assert.ok(reputation > 0 && reputation <= 1, `reputation ${reputation} on its 0..1 scale`)
     // Attempts come from the classifier's counters, in Postgres.

@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url'
 
 export const dashboardDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const root = path.resolve(dashboardDir, '..')
-export const bin = path.join(root, 'bin')
+// The services' binaries: bin/ (scripts/task build), or E2E_BIN_DIR, for a
+// build of another checkout (say, of the last commit beside work in progress).
+export const bin = process.env.E2E_BIN_DIR || path.join(root, 'bin')
 export const artifacts = path.join(dashboardDir, 'e2e', '.artifacts')
 // Screenshots go to the (ignored) artifacts directory, so a test run leaves
 // the tree clean; UPDATE_SCREENSHOTS=1 writes the ones the README shows.
@@ -98,6 +100,7 @@ export class Harness {
     // nctest: the prefix every test index uses, which a native stack running
     // beside the tests leaves alone (scripts/run.sh, infrastructure/testenv).
     this.prefix = `nctest${this.id}`
+    this.protectedIndex = `${this.prefix}_zzkeep_classified_content`
     this.procs = []
     this.databases = []
     this.cleanups = []
@@ -145,6 +148,8 @@ export class Harness {
       INDEX_MANAGER_DATABASE_URL: indexManagerDB,
       INDEX_MANAGER_ADMIN_USER: this.username,
       INDEX_MANAGER_ADMIN_PASSWORD_HASH: hash,
+      // One protected index, which the bulk actions must report as refused.
+      INDEX_MANAGER_PROTECTED_INDICES: this.protectedIndex,
     })
     // A real Prometheus (Debian's package) scraping the classifier and the
     // publisher every second: the Overview's charts read their history.
@@ -222,6 +227,13 @@ export class Harness {
     const text = await res.text()
     if (!res.ok && res.status !== 404) throw new Error(`ES ${method} ${p}: ${res.status} ${text}`)
     return text ? JSON.parse(text) : {}
+  }
+
+  /** Whether Elasticsearch holds an index of this name (HEAD: 200 or 404). */
+  async indexExists(name) {
+    const res = await fetch(`${this.env.ELASTICSEARCH_URL}/${encodeURIComponent(name)}`, { method: 'HEAD' })
+    if (res.status !== 200 && res.status !== 404) throw new Error(`ES HEAD /${name}: ${res.status}`)
+    return res.status === 200
   }
 
   /** Writes one raw document as the crawler would, pending classification. */

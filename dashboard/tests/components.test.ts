@@ -3,6 +3,8 @@ import { mount } from '@vue/test-utils'
 import KeywordInput from '@/components/ui/KeywordInput.vue'
 import QueryState from '@/components/ui/QueryState.vue'
 import HighlightedText from '@/components/ui/HighlightedText.vue'
+import IndexTable from '@/components/indices/IndexTable.vue'
+import type { IndexSummary } from '@/types/indexManager'
 
 describe('KeywordInput', () => {
   it('adds a chip on Enter, removes on Backspace and by its button', async () => {
@@ -39,5 +41,29 @@ describe('HighlightedText', () => {
     const w = mount(HighlightedText, { props: { text: 'An armed robbery', highlights: [{ start: 3, end: 16, keyword: 'armed robbery' }] } })
     expect(w.findAll('mark').map((m) => m.text())).toEqual(['armed robbery'])
     expect(w.text()).toBe('An armed robbery')
+  })
+})
+
+describe('IndexTable', () => {
+  const idx = (name: string): IndexSummary => ({
+    name, index_type: 'raw_content', doc_count: 1, storage_bytes: 1, health: 'green', status: 'open', storage_size: '', primary_count: 1, replica_count: 0, created_at: '',
+  })
+  const props = { rows: [idx('a_raw_content'), idx('b_raw_content')], sortKey: 'name' as const, sortDir: 'asc' as const, readOnly: false, refreshing: null }
+
+  it('selects one row, every listed row from the header, and none from the header when all are selected', async () => {
+    const w = mount(IndexTable, { props: { ...props, selected: [] } })
+    await w.get('input[aria-label="Select b_raw_content"]').trigger('change')
+    await w.get('[data-testid="select-all-indices"]').trigger('change')
+    expect(w.emitted('select')).toEqual([[['b_raw_content'], true], [['a_raw_content', 'b_raw_content'], true]])
+    await w.setProps({ selected: ['a_raw_content'] })
+    expect((w.get('[data-testid="select-all-indices"]').element as HTMLInputElement).indeterminate).toBe(true)
+    await w.setProps({ selected: ['a_raw_content', 'b_raw_content', 'gone_raw_content'] })
+    await w.get('[data-testid="select-all-indices"]').trigger('change')
+    expect(w.emitted('select')?.at(-1)).toEqual([['a_raw_content', 'b_raw_content'], false])
+  })
+
+  it('has no checkboxes in read-only mode', () => {
+    const w = mount(IndexTable, { props: { ...props, selected: [], readOnly: true } })
+    expect(w.findAll('input[type="checkbox"]')).toHaveLength(0)
   })
 })

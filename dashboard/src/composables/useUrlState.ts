@@ -75,3 +75,15 @@ export function useUrlSort<K extends string>(key: string, fallback: { key: K; di
   }
   return { sortKey, sortDir, sortBy }
 }
+
+/**
+ * A list of names in the URL, comma-separated and without repeats: for
+ * names that never hold a comma, such as index names (a selection).
+ */
+export function useUrlList(key: string) {
+  const raw = useUrlState(key)
+  return computed<string[]>({
+    get: () => (raw.value ? [...new Set(raw.value.split(',').filter(Boolean))] : []),
+    set: (names) => { raw.value = [...new Set(names)].join(',') },
+  })
+}

@@ -24,22 +24,11 @@ import (
 	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
+	infraoutbox "github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/telemetry"
 	"github.com/north-cloud/infrastructure/testenv"
 )
-
-// outboxDDL is the part of the publisher's classified_outbox the classifier
-// writes. The real schema lives in publisher/migrations (a service never
-// imports another); the end-to-end tests run the two together.
-const outboxDDL = `CREATE TABLE classified_outbox (
-	id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
-	content_id VARCHAR(255) NOT NULL, source_name VARCHAR(255) NOT NULL, index_name VARCHAR(255) NOT NULL,
-	content_type VARCHAR(50) NOT NULL, topics TEXT[] NOT NULL DEFAULT '{}', quality_score INTEGER NOT NULL,
-	is_crime_related BOOLEAN NOT NULL DEFAULT FALSE, crime_subcategory VARCHAR(50),
-	title TEXT NOT NULL, body TEXT, url TEXT NOT NULL, published_date TIMESTAMPTZ,
-	status VARCHAR(20) NOT NULL DEFAULT 'pending', created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
-	UNIQUE (index_name, content_id))`
 
 // env is what the integration tests share: real Elasticsearch and Postgres,
 // a migrated classifier database, an outbox table and a unique source.
@@ -75,7 +64,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { outbox.Close() })
-	if _, err := outbox.Exec(outboxDDL); err != nil {
+	if err := infraoutbox.ApplyTestSchema(ctx, outbox); err != nil {
 		t.Fatal(err)
 	}
 	if err := contentindex.EnsureTemplates(ctx, es); err != nil {

@@ -4,15 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
-
-	"github.com/lib/pq"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/outbox"
 )
 
-// OutboxWriter inserts classified documents into the publisher's
-// classified_outbox. It connects as a role that may only INSERT there.
+// OutboxWriter inserts classified documents into the publisher's outbox
+// table. It connects as a role that may only INSERT there. The row, its
+// columns and the insert are the shared contract of package outbox; this
+// writer only maps a classified document onto an outbox.Message.
 type OutboxWriter struct {
 	db *sql.DB
 }
@@ -22,34 +22,24 @@ func NewOutboxWriter(db *sql.DB) *OutboxWriter {
 	return &OutboxWriter{db: db}
 }
 
-const outboxColumns = 12
-
-// WriteBatch inserts one outbox row per document in a single statement.
-// A content id already in the outbox is left as it is (ON CONFLICT DO
-// NOTHING): a document classified again after a crash before its commit
-// point is not published twice. (The INSERT-only role could not update the
-// row anyway.)
+// WriteBatch inserts one outbox row per document (outbox.InsertBatch). A
+// document already in the outbox is left as it is (ON CONFLICT DO NOTHING):
+// a document classified again after a crash before its commit point is not
+// published twice.
 func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.ClassifiedContent) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO classified_outbox (
-		content_id, source_name, index_name, content_type, topics,
-		quality_score, is_crime_related, crime_subcategory,
-		title, body, url, published_date) VALUES `)
-	args := make([]any, 0, len(docs)*outboxColumns)
+	msgs := make([]outbox.Message, len(docs))
 	for i, d := range docs {
-		if i > 0 {
-			q.WriteString(",")
+		msgs[i] = outbox.Message{
+			ContentID: d.ID, SourceName: d.SourceName, IndexName: d.Index,
+			ContentType: d.ContentType, Topics: d.Topics, QualityScore: d.QualityScore,
+			IsCrimeRelated: d.IsCrimeRelated, CrimeSubcategory: d.CrimeSubcategory,
+			Title: d.Title, Body: d.RawText, URL: d.URL, PublishedDate: d.PublishedDate,
 		}
-		q.WriteString(placeholders(i*outboxColumns, outboxColumns))
-		args = append(args, d.ID, d.SourceName, d.Index, d.ContentType, pq.Array(d.Topics),
-			d.QualityScore, d.IsCrimeRelated, d.CrimeSubcategory,
-			d.Title, d.RawText, d.URL, d.PublishedDate)
 	}
-	q.WriteString(` ON CONFLICT DO NOTHING`)
-	if _, err := w.db.ExecContext(ctx, q.String(), args...); err != nil {
+	if err := outbox.InsertBatch(ctx, w.db, msgs); err != nil {
 		return fmt.Errorf("write outbox: %w", err)
 	}
 	return nil

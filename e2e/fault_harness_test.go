@@ -43,7 +43,7 @@ import (
 // same address. Its output, across every start, is kept for the test (and
 // copied to $E2E_LOG_DIR/<test>/<label>.log when that is set).
 type svc struct {
-	t     *testing.T
+	t     testing.TB
 	name  string // binary
 	label string // e.g. classifier-a
 	addr  string
@@ -65,7 +65,7 @@ type svc struct {
 // launch starts a service binary with env on top of the test's environment
 // and waits until /ready answers 200. At cleanup a process still running is
 // resumed and terminated (SIGTERM, then SIGKILL after 30 s).
-func launch(t *testing.T, name, label string, env map[string]string) *svc {
+func launch(t testing.TB, name, label string, env map[string]string) *svc {
 	t.Helper()
 	s := newSvc(t, name, label, env)
 	s.Start()
@@ -74,9 +74,9 @@ func launch(t *testing.T, name, label string, env map[string]string) *svc {
 }
 
 // newSvc prepares a service without starting it.
-func newSvc(t *testing.T, name, label string, env map[string]string) *svc {
+func newSvc(t testing.TB, name, label string, env map[string]string) *svc {
 	t.Helper()
-	s := &svc{t: t, name: name, label: label, addr: freeAddr(t), log: &syncBuffer{}, env: map[string]string{}}
+	s := &svc{t: t, name: name, label: label, addr: freeAddrB(t), log: &syncBuffer{}, env: map[string]string{}}
 	for k, v := range env {
 		s.env[k] = v
 	}
@@ -125,7 +125,7 @@ func (s *svc) Start() {
 	s.starts++
 	fmt.Fprintf(s, "=== e2e: start #%d of %s at %s\n", s.starts, s.label, time.Now().UTC().Format(time.RFC3339Nano))
 	addrVar := strings.ToUpper(strings.ReplaceAll(s.name, "-", "_")) + "_HTTP_ADDR"
-	cmd := exec.Command(binary(s.t, s.name))
+	cmd := exec.Command(binaryB(s.t, s.name))
 	cmd.Env = append(os.Environ(), addrVar+"="+s.addr, "LOG_FORMAT=text", "LOG_LEVEL=info")
 	for k, v := range s.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -297,7 +297,7 @@ func (s *svc) get(path string) (int, string) {
 
 // api calls the service's /api/v1 with a bearer token and decodes a 200
 // answer into out. It returns the status (0 when nothing answers).
-func (s *svc) api(t *testing.T, method, path string, out any) (int, string) {
+func (s *svc) api(t testing.TB, method, path string, out any) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -317,7 +317,7 @@ func (s *svc) api(t *testing.T, method, path string, out any) (int, string) {
 	return res.StatusCode, string(b)
 }
 
-func apiToken(t *testing.T) string {
+func apiToken(t testing.TB) string {
 	t.Helper()
 	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
 	if err != nil {
@@ -344,7 +344,7 @@ func closed(ch chan struct{}) bool {
 
 // checkNoCrash fails the test for every panic line or unexpected exit of
 // the services.
-func checkNoCrash(t *testing.T, services ...*svc) {
+func checkNoCrash(t testing.TB, services ...*svc) {
 	t.Helper()
 	for _, s := range services {
 		for _, c := range s.Crashes() {
@@ -372,7 +372,7 @@ type stack struct {
 // sharedStack uses the services of scripts/services.sh (nothing in it may be
 // killed): a fresh classifier and publisher database, an index prefix and
 // the shared Redis.
-func sharedStack(t *testing.T) *stack {
+func sharedStack(t testing.TB) *stack {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
 	st := &stack{prefix: prefix, es: es, esURL: testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch"),
@@ -435,7 +435,7 @@ type subscriber struct {
 func docKey(source, id string) string { return source + "/" + id }
 
 // subscribe starts counting before anything is published.
-func subscribe(t *testing.T, rdb *redis.Client, prefix string) *subscriber {
+func subscribe(t testing.TB, rdb *redis.Client, prefix string) *subscriber {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := rdb.PSubscribe(ctx, "articles:*", "content:*")
@@ -640,7 +640,7 @@ func keysOf(docs []contentindex.RawDocument) []string {
 // loadDocs writes docs into their raw indices with bulk requests of at most
 // ~5 MB (a larger document goes alone), then refreshes them. The index
 // templates are installed first, as every service does at start-up.
-func loadDocs(t *testing.T, es *elasticsearch.Client, docs []contentindex.RawDocument) {
+func loadDocs(t testing.TB, es *elasticsearch.Client, docs []contentindex.RawDocument) {
 	t.Helper()
 	if err := tryLoadDocs(es, docs); err != nil {
 		t.Fatal(err)
@@ -721,7 +721,7 @@ func tryLoadDocs(es *elasticsearch.Client, docs []contentindex.RawDocument) erro
 
 // esDo runs one Elasticsearch request with a JSON body and fails the test
 // on an error status.
-func esDo(t *testing.T, es *elasticsearch.Client, method, path string, body any) []byte {
+func esDo(t testing.TB, es *elasticsearch.Client, method, path string, body any) []byte {
 	t.Helper()
 	var r io.Reader
 	if body != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -75,4 +77,24 @@ func TestConcurrentAddsLoseNothing(t *testing.T) {
 	if got := cache.Score("never-seen"); got != DefaultScore {
 		t.Errorf("unknown source score %.2f, want %.2f", got, DefaultScore)
 	}
+}
+
+// The cache keeps the start/stop contract when Start and Stop race from
+// many goroutines, while it refreshes from a real database.
+func TestCacheStartStopStress(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	logger := testenv.Logger(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	repo := NewRepository(db)
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		return NewCache(repo, time.Millisecond, testenv.Logger(t))
+	})
 }

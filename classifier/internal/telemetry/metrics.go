@@ -1,5 +1,6 @@
-// Package telemetry declares the classifier's metrics under the exact names
-// of the spec (section 3.1) and records them.
+// Package telemetry declares the classifier's metrics and records them. Their
+// names are a contract (dashboards, alerts and deploy/opstest's list of
+// exported metrics depend on them): a renamed metric is a breaking change.
 package telemetry
 
 import (

@@ -12,7 +12,8 @@
 //     path (the committer resolves an entry on success and records the
 //     next failure otherwise);
 //   - RegisterRoutes, the operator's HTTP routes under /api/v1/dlq, mounted
-//     by package opsapi.
+//     by package opsapi (whose tests serve them as main does and check every
+//     answer against the OpenAPI document).
 //
 // The committer (package processor) writes failures with Repository.Record
 // and resolves entries with Repository.Resolve.

@@ -195,10 +195,20 @@ func (h *routes) stats(c *gin.Context) {
 	c.JSON(http.StatusOK, s)
 }
 
-func (h *routes) requeueOne(c *gin.Context) {
+// entryID reads the :id of a route on one entry, answering 400 when it is
+// not a UUID.
+func entryID(c *gin.Context) (string, bool) {
 	id := c.Param("id")
 	if !httpserver.IsUUID(id) {
 		badRequest(c, "id must be a UUID")
+		return "", false
+	}
+	return id, true
+}
+
+func (h *routes) requeueOne(c *gin.Context) {
+	id, ok := entryID(c)
+	if !ok {
 		return
 	}
 	ctx, cancel := h.ctx(c)
@@ -256,9 +266,8 @@ func (h *routes) requeueMatching(c *gin.Context) {
 }
 
 func (h *routes) deleteOne(c *gin.Context) {
-	id := c.Param("id")
-	if !httpserver.IsUUID(id) {
-		badRequest(c, "id must be a UUID")
+	id, ok := entryID(c)
+	if !ok {
 		return
 	}
 	ctx, cancel := h.ctx(c)

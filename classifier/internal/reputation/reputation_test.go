@@ -13,10 +13,10 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// Many workers adding to the same sources at once lose nothing: every
-// update is one atomic statement that adds its deltas in the database.
-func TestConcurrentAddsLoseNothing(t *testing.T) {
-	t.Parallel()
+// setup returns a repository over a fresh, migrated database of the test's
+// own.
+func setup(t *testing.T) *Repository {
+	t.Helper()
 	dsn := testenv.Postgres(t)
 	logger := testenv.Logger(t)
 	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
@@ -26,8 +26,16 @@ func TestConcurrentAddsLoseNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	repo := NewRepository(db)
+	t.Cleanup(func() { db.Close() })
+	return NewRepository(db)
+}
+
+// Many workers adding to the same sources at once lose nothing: every
+// update is one atomic statement that adds its deltas in the database.
+func TestConcurrentAddsLoseNothing(t *testing.T) {
+	t.Parallel()
+	repo := setup(t)
+	logger := testenv.Logger(t)
 
 	const workers, batches = 12, 40
 	var wg sync.WaitGroup
@@ -83,17 +91,7 @@ func TestConcurrentAddsLoseNothing(t *testing.T) {
 // many goroutines, while it refreshes from a real database.
 func TestCacheStartStopStress(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.Postgres(t)
-	logger := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	repo := NewRepository(db)
+	repo := setup(t)
 	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
 		return NewCache(repo, time.Millisecond, testenv.Logger(t))
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/north-cloud/infrastructure/service"
 	"github.com/north-cloud/publisher/internal/api"
 	"github.com/north-cloud/publisher/internal/outbox"
+	"github.com/north-cloud/publisher/internal/sink"
 	"github.com/north-cloud/publisher/internal/telemetry"
 	"github.com/north-cloud/publisher/internal/worker"
 	"github.com/north-cloud/publisher/migrations"
@@ -34,11 +35,15 @@ func main() {
 // lists every variable.
 type Config struct {
 	service.Common
-	DB      postgres.Config
-	Redis   redisclient.Config
-	Worker  worker.Config
-	Rescuer worker.RescuerConfig
-	Cleaner worker.CleanerConfig
+	DB     postgres.Config
+	Redis  redisclient.Config
+	Worker worker.Config
+	// StreamMirror also appends every published message to a capped
+	// stream per channel (PUBLISHER_STREAM_MIRROR).
+	StreamMirror bool
+	Stream       sink.MirrorConfig
+	Rescuer      worker.RescuerConfig
+	Cleaner      worker.CleanerConfig
 }
 
 func loadConfig(l *config.Loader) (Config, error) {
@@ -61,9 +66,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 			BreakerCooldown:          l.Duration("PUBLISHER_REDIS_BREAKER_COOLDOWN", worker.BreakerCooldownDefault),
 			PostgresBreakerThreshold: l.PositiveInt("PUBLISHER_POSTGRES_BREAKER_THRESHOLD", worker.BreakerThresholdDefault),
 			PostgresBreakerCooldown:  l.Duration("PUBLISHER_POSTGRES_BREAKER_COOLDOWN", worker.BreakerCooldownDefault),
-			StreamMirror:             l.Bool("PUBLISHER_STREAM_MIRROR", false),
-			StreamMaxLen:             l.PositiveInt64("PUBLISHER_STREAM_MAXLEN", worker.StreamMaxLenDefault),
 		},
+		StreamMirror: l.Bool("PUBLISHER_STREAM_MIRROR", false),
+		Stream:       sink.MirrorConfig{MaxLen: l.PositiveInt64("PUBLISHER_STREAM_MAXLEN", sink.StreamMaxLenDefault)},
 		Rescuer: worker.RescuerConfig{
 			StaleAfter: l.Duration("PUBLISHER_OUTBOX_STALE_AFTER", worker.StaleAfterDefault),
 		},
@@ -101,7 +106,7 @@ func serve(ctx context.Context, _ []string) error {
 		"breaker_threshold", cfg.Worker.BreakerThreshold, "breaker_cooldown", cfg.Worker.BreakerCooldown.String(),
 		"postgres_breaker_threshold", cfg.Worker.PostgresBreakerThreshold,
 		"postgres_breaker_cooldown", cfg.Worker.PostgresBreakerCooldown.String(),
-		"stream_mirror", cfg.Worker.StreamMirror, "stream_maxlen", cfg.Worker.StreamMaxLen,
+		"stream_mirror", cfg.StreamMirror, "stream_maxlen", cfg.Stream.MaxLen,
 		"stale_after", cfg.Rescuer.StaleAfter.String(), "retention", cfg.Cleaner.Retention.String(),
 		"cleanup_interval", cfg.Cleaner.Interval.String())
 
@@ -121,7 +126,16 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("publisher metrics: %w", err)
 	}
-	w, err := worker.New(cfg.Worker, repo, rdb, metrics, rt.Telemetry.Tracer("publisher"), log)
+	var snk sink.Sink
+	if snk, err = sink.NewRedis(rdb); err != nil {
+		return err
+	}
+	if cfg.StreamMirror {
+		if snk, err = sink.NewMirror(snk, rdb, cfg.Stream); err != nil {
+			return err
+		}
+	}
+	w, err := worker.New(cfg.Worker, repo, snk, metrics, rt.Telemetry.Tracer("publisher"), log)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package worker
+package sink_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/sink"
 )
 
 // Which Redis errors mean "Redis is unusable" (open the breaker, release
@@ -15,7 +16,7 @@ import (
 // real: a private redis-server returns each one (a Lua error_reply for the
 // states a test cannot easily put a server in), plus the real NOAUTH,
 // WRONGPASS, NOPERM, max-clients and connection-refused errors.
-func TestRedisUnusableClassification(t *testing.T) {
+func TestRedisUnavailableClassification(t *testing.T) {
 	t.Parallel()
 	rs := outboxtest.StartRedis(t, "--requirepass", "pw", "--maxclients", "3")
 	ctx := context.Background()
@@ -47,7 +48,7 @@ func TestRedisUnusableClassification(t *testing.T) {
 		"ERR wrong number of arguments for 'publish' command":                                              false,
 	}
 	for msg, want := range cases {
-		if got := isRedisUnusable(reply(msg)); got != want {
+		if got := sink.RedisUnavailable(reply(msg)); got != want {
 			t.Errorf("%q: unusable %v, want %v", msg, got, want)
 		}
 	}
@@ -60,7 +61,7 @@ func TestRedisUnusableClassification(t *testing.T) {
 	for name, c := range real {
 		err := c.Publish(ctx, "articles:news", "x").Err()
 		_ = c.Close()
-		if err == nil || !isRedisUnusable(err) {
+		if err == nil || !sink.RedisUnavailable(err) {
 			t.Errorf("%s: %v is not classified unusable", name, err)
 		}
 	}
@@ -70,13 +71,13 @@ func TestRedisUnusableClassification(t *testing.T) {
 	}
 	limited := redis.NewClient(&redis.Options{Addr: rs.Addr, Username: "limited", Password: "pw2", MaxRetries: -1})
 	defer limited.Close()
-	if err := limited.Publish(ctx, "articles:news", "x").Err(); err == nil || !isRedisUnusable(err) {
+	if err := limited.Publish(ctx, "articles:news", "x").Err(); err == nil || !sink.RedisUnavailable(err) {
 		t.Errorf("NOPERM for PUBLISH: %v is not classified unusable", err)
 	}
 	if err := admin.Do(ctx, "ACL", "SETUSER", "limited", "+publish", "resetchannels", "&articles:*").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := limited.Publish(ctx, "content:video", "x").Err(); err == nil || isRedisUnusable(err) {
+	if err := limited.Publish(ctx, "content:video", "x").Err(); err == nil || sink.RedisUnavailable(err) {
 		t.Errorf("NOPERM for a channel: %v is classified unusable, want per message", err)
 	}
 	// Every connection slot taken: the next client is refused.
@@ -93,7 +94,7 @@ func TestRedisUnusableClassification(t *testing.T) {
 	}
 	extra := redis.NewClient(&redis.Options{Addr: rs.Addr, Password: "pw", MaxRetries: -1})
 	defer extra.Close()
-	if err := extra.Publish(ctx, "articles:news", "x").Err(); err == nil || !isRedisUnusable(err) {
+	if err := extra.Publish(ctx, "articles:news", "x").Err(); err == nil || !sink.RedisUnavailable(err) {
 		t.Errorf("max clients: %v is not classified unusable", err)
 	}
 }

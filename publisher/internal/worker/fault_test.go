@@ -11,6 +11,7 @@ import (
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/sink"
 	"github.com/north-cloud/publisher/internal/worker"
 )
 
@@ -99,7 +100,7 @@ func TestRedisNOAUTHOpensBreakerWithoutSpendingRetries(t *testing.T) {
 // A user that may not run PUBLISH at all (ACL -publish: "no permissions to
 // run the 'publish' command") cannot publish anything: a dependency fault,
 // no retry spent. PING still answers, so the probe also publishes (to
-// worker.ProbeChannel): the breaker stays open instead of closing at every
+// sink.ProbeChannel): the breaker stays open instead of closing at every
 // probe, and closes once the ACL allows PUBLISH again. A channel the ACL
 // refuses stays a per-message failure (TestRetryBackoffToSuccessAndExhaustion).
 func TestRedisNOPERMForCommandIsDependencyFault(t *testing.T) {
@@ -198,12 +199,12 @@ func TestStreamMirrorFailureMarksPublished(t *testing.T) {
 	b := setup(t)
 	rs := outboxtest.StartRedis(t)
 	ctx := context.Background()
-	if err := rs.Client().Set(ctx, worker.StreamPrefix+"articles:news", "x", 0).Err(); err != nil {
+	if err := rs.Client().Set(ctx, sink.StreamPrefixDefault+"articles:news", "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	sub := outboxtest.Subscribe(t, rs.Client())
 	outboxtest.Insert(t, b.db, outboxtest.Rows("mirrorfail", 5))
-	w := b.newWorker(t, worker.Config{StreamMirror: true}, b.repo, rs.Client())
+	w := b.newWorkerSink(t, worker.Config{}, b.repo, mirrorSink(t, rs.Client(), sink.MirrorConfig{}))
 	if n, err := w.DrainOnce(ctx); n != 5 || err != nil {
 		t.Fatalf("drain: %d %v", n, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -25,6 +24,7 @@ import (
 	"github.com/north-cloud/infrastructure/pgnotify"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outbox"
+	"github.com/north-cloud/publisher/internal/sink"
 	"github.com/north-cloud/publisher/internal/telemetry"
 )
 
@@ -39,13 +39,7 @@ const (
 	BreakerThresholdDefault   = breaker.ThresholdDefault
 	BreakerCooldownDefault    = breaker.CooldownDefault
 	BreakerMaxCooldownDefault = breaker.MaxCooldownDefault
-	StreamMaxLenDefault       = 10000
 )
-
-// StreamPrefix prefixes the Redis stream that mirrors a channel when
-// Config.StreamMirror is on: channel articles:news is mirrored to the stream
-// stream:articles:news.
-const StreamPrefix = "stream:"
 
 // releaseTimeout is how long a stopping worker keeps to return its claimed
 // but unpublished rows to pending.
@@ -104,13 +98,6 @@ type Config struct {
 	// breakers (an open one is probed once its cooldown has passed).
 	// Defaults to breaker.MonitorIntervalDefault.
 	BreakerProbeInterval time.Duration
-	// StreamMirror also appends every message to a capped Redis stream per
-	// channel (StreamPrefix + channel) with XADD, so consumers that were
-	// offline can catch up. Defaults to false.
-	StreamMirror bool
-	// StreamMaxLen caps each mirror stream (approximately).
-	// Defaults to StreamMaxLenDefault.
-	StreamMaxLen int64
 }
 
 func (c *Config) setDefaults() {
@@ -147,25 +134,26 @@ func (c *Config) setDefaults() {
 	if c.BreakerProbeInterval <= 0 {
 		c.BreakerProbeInterval = breaker.MonitorIntervalDefault
 	}
-	if c.StreamMaxLen <= 0 {
-		c.StreamMaxLen = StreamMaxLenDefault
-	}
 }
 
 // OutboxWorker claims outbox rows and publishes them to their channels.
 // Several workers, in one process or many, share the outbox safely: a row
 // is claimed by one of them at a time (FOR UPDATE SKIP LOCKED).
 //
+// The messages go out through a sink.Sink (Redis pub/sub, optionally
+// mirrored to streams); the worker knows the queue, the sink knows Redis.
+//
 // It guards its two dependencies with circuit breakers (infrastructure/
-// breaker): Redis, opened by failures of Redis itself, and Postgres, opened
-// by claims and outcome writes that fail because the database is unusable.
-// While either is not closed the worker claims nothing, so an outage spends
-// no retry; its breaker monitor probes an open breaker (PING, database ping)
-// and claiming resumes as soon as a probe succeeds.
+// breaker): Redis, opened by failures the sink reports as the sink itself
+// being unavailable, and Postgres, opened by claims and outcome writes that
+// fail because the database is unusable. While either is not closed the
+// worker claims nothing, so an outage spends no retry; its breaker monitor
+// probes an open breaker (the sink's Ping, a database ping) and claiming
+// resumes as soon as a probe succeeds.
 type OutboxWorker struct {
 	cfg     Config
 	repo    *outbox.Repository
-	redis   *redis.Client
+	sink    sink.Sink
 	metrics *telemetry.Metrics
 	tracer  trace.Tracer
 	logger  *slog.Logger
@@ -173,7 +161,7 @@ type OutboxWorker struct {
 	redisBreaker    *breaker.Breaker
 	postgresBreaker *breaker.Breaker
 	monitor         *breaker.Monitor
-	// wake is poked by LISTEN notifications and by a breaker closing.
+	// wake is poked by a breaker closing.
 	wake chan struct{}
 	// limit is the next claim's limit, adapted to the backlog by drain, and
 	// recording the outcome being written, if any (see drain). Only the run
@@ -201,9 +189,12 @@ const (
 )
 
 // New returns a worker; call Start to run it.
-func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*OutboxWorker, error) {
+func New(cfg Config, repo *outbox.Repository, snk sink.Sink, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*OutboxWorker, error) {
 	cfg.setDefaults()
-	w := &OutboxWorker{cfg: cfg, repo: repo, redis: rdb, metrics: metrics, tracer: tracer,
+	if repo == nil || snk == nil || metrics == nil || tracer == nil || logger == nil {
+		return nil, errors.New("new outbox worker: repo, sink, metrics, tracer and logger are required")
+	}
+	w := &OutboxWorker{cfg: cfg, repo: repo, sink: snk, metrics: metrics, tracer: tracer,
 		logger: logger.With("component", "outbox_worker"), wake: make(chan struct{}, 1)}
 	w.limit = cfg.BatchSize // a start often finds a backlog
 	w.workCtx, w.workCancel = context.WithCancel(context.Background())
@@ -220,7 +211,7 @@ func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *teleme
 	w.postgresBreaker = breaker.MustNew(breaker.Config{Name: DependencyPostgres, Threshold: cfg.PostgresBreakerThreshold,
 		Cooldown: cfg.PostgresBreakerCooldown, MaxCooldown: cfg.BreakerMaxCooldown, OnChange: w.breakerChanged})
 	w.monitor = breaker.NewMonitor(cfg.BreakerProbeInterval, cfg.PublishTimeout, w.logger,
-		breaker.Guarded{Breaker: w.redisBreaker, Ping: w.probeRedis},
+		breaker.Guarded{Breaker: w.redisBreaker, Ping: snk.Ping},
 		breaker.Guarded{Breaker: w.postgresBreaker, Ping: repo.Ping})
 	ctx := context.Background()
 	metrics.BreakerState.Record(ctx, int64(breaker.Closed))
@@ -228,26 +219,6 @@ func New(cfg Config, repo *outbox.Repository, rdb *redis.Client, metrics *teleme
 		metrics.DependencyBreakerState.Record(ctx, int64(breaker.Closed), metric.WithAttributes(attribute.String("dependency", b.Name())))
 	}
 	return w, nil
-}
-
-// ProbeChannel is the channel the Redis breaker's probe publishes an empty
-// message to (no consumer subscribes to it).
-const ProbeChannel = "publisher:probe"
-
-// probeRedis is the Redis breaker's probe: PING, then an empty PUBLISH to
-// ProbeChannel, because PING still answers when the server refuses PUBLISH
-// to this user (an ACL without the command): with PING alone the breaker
-// would close and reopen at every probe. A refusal
-// about the probe channel itself (an ACL limited to the content channels)
-// means PUBLISH works, so it counts as success.
-func (w *OutboxWorker) probeRedis(ctx context.Context) error {
-	if err := w.redis.Ping(ctx).Err(); err != nil {
-		return err
-	}
-	if err := w.redis.Publish(ctx, ProbeChannel, "").Err(); err != nil && isRedisUnusable(err) {
-		return err
-	}
-	return nil
 }
 
 // RedisBreaker returns the worker's Redis circuit breaker.
@@ -313,7 +284,7 @@ func (w *OutboxWorker) Start(ctx context.Context) error {
 		}
 		w.base.Go(func() { w.run(fetchCtx, w.workCtx, wakeups) })
 		w.logger.InfoContext(ctx, "outbox worker started", "batch_size", w.cfg.BatchSize, "poll_interval", w.cfg.PollInterval.String(),
-			"listen", w.notifier != nil, "stream_mirror", w.cfg.StreamMirror)
+			"listen", w.notifier != nil)
 		return nil
 	})
 	if err != nil {
@@ -484,17 +455,6 @@ func nextLimit(n, start, most int) int {
 	return min(max(2*n, start), most)
 }
 
-// outcome is the result of publishing one row. dependency marks a failure
-// of Redis itself (unreachable, timed out, refusing the credentials, loading,
-// read-only, out of memory...), after which the row is released rather than
-// charged a retry. mirrorErr is a failed stream mirror (XADD) of a message
-// that was published: the row counts as published.
-type outcome struct {
-	err        error
-	dependency bool
-	mirrorErr  error
-}
-
 // dbTimeout bounds the statements that record a batch.
 func (w *OutboxWorker) dbTimeout() time.Duration { return max(w.cfg.PublishTimeout, releaseTimeout) }
 
@@ -536,7 +496,7 @@ type sentBatch struct {
 	ctx      context.Context // carries the batch's span
 	span     trace.Span
 	batch    outbox.Batch
-	outcomes []outcome
+	outcomes []sink.Result
 	redisErr error
 }
 
@@ -564,8 +524,8 @@ func (w *OutboxWorker) claimAndPublish(ctx context.Context, limit int) (*sentBat
 
 	s := &sentBatch{ctx: ctx, span: span, batch: batch, outcomes: w.publish(ctx, entries)}
 	for _, o := range s.outcomes {
-		if o.err != nil && o.dependency {
-			s.redisErr = o.err
+		if o.Err != nil && o.Unavailable {
+			s.redisErr = o.Err
 		}
 	}
 	switch {
@@ -588,12 +548,12 @@ func (w *OutboxWorker) record(s *sentBatch) error {
 	var failures []outbox.Failure
 	for i, e := range entries {
 		switch o := outcomes[i]; {
-		case o.err == nil:
+		case o.Err == nil:
 			published = append(published, e.ID)
-		case o.dependency:
+		case o.Unavailable:
 			release = append(release, e.ID)
 		default:
-			failures = append(failures, outbox.Failure{ID: e.ID, Error: o.err.Error(), RetryIn: w.cfg.Retry.Delay(e.RetryCount)})
+			failures = append(failures, outbox.Failure{ID: e.ID, Error: o.Err.Error(), RetryIn: w.cfg.Retry.Delay(e.RetryCount)})
 		}
 	}
 
@@ -614,7 +574,7 @@ func (w *OutboxWorker) record(s *sentBatch) error {
 		lost += int64(len(published)) - n
 		now := time.Now()
 		for i, e := range entries {
-			if outcomes[i].err == nil {
+			if outcomes[i].Err == nil {
 				attrs := metric.WithAttributes(attribute.String("channel", e.RoutingKey()))
 				w.metrics.OutboxPublished.Add(ctx, 1, attrs)
 				w.metrics.OutboxPublishLag.Record(ctx, now.Sub(e.CreatedAt).Seconds(), attrs)
@@ -660,7 +620,7 @@ func (w *OutboxWorker) record(s *sentBatch) error {
 
 // recordFailures marks the failed rows and returns how many it recorded
 // (rows rescued from the batch meanwhile are not).
-func (w *OutboxWorker) recordFailures(ctx context.Context, token string, entries []domain.OutboxEntry, outcomes []outcome, failures []outbox.Failure) (int, error) {
+func (w *OutboxWorker) recordFailures(ctx context.Context, token string, entries []domain.OutboxEntry, outcomes []sink.Result, failures []outbox.Failure) (int, error) {
 	marked, err := w.repo.MarkFailed(ctx, token, failures)
 	if err != nil {
 		return 0, err
@@ -675,13 +635,13 @@ func (w *OutboxWorker) recordFailures(ctx context.Context, token string, entries
 	}
 	for i, e := range entries {
 		o := outcomes[i]
-		if o.err == nil || o.dependency || !isRecorded[e.ID] {
+		if o.Err == nil || o.Unavailable || !isRecorded[e.ID] {
 			continue
 		}
 		attrs := metric.WithAttributes(attribute.String("channel", e.RoutingKey()))
 		w.metrics.OutboxFailed.Add(ctx, 1, attrs)
 		args := []any{"outbox_id", e.ID, "content_id", e.ContentID, "source", e.SourceName, "channel", e.RoutingKey(),
-			"retry_count", e.RetryCount + 1, "max_retries", e.MaxRetries, "error", o.err}
+			"retry_count", e.RetryCount + 1, "max_retries", e.MaxRetries, "error", o.Err}
 		if isExhausted[e.ID] {
 			w.metrics.OutboxExhausted.Add(ctx, 1, attrs)
 			w.logger.ErrorContext(ctx, "publish failed, retries exhausted: row stays failed until re-queued", args...)
@@ -692,17 +652,18 @@ func (w *OutboxWorker) recordFailures(ctx context.Context, token string, entries
 	return len(marked.Recorded), nil
 }
 
-// publish sends every entry (and its stream mirror) through one Redis
-// pipeline and returns one outcome per entry.
-func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry) []outcome {
-	out := make([]outcome, len(entries))
+// publish encodes every entry and sends the batch through the sink,
+// bounded by PublishTimeout, and returns one result per entry: an entry
+// that cannot be encoded fails alone. Each message has its span; the
+// receivers and the stream mirror's failures are counted per channel.
+func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry) []sink.Result {
+	out := make([]sink.Result, len(entries))
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.PublishTimeout)
 	defer cancel()
 	now := time.Now()
-	pipe := w.redis.Pipeline()
-	pubs := make([]*redis.IntCmd, len(entries))
-	adds := make([]*redis.StringCmd, len(entries))
 	spans := make([]trace.Span, len(entries))
+	msgs := make([]sink.Message, 0, len(entries))
+	sent := make([]int, 0, len(entries)) // msgs[j] is entries[sent[j]]
 	for i := range entries {
 		e := &entries[i]
 		channel := e.RoutingKey()
@@ -710,71 +671,41 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 			attribute.String("channel", channel), attribute.String("outbox_id", e.ID), attribute.String("source", e.SourceName)))
 		body, err := json.Marshal(e.ToPublishMessage(now))
 		if err != nil {
-			out[i] = outcome{err: fmt.Errorf("marshal message: %w", err)}
-			continue
-		}
-		pubs[i] = pipe.Publish(ctx, channel, body)
-		if w.cfg.StreamMirror {
-			adds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: StreamPrefix + channel, MaxLen: w.cfg.StreamMaxLen, Approx: true,
-				Values: []any{"message", body}})
-		}
-	}
-	// go-redis bounds a round trip by the context's deadline but does not
-	// abandon it when the context is cancelled (Stop near its deadline), so
-	// the pipeline runs aside and a cancelled batch stops waiting for it. Its
-	// rows are then released: should the pipeline still go through, that is
-	// a duplicate delivery, never a loss.
-	execDone := make(chan struct{})
-	go func() {
-		defer close(execDone)
-		_, _ = pipe.Exec(ctx) // every command carries its own error
-	}()
-	select {
-	case <-execDone:
-	case <-ctx.Done():
-		for i := range entries {
-			if pubs[i] != nil {
-				out[i] = outcome{err: fmt.Errorf("redis publish: %w", ctx.Err()), dependency: true}
-			}
-			spans[i].RecordError(ctx.Err())
-			spans[i].SetStatus(codes.Error, "abandoned")
+			out[i] = sink.Result{Err: fmt.Errorf("marshal message: %w", err)}
+			spans[i].RecordError(out[i].Err)
+			spans[i].SetStatus(codes.Error, "marshal")
 			spans[i].End()
+			continue
 		}
-		return out
+		msgs = append(msgs, sink.Message{Channel: channel, Body: body})
+		sent = append(sent, i)
 	}
-	for i := range entries {
+	for j, r := range w.sink.Publish(ctx, msgs) {
+		i := sent[j]
+		out[i] = r
 		span := spans[i]
-		if pubs[i] == nil {
-			span.RecordError(out[i].err)
-			span.SetStatus(codes.Error, "marshal")
-			span.End()
-			continue
-		}
-		if err := pubs[i].Err(); err != nil {
-			out[i] = outcome{err: fmt.Errorf("redis publish: %w", err), dependency: isRedisUnusable(err)}
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "publish")
-			span.End()
-			continue
-		}
-		attrs := metric.WithAttributes(attribute.String("channel", entries[i].RoutingKey()))
-		if adds[i] != nil {
-			// The message went out: a failed mirror must not fail the row,
-			// or every retry would publish it again.
-			if err := adds[i].Err(); err != nil {
-				out[i].mirrorErr = err
-				span.RecordError(fmt.Errorf("stream mirror: %w", err))
-				w.metrics.StreamMirrorFailures.Add(ctx, 1, attrs)
+		if r.Err != nil {
+			span.RecordError(r.Err)
+			if ctx.Err() != nil {
+				span.SetStatus(codes.Error, "abandoned")
+			} else {
+				span.SetStatus(codes.Error, "publish")
 			}
+			span.End()
+			continue
 		}
-		receivers := pubs[i].Val()
-		span.SetAttributes(attribute.Int64("receivers", receivers))
+		attrs := metric.WithAttributes(attribute.String("channel", msgs[j].Channel))
+		if r.MirrorErr != nil {
+			span.RecordError(r.MirrorErr)
+			w.metrics.StreamMirrorFailures.Add(ctx, 1, attrs)
+		}
+		span.SetAttributes(attribute.Int64("receivers", r.Receivers))
 		span.End()
-		w.metrics.Receivers.Add(ctx, receivers, attrs)
-		if receivers == 0 {
+		w.metrics.Receivers.Add(ctx, r.Receivers, attrs)
+		if r.Receivers == 0 {
 			// Published, but nobody was listening: recorded, not an error.
 			w.metrics.NoReceivers.Add(ctx, 1, attrs)
-			w.logger.DebugContext(ctx, "published to a channel with no subscribers", "channel", entries[i].RoutingKey(), "content_id", entries[i].ContentID)
+			w.logger.DebugContext(ctx, "published to a channel with no subscribers", "channel", msgs[j].Channel, "content_id", entries[i].ContentID)
 		}
 	}
 	w.logMirrorFailures(ctx, entries, out)
@@ -783,61 +714,24 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 
 // logMirrorFailures logs one warning per batch for the messages whose stream
 // mirror failed, with their channels and the first error.
-func (w *OutboxWorker) logMirrorFailures(ctx context.Context, entries []domain.OutboxEntry, out []outcome) {
+func (w *OutboxWorker) logMirrorFailures(ctx context.Context, entries []domain.OutboxEntry, out []sink.Result) {
 	var n int
 	var first error
 	var channels []string
 	for i, o := range out {
-		if o.mirrorErr == nil {
+		if o.MirrorErr == nil {
 			continue
 		}
 		n++
 		if first == nil {
-			first = o.mirrorErr
+			first = o.MirrorErr
 		}
-		if ch := StreamPrefix + entries[i].RoutingKey(); !slices.Contains(channels, ch) {
+		if ch := entries[i].RoutingKey(); !slices.Contains(channels, ch) {
 			channels = append(channels, ch)
 		}
 	}
 	if n > 0 {
-		w.logger.WarnContext(ctx, "stream mirror XADD failed: messages published and rows marked published, streams miss them",
-			"messages", n, "streams", strings.Join(channels, ","), "error", first)
+		w.logger.WarnContext(ctx, "stream mirror XADD failed: messages published and rows marked published, the channels' streams miss them",
+			"messages", n, "channels", strings.Join(channels, ","), "error", first)
 	}
-}
-
-// redisUnusableReplies are Redis error replies (by their first word, or in
-// full) that describe the server or the connection, not the message: the
-// same reply would meet every message, so they open the Redis breaker and
-// release the batch without spending a retry, like a lost connection.
-var redisUnusableReplies = []string{
-	"NOAUTH", "WRONGPASS", // credentials missing or refused
-	"MISCONF",                              // cannot persist: writes refused
-	"OOM",                                  // maxmemory reached
-	"LOADING",                              // loading the dataset at start-up
-	"READONLY", "MASTERDOWN", "NOREPLICAS", // replica, lost master, min-replicas unmet
-	"CLUSTERDOWN", "TRYAGAIN", // cluster unavailable or resharding
-	"BUSY",                              // a script or function is running
-	"ERR max number of clients reached", // no connection slot
-}
-
-// isRedisUnusable reports whether err is a failure of Redis itself rather
-// than an error reply about one command's arguments. Network errors,
-// timeouts and a closed client are; so are the replies in
-// redisUnusableReplies, and NOPERM when the user may not run the command at
-// all ("no permissions to run the 'publish' command": every message would
-// meet it). NOPERM for a channel or key ("no permissions to access one of
-// the channels") concerns that message's channel: it stays a per-message
-// failure with retries, so one channel the ACL refuses stops nothing else.
-func isRedisUnusable(err error) bool {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return true // network error, timeout, closed pool
-	}
-	msg := reply.Error()
-	for _, p := range redisUnusableReplies {
-		if msg == p || strings.HasPrefix(msg, p+" ") {
-			return true
-		}
-	}
-	return strings.HasPrefix(msg, "NOPERM ") && strings.Contains(msg, "permissions to run")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/sink"
 	"github.com/north-cloud/publisher/internal/worker"
 )
 
@@ -348,16 +349,16 @@ func TestStreamMirror(t *testing.T) {
 	b := setup(t)
 	rs := outboxtest.StartRedis(t)
 	outboxtest.Insert(t, b.db, outboxtest.Rows("mirror", 20))
-	b.startWorker(t, worker.Config{StreamMirror: true, StreamMaxLen: 10}, rs.Client())
+	b.startWorkerSink(t, worker.Config{}, mirrorSink(t, rs.Client(), sink.MirrorConfig{MaxLen: 10}))
 	outboxtest.WaitFor(t, time.Minute, "rows published", func() bool { return outboxtest.Counts(t, b.db)["published"] == 20 })
-	msgs, err := rs.Client().XRevRangeN(context.Background(), worker.StreamPrefix+"articles:news", "+", "-", 1).Result()
+	msgs, err := rs.Client().XRevRangeN(context.Background(), sink.StreamPrefixDefault+"articles:news", "+", "-", 1).Result()
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("xrevrange: %v %v", msgs, err)
 	}
 	if body := fmt.Sprint(msgs[0].Values["message"]); !strings.Contains(body, `"id":"mirror-`) || !strings.Contains(body, `"channel":"articles:news"`) {
 		t.Errorf("stream entry %s", body)
 	}
-	if n, err := rs.Client().XLen(context.Background(), worker.StreamPrefix+"articles:news").Result(); err != nil || n > 20 {
+	if n, err := rs.Client().XLen(context.Background(), sink.StreamPrefixDefault+"articles:news").Result(); err != nil || n > 20 {
 		t.Errorf("stream length %d %v", n, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/sink"
 	"github.com/north-cloud/publisher/internal/telemetry"
 	"github.com/north-cloud/publisher/internal/worker"
 )
@@ -43,19 +44,52 @@ func setup(t testing.TB) *bundle {
 	return &bundle{db: db, dsn: dsn, repo: repo, metrics: m, tp: tp}
 }
 
-// newWorker returns a worker over repo publishing to rdb.
+// newWorker returns a worker over repo publishing to rdb with the Redis
+// pub/sub sink.
 func (b *bundle) newWorker(t testing.TB, cfg worker.Config, repo *outbox.Repository, rdb *redis.Client) *worker.OutboxWorker {
 	t.Helper()
-	w, err := worker.New(cfg, repo, rdb, b.metrics, b.tp.Tracer("test"), testenv.Logger(t))
+	return b.newWorkerSink(t, cfg, repo, redisSink(t, rdb))
+}
+
+// newWorkerSink returns a worker over repo publishing through snk.
+func (b *bundle) newWorkerSink(t testing.TB, cfg worker.Config, repo *outbox.Repository, snk sink.Sink) *worker.OutboxWorker {
+	t.Helper()
+	w, err := worker.New(cfg, repo, snk, b.metrics, b.tp.Tracer("test"), testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-// startWorker starts a worker that LISTENs on the test database and is
-// stopped when the test ends.
+func redisSink(t testing.TB, rdb *redis.Client) sink.Sink {
+	t.Helper()
+	s, err := sink.NewRedis(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mirrorSink is the Redis pub/sub sink mirrored to streams
+// (PUBLISHER_STREAM_MIRROR).
+func mirrorSink(t testing.TB, rdb *redis.Client, cfg sink.MirrorConfig) sink.Sink {
+	t.Helper()
+	m, err := sink.NewMirror(redisSink(t, rdb), rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// startWorker starts a worker that LISTENs on the test database, publishes
+// to rdb and is stopped when the test ends.
 func (b *bundle) startWorker(t testing.TB, cfg worker.Config, rdb *redis.Client) *worker.OutboxWorker {
+	t.Helper()
+	return b.startWorkerSink(t, cfg, redisSink(t, rdb))
+}
+
+// startWorkerSink is startWorker publishing through snk.
+func (b *bundle) startWorkerSink(t testing.TB, cfg worker.Config, snk sink.Sink) *worker.OutboxWorker {
 	t.Helper()
 	if cfg.ListenURL == "" {
 		cfg.ListenURL = b.dsn
@@ -63,7 +97,7 @@ func (b *bundle) startWorker(t testing.TB, cfg worker.Config, rdb *redis.Client)
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 200 * time.Millisecond
 	}
-	w := b.newWorker(t, cfg, b.repo, rdb)
+	w := b.newWorkerSink(t, cfg, b.repo, snk)
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

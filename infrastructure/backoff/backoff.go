@@ -66,10 +66,18 @@ func (p Policy) Delay(attempt int) time.Duration {
 	if d > float64(p.Max) || math.IsInf(d, 0) || math.IsNaN(d) {
 		d = float64(p.Max)
 	}
-	if p.Jitter > 0 {
-		d -= d * p.Jitter * rand.Float64()
+	return Jitter(time.Duration(d), p.Jitter)
+}
+
+// Jitter returns d less a random part of up to fraction (clamped to [0, 1])
+// of it: the one jitter of the project, so that replicas that started or
+// failed together drift apart instead of acting in step.
+func Jitter(d time.Duration, fraction float64) time.Duration {
+	fraction = math.Min(math.Max(fraction, 0), 1)
+	if fraction == 0 || d <= 0 {
+		return d
 	}
-	return time.Duration(d)
+	return d - time.Duration(float64(d)*fraction*rand.Float64())
 }
 
 // Retry calls op until it returns nil, returns a Permanent error, ctx ends or

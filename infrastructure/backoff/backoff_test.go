@@ -98,3 +98,29 @@ func TestRetryHonoursContext(t *testing.T) {
 		t.Fatalf("Retry ignored the context for %s", time.Since(start))
 	}
 }
+
+func TestJitterRange(t *testing.T) {
+	t.Parallel()
+	seenBelow := false
+	for range 200 {
+		d := Jitter(time.Second, 0.2)
+		if d > time.Second || d < 800*time.Millisecond {
+			t.Fatalf("Jitter(1s, 0.2) = %s, want within [800ms, 1s]", d)
+		}
+		seenBelow = seenBelow || d < time.Second
+	}
+	if !seenBelow {
+		t.Error("Jitter never took anything off in 200 draws")
+	}
+	for _, tc := range []struct {
+		d        time.Duration
+		fraction float64
+	}{{time.Second, 0}, {time.Second, -1}, {0, 0.5}, {-time.Second, 0.5}} {
+		if got := Jitter(tc.d, tc.fraction); got != tc.d {
+			t.Errorf("Jitter(%s, %v) = %s, want it unchanged", tc.d, tc.fraction, got)
+		}
+	}
+	if d := Jitter(time.Second, 5); d < 0 || d > time.Second {
+		t.Errorf("Jitter(1s, 5) = %s: the fraction is clamped to 1", d)
+	}
+}

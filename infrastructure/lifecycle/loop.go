@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
+
+	"github.com/north-cloud/infrastructure/backoff"
 )
 
 // Loop runs Step over and over in a goroutine it owns, waiting after each
@@ -77,10 +78,8 @@ func Every(interval time.Duration, fn func(ctx context.Context)) func(ctx contex
 	}
 }
 
-// Jitter returns d less up to a fifth of it at random.
+// Jitter returns d less up to a fifth of it at random (backoff.Jitter), the
+// spread of every periodic loop.
 func Jitter(d time.Duration) time.Duration {
-	if d < 5 {
-		return d
-	}
-	return d - time.Duration(rand.Int64N(int64(d)/5))
+	return backoff.Jitter(d, 0.2)
 }

@@ -1,0 +1,382 @@
+package e2e
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// The tests of this file run the pipeline on the clusters of
+// scripts/services.sh (NC_ES_NODES=3, NC_REDIS_CLUSTER=1) and kill a node of
+// one of them mid-drain. They are selected by those settings: without them
+// they skip (a single node has no node to lose), and with them, under
+// CI=true, a cluster that does not answer fails the test. They are not
+// parallel: a killed node must not disturb other tests, and every test of
+// the package that runs after them finds the cluster whole again. They
+// restart the node they killed with `scripts/services.sh up`, so they run as
+// root, as that command does. Their names start with TestCluster, so the
+// main test stage leaves them out (-skip '^TestCluster') and the cluster
+// stage of scripts/test.sh runs them.
+
+// esCluster is the Elasticsearch cluster the test runs against.
+type esCluster struct {
+	urls  string // every node, comma-separated (ELASTICSEARCH_URL's list form)
+	nodes int
+	es    *elasticsearch.Client
+}
+
+// clusterES returns the cluster named by NC_ES_NODES and NC_ES_CLUSTER_URLS
+// once all its nodes have joined, or skips the test when no cluster is
+// asked for.
+func clusterES(t *testing.T) *esCluster {
+	t.Helper()
+	nodes, _ := strconv.Atoi(os.Getenv("NC_ES_NODES"))
+	if nodes < 2 {
+		t.Skip("no Elasticsearch cluster asked for: start one with `sudo NC_ES_NODES=3 scripts/services.sh up` and " +
+			"`eval \"$(NC_ES_NODES=3 scripts/services.sh env)\"`")
+	}
+	urls := testenv.Env(t, "NC_ES_CLUSTER_URLS", "elasticsearch cluster")
+	es, err := esclient.NewLazy(esclient.Config{URL: urls})
+	if err != nil {
+		t.Fatalf("cluster client: %v", err)
+	}
+	c := &esCluster{urls: urls, nodes: nodes, es: es}
+	var h struct {
+		Nodes  int    `json:"number_of_nodes"`
+		Status string `json:"status"`
+	}
+	if err := c.tryGet(fmt.Sprintf("/_cluster/health?wait_for_nodes=%d&wait_for_status=yellow&timeout=60s", nodes), &h); err != nil || h.Nodes != nodes {
+		testenv.Unavailable(t, "elasticsearch cluster", fmt.Errorf("%d of %d nodes joined (%v)", h.Nodes, nodes, err))
+	}
+	return c
+}
+
+func (c *esCluster) tryGet(path string, out any) error {
+	req, err := http.NewRequest(http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	res, err := c.es.Perform(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer res.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", path, res.StatusCode, buf.String())
+	}
+	return json.Unmarshal(buf.Bytes(), out)
+}
+
+func (c *esCluster) get(t *testing.T, path string, out any) {
+	t.Helper()
+	if err := c.tryGet(path, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shardCopy is one copy of a shard as _cat/shards lists it.
+type shardCopy struct {
+	Index  string `json:"index"`
+	Shard  string `json:"shard"`
+	Prirep string `json:"prirep"`
+	State  string `json:"state"`
+	Node   string `json:"node"`
+}
+
+func (c *esCluster) shards(index string) ([]shardCopy, error) {
+	var out []shardCopy
+	err := c.tryGet("/_cat/shards/"+index+"?format=json&h=index,shard,prirep,state,node", &out)
+	return out, err
+}
+
+// primaryNode is the node holding the started primary of index ("" when
+// none is started).
+func (c *esCluster) primaryNode(index string) string {
+	shards, err := c.shards(index)
+	if err != nil {
+		return ""
+	}
+	for _, s := range shards {
+		if s.Prirep == "p" && s.State == "STARTED" {
+			return s.Node
+		}
+	}
+	return ""
+}
+
+// nodePID returns the process id of the node's JVM, as the node reports it.
+func (c *esCluster) nodePID(t *testing.T, node string) int {
+	t.Helper()
+	var info struct {
+		Nodes map[string]struct {
+			Name    string `json:"name"`
+			Process struct {
+				ID int `json:"id"`
+			} `json:"process"`
+		} `json:"nodes"`
+	}
+	c.get(t, "/_nodes/process", &info)
+	for _, n := range info.Nodes {
+		if n.Name == node && n.Process.ID > 1 {
+			return n.Process.ID
+		}
+	}
+	t.Fatalf("node %s not found in _nodes/process: %+v", node, info.Nodes)
+	return 0
+}
+
+func (c *esCluster) master(t *testing.T) string {
+	t.Helper()
+	var m []struct {
+		Node string `json:"node"`
+	}
+	c.get(t, "/_cat/master?format=json", &m)
+	if len(m) == 0 {
+		return ""
+	}
+	return m[0].Node
+}
+
+// killPID sends SIGKILL and waits until the process is gone.
+func killPID(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL %d: %v (the cluster tests run as root, as scripts/services.sh up does)", pid, err)
+	}
+	for range 300 {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("process %d still alive 30s after SIGKILL", pid)
+}
+
+// restartNode runs `scripts/services.sh up` with the test's environment
+// (the cluster settings included) in the background: it starts whatever
+// node of the clusters is not running and waits until the cluster is whole.
+// The test waits for the answer before it ends.
+func restartNode(t *testing.T) <-chan error {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "services.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		cmd := exec.Command(script, "up")
+		cmd.Env = os.Environ()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			done <- fmt.Errorf("scripts/services.sh up: %w\n%s", err, out)
+			return
+		}
+		done <- nil
+	}()
+	return done
+}
+
+// historyTwice counts the documents with more than one classification in
+// the classifier's history: each is a claim that was classified, lost and
+// classified again under a new claim.
+func historyTwice(t *testing.T, classifierDB string) (docs, twice int) {
+	t.Helper()
+	db, err := sql.Open("postgres", classifierDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE n > 1) FROM
+		(SELECT COUNT(*) AS n FROM classification_history GROUP BY index_name, content_id) h`).Scan(&docs, &twice)
+	if err != nil {
+		t.Fatalf("read the classification history: %v", err)
+	}
+	return docs, twice
+}
+
+// outboxRows counts the outbox rows and the distinct documents among them.
+func outboxRows(t *testing.T, publisherDB string) (rows, distinct int) {
+	t.Helper()
+	db, err := sql.Open("postgres", publisherDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT (source_name, content_id)) FROM classified_outbox`).Scan(&rows, &distinct); err != nil {
+		t.Fatalf("read the outbox: %v", err)
+	}
+	return rows, distinct
+}
+
+// TestClusterElasticsearchNodeKilledMidDrain drains 1,500 documents of one
+// source through a classifier and a publisher that know every node of a
+// 3-node cluster, and SIGKILLs the data node holding the primary of the raw
+// index mid-drain, right after a bulk write of 100 more documents to that
+// index was acknowledged. The replica on another node is promoted; claims
+// and commits are optimistic writes (if_seq_no/if_primary_term) to that
+// shard, so any of them caught by the failover conflicts or fails and the
+// document comes back after its lease. It must hold: the acknowledged
+// documents exist after the failover; no flip acknowledged before the kill
+// is undone; every document is delivered exactly once, with one outbox row
+// each. The node is started again once the replica is promoted, so it
+// rejoins and recovers its copies during the drain. The figures are printed
+// as a `cluster-es:` line.
+func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
+	c := clusterES(t)
+	st := sharedStack(t)
+	st.es, st.esURL = c.es, c.urls
+	source := st.prefix + "_failover"
+	raw := contentindex.RawIndex(source)
+
+	docs := healthyDocs(source, 1500, 61)
+	loadDocs(t, st.es, docs)
+	var h struct {
+		Status string `json:"status"`
+	}
+	c.get(t, "/_cluster/health/"+raw+"?wait_for_status=green&timeout=60s", &h)
+	if h.Status != "green" {
+		t.Fatalf("%s is %s before the drain, want green (a replica on a second node)", raw, h.Status)
+	}
+	sub := subscribe(t, st.rdb, st.prefix)
+	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	replica := "e2e-" + st.prefix
+	classifier := launch(t, "classifier", "classifier", st.classifierEnv(replica, map[string]string{
+		// Slow enough that the kill lands mid-drain; a short lease so a
+		// claim lost to the failover comes back soon.
+		"CLASSIFIER_BATCH_SIZE":      "100",
+		"CLASSIFIER_CONCURRENCY":     "2",
+		"CLASSIFIER_CLAIM_LEASE":     "10s",
+		"CLASSIFIER_CLAIM_HEARTBEAT": "3s",
+	}))
+
+	pattern := st.prefix + "*" + contentindex.RawSuffix
+	waitMidBatch(t, sub, st.es, pattern, replica, 300, 1, 90*time.Second)
+
+	// Acknowledged just before the kill: 100 more documents in the same
+	// shard, and every flip to classified so far.
+	rng := rand.New(rand.NewPCG(62, 63))
+	acked := make([]contentindex.RawDocument, 100)
+	for i := range acked {
+		acked[i] = healthyDoc(source, fmt.Sprintf("%s-acked-%03d", source, i), time.Now().Add(-2*time.Hour), rng)
+	}
+	loadDocs(t, st.es, acked)
+	flipped := rawStates(t, st.es, raw, map[string]any{"term": map[string]any{"classification_status": contentindex.StatusClassified}})
+	claimedAtKill, _ := countClaimed(st.es, raw, replica)
+	victim, master := c.primaryNode(raw), c.master(t)
+	if victim == "" {
+		t.Fatalf("no started primary of %s", raw)
+	}
+	pid := c.nodePID(t, victim)
+	_, deliveredAtKill, _, _ := sub.Stats()
+	killPID(t, pid)
+	killed := time.Now()
+	t.Logf("SIGKILLed %s (pid %d, holding the primary of %s; elected master %s) with %d of %d delivered, %d claims held, %d flips acknowledged",
+		victim, pid, raw, master, deliveredAtKill, len(docs)+len(acked), claimedAtKill, len(flipped))
+
+	// The failover: the replica is promoted on another node.
+	var promoted time.Duration
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		if n := c.primaryNode(raw); n != "" && n != victim {
+			promoted = time.Since(killed)
+			t.Logf("primary of %s promoted on %s %s after the kill", raw, n, promoted.Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no primary of %s on another node within 90s of the kill", raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	restarted := restartNode(t)
+
+	keys := append(keysOf(docs), keysOf(acked)...)
+	missing := sub.WaitAll(keys, 180*time.Second)
+	time.Sleep(3 * time.Second) // a second copy would arrive right behind the first
+	total, distinct, dups, last := sub.Stats()
+	var firstAfter time.Time
+	for _, k := range keys {
+		sub.mu.Lock()
+		d := sub.byKey[k]
+		sub.mu.Unlock()
+		if d != nil && d.at.After(killed) && (firstAfter.IsZero() || d.at.Before(firstAfter)) {
+			firstAfter = d.at
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d documents not delivered within 180s of the kill, e.g. %s\nclassifier:\n%s",
+			len(missing), len(keys), missing[0], logLines(classifier.Output(), 15, "level=ERROR", "level=WARN"))
+	}
+	if dups > 0 {
+		t.Errorf("%d duplicate messages: a document was published more than once", dups)
+	}
+
+	// Nothing acknowledged before the kill is lost.
+	after := rawStates(t, st.es, raw, nil)
+	lostAcked := 0
+	for _, k := range keysOf(acked) {
+		if _, ok := after[k]; !ok {
+			lostAcked++
+		}
+	}
+	undone := 0
+	for k := range flipped {
+		if after[k].ClassificationStatus != contentindex.StatusClassified {
+			undone++
+		}
+	}
+	notClassified := 0
+	for _, k := range keys {
+		if after[k].ClassificationStatus != contentindex.StatusClassified {
+			notClassified++
+		}
+	}
+	if lostAcked > 0 || undone > 0 || notClassified > 0 {
+		t.Errorf("after the failover: %d of %d acknowledged documents missing, %d of %d acknowledged flips undone, %d documents not classified",
+			lostAcked, len(acked), undone, len(flipped), notClassified)
+	}
+	rows, distinctRows := outboxRows(t, st.publisherDB)
+	if rows != len(keys) || distinctRows != len(keys) {
+		t.Errorf("outbox has %d rows (%d distinct documents), want one per document (%d)", rows, distinctRows, len(keys))
+	}
+	historyDocs, twice := historyTwice(t, st.classifierDB)
+	out := classifier.Output()
+	lostClaims := strings.Count(out, "claim lost") + strings.Count(out, "claims were refused") + strings.Count(out, "status flip failed")
+	t.Logf("classifier lines about claims or flips caught by the failover:\n%s",
+		logLines(out, 10, "claim lost", "claims were refused", "status flip failed", "breaker"))
+
+	recovered := time.Duration(0)
+	if !firstAfter.IsZero() {
+		recovered = firstAfter.Sub(killed)
+	}
+	fmt.Printf("cluster-es: documents=%d delivered=%d messages=%d duplicates=%d classified_twice=%d history_docs=%d outbox_rows=%d "+
+		"claims_at_kill=%d lost_claim_or_flip_lines=%d primary_promoted=%s first_delivery_after_kill=%s last_delivery_after_kill=%s\n",
+		len(keys), distinct, total, dups, twice, historyDocs, rows, claimedAtKill, lostClaims,
+		promoted.Round(time.Millisecond), recovered.Round(time.Millisecond), last.Sub(killed).Round(time.Millisecond))
+	checkNoCrash(t, classifier, publisher)
+
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	c.get(t, "/_cluster/health/"+raw+"?wait_for_status=green&timeout=120s", &h)
+	t.Logf("%s restarted and %s %s again %s after the kill", victim, raw, h.Status, time.Since(killed).Round(time.Second))
+	if h.Status != "green" {
+		t.Errorf("%s is %s after the node came back, want green", raw, h.Status)
+	}
+}

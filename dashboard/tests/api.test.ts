@@ -70,7 +70,7 @@ describe('createHttpClient', () => {
 })
 
 describe('service clients', () => {
-  it('index-manager paths follow spec 5.1 and escape names', async () => {
+  it('index-manager paths follow its API and escape names', async () => {
     const f = fakeFetch(200, {})
     const api = createIndexManagerApi(client(f).http)
     await api.listIndices()

@@ -1,4 +1,4 @@
-// The dashboard's service clients (spec 5.3), wired to the session: every
+// The dashboard's service clients, wired to the session: every
 // call carries the operator's token, and a 401 from any service ends the
 // session, which sends the operator to the login page.
 import { session } from '@/auth/session'

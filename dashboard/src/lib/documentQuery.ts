@@ -4,7 +4,7 @@
 // drop or refuse is named here instead.
 import type { DocumentQueryRequest, SortField } from '@/types/indexManager'
 
-/** Fields a plain-text query searches, title weighted up (spec 5.1). */
+/** Fields a plain-text query searches, title weighted up. */
 export const TEXT_QUERY_FIELDS = ['title^2', 'raw_text', 'meta_description', 'url']
 
 /** The index-manager's caps: hits per page, and from + size. */

@@ -1,4 +1,4 @@
-// Types of the index-manager API (spec 5.2, checked against
+// Types of the index-manager API (checked against
 // index-manager/internal/openapi/openapi.yaml).
 
 export type IndexType = 'raw_content' | 'classified_content' | 'other'

@@ -1,4 +1,4 @@
-// Package api is the index-manager's REST API (spec 5.1): index listing,
+// Package api is the index-manager's REST API (index-manager/README.md): index listing,
 // inspection, documents, ad-hoc queries, create, delete and refresh behind
 // the safety rules of safety.go, the audit log, and operator login.
 package api

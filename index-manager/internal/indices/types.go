@@ -2,7 +2,7 @@ package indices
 
 import "time"
 
-// Summary is one row of the index list (spec 5.1 IndexSummary).
+// Summary is one row of the index list (IndexSummary in the dashboard's types).
 type Summary struct {
 	Name         string    `json:"name"`
 	Health       string    `json:"health"`
@@ -16,7 +16,7 @@ type Summary struct {
 	IndexType    string    `json:"index_type"`
 }
 
-// Stats are an index's figures (spec 5.1 IndexStats). The rates are filled
+// Stats are an index's figures (IndexStats in the dashboard). The rates are filled
 // in from stored samples by the caller; Elasticsearch only has counters.
 type Stats struct {
 	DocCount      int64   `json:"doc_count"`
@@ -39,7 +39,7 @@ type Counters struct {
 	QueryTotal int64
 }
 
-// Detail is everything about one index (spec 5.1 IndexDetailResponse).
+// Detail is everything about one index (GET /api/v1/indices/{name}).
 type Detail struct {
 	Name      string         `json:"name"`
 	Health    string         `json:"health"`
@@ -51,7 +51,7 @@ type Detail struct {
 	Aliases   []string       `json:"aliases"`
 }
 
-// Hit is one document (spec 5.1 DocumentHit).
+// Hit is one document (DocumentHit in the dashboard).
 type Hit struct {
 	ID        string              `json:"_id"`
 	Score     float64             `json:"_score"`
@@ -61,7 +61,7 @@ type Hit struct {
 	Sort []any `json:"sort,omitempty"`
 }
 
-// SearchResult is a page of hits (spec 5.1 DocumentQueryResponse, plus the
+// SearchResult is a page of hits (DocumentQueryResponse in the dashboard, plus the
 // cursor of the next page for the documents endpoint).
 type SearchResult struct {
 	Total      int64   `json:"total"`

@@ -178,6 +178,7 @@ func (p *Poller) adopt(ctx context.Context, r *resolution) {
 		if !slices.Contains(r.indices, idx) {
 			delete(p.states, idx)
 			delete(p.aside, idx)
+			delete(p.recent, idx)
 			gone = append(gone, idx)
 			if st.failing {
 				goneFailing = append(goneFailing, idx)

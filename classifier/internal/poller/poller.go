@@ -48,6 +48,9 @@ const (
 	IndexRefreshDefault  = 5 * time.Second
 	IndexRetryDefault    = 5 * time.Second
 	IndexRetryMaxDefault = 5 * time.Minute
+	// ClaimVisibilityDefault is two of the raw indices' refresh intervals
+	// (contentindex sets 1 s).
+	ClaimVisibilityDefault = 2 * time.Second
 )
 
 // pauseWaitMax bounds the wait between looks at the breakers while one is
@@ -81,6 +84,12 @@ type Config struct {
 	// ClaimLease is how long a claim keeps other replicas away.
 	// Defaults to ClaimLeaseDefault.
 	ClaimLease time.Duration
+	// ClaimVisibility is how long a document this replica just claimed (or
+	// lost to another writer) is left out of its index's searches: claims
+	// are sent without a refresh, and a search sees them only after the
+	// index's next one. Defaults to ClaimVisibilityDefault; at most half of
+	// ClaimLease.
+	ClaimVisibility time.Duration
 	// IndexRefresh is how long the list of indices matching IndexPattern
 	// (and their date mappings) is reused before it is read again; a new
 	// raw index is polled within about this long. Defaults to
@@ -116,6 +125,10 @@ func (c *Config) setDefaults() {
 	if c.ClaimLease <= 0 {
 		c.ClaimLease = ClaimLeaseDefault
 	}
+	if c.ClaimVisibility <= 0 {
+		c.ClaimVisibility = ClaimVisibilityDefault
+	}
+	c.ClaimVisibility = min(c.ClaimVisibility, c.ClaimLease/2)
 	if c.IndexRefresh <= 0 {
 		c.IndexRefresh = IndexRefreshDefault
 	}
@@ -147,12 +160,15 @@ type Poller struct {
 
 	// beforeClaim, when set (tests), runs between the search and the claim.
 	beforeClaim func(found []*domain.RawContent)
+	// recentMax is recentClaimsMax; tests lower it.
+	recentMax int
 
 	mu     sync.Mutex // guards the fields below; never held across a request
 	res    *resolution
 	states map[string]*indexState
 	next   int                             // round-robin start among the indices due
 	aside  map[string]map[string]time.Time // index -> _id -> set aside until
+	recent map[string]map[string]time.Time // index -> _id -> claimed at (recent.go)
 }
 
 // New returns a Poller; call Start to run it.
@@ -166,7 +182,8 @@ func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Met
 	}
 	p := &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
 		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now,
-		states: map[string]*indexState{}, aside: map[string]map[string]time.Time{}}
+		states: map[string]*indexState{}, aside: map[string]map[string]time.Time{},
+		recent: map[string]map[string]time.Time{}, recentMax: recentClaimsMax}
 	p.loop = lifecycle.Loop{Name: "poller", Step: p.step, Logger: p.logger}
 	return p, nil
 }
@@ -277,6 +294,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 		return pollResult{}, nil
 	}
 	share := ceilDiv(size, len(indices))
+	p.refreshCrowded(ctx, indices)
 	pages, err := p.search(ctx, indices, 0, share, true)
 	p.esOutcome(err)
 	if err != nil {
@@ -321,6 +339,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	}
 	won := p.settleClaims(ctx, results, searched)
 	p.setAside(ctx, results)
+	p.noteClaims(results)
 	span.SetAttributes(attribute.Int("poll.won", len(won)))
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
@@ -524,10 +543,11 @@ type msearchResponse struct {
 }
 
 // pendingQuery finds the oldest pending documents and claims whose lease
-// has expired. numeric_type makes a crawled_at that is not a date fail the
+// has expired, but for the ids in exclude (set aside, or just claimed).
+// numeric_type makes a crawled_at that is not a date fail the
 // search of its own index (it would sort as text), even between two reads
 // of the mappings.
-func (p *Poller) pendingQuery(from, size int, aside []string) map[string]any {
+func (p *Poller) pendingQuery(from, size int, exclude []string) map[string]any {
 	expired := p.now().Add(-p.cfg.ClaimLease).UTC()
 	q := map[string]any{
 		"from":                from,
@@ -547,9 +567,9 @@ func (p *Poller) pendingQuery(from, size int, aside []string) map[string]any {
 			},
 		}},
 	}
-	if len(aside) > 0 {
+	if len(exclude) > 0 {
 		q["query"].(map[string]any)["bool"].(map[string]any)["must_not"] = []any{
-			map[string]any{"ids": map[string]any{"values": aside}},
+			map[string]any{"ids": map[string]any{"values": exclude}},
 		}
 	}
 	return q
@@ -567,7 +587,7 @@ func (p *Poller) search(ctx context.Context, indices []string, from, size int, m
 		if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
 			return nil, fmt.Errorf("search pending: %w", err)
 		}
-		if err := enc.Encode(p.pendingQuery(from, size, p.asideIDs(idx, now))); err != nil {
+		if err := enc.Encode(p.pendingQuery(from, size, append(p.asideIDs(idx, now), p.recentIDs(idx, now)...))); err != nil {
 			return nil, fmt.Errorf("search pending: %w", err)
 		}
 	}

@@ -122,9 +122,10 @@ func (s *ContentStore) ClaimEach(ctx context.Context, replica string, docs []*do
 			"claimed_at":            now,
 		}}}
 	}
-	// refresh=true makes the claim visible to the next poll at once, so the
-	// poller does not read the same documents again and lose races to itself.
-	results, err := runBulk(ctx, s.es, "claim raw documents", ops, "true", s.cfg.MaxBulkBytes)
+	// No refresh: the poller leaves the documents it just claimed out of its
+	// searches until the index's own refresh shows the claims; a search that
+	// still offers one leads to a second claim refused as a conflict.
+	results, err := runBulk(ctx, s.es, "claim raw documents", ops, "", s.cfg.MaxBulkBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,113 @@
+package poller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/north-cloud/infrastructure/esclient"
+)
+
+// disableRefresh stops the scheduled refreshes of index, so a search sees
+// only what an explicit refresh made visible.
+func (h *harness) disableRefresh(t *testing.T, index string) {
+	t.Helper()
+	res, err := h.es.Indices.PutSettings(strings.NewReader(`{"index.refresh_interval": "-1"}`), h.es.Indices.PutSettings.WithIndex(index))
+	check(t, "disable refresh of "+index, res, err)
+}
+
+// searchCount counts the documents of index in status, as a search sees them.
+func (h *harness) searchCount(t *testing.T, index, status string) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": map[string]any{"term": map[string]any{"classification_status": status}}})
+	res, err := h.es.Count(h.es.Count.WithIndex(index), h.es.Count.WithBody(bytes.NewReader(body)))
+	if err := esclient.CheckResponse("count "+index, res, err); err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		Count int `json:"count"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Count
+}
+
+// Claims are not refreshed: a search still sees the claimed documents as
+// pending. The poller does not offer them again while it remembers them,
+// and once it has forgotten them the stale copies' claims are lost on their
+// version, never won a second time.
+func TestJustClaimedDocumentsAreNotClaimedTwice(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	idx := h.rawIndex(t, "unseen", false)
+	ids := h.addDocs(t, idx, "u", 6, time.Now().Add(-time.Hour))
+	h.disableRefresh(t, idx)
+
+	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 3})
+	now := time.Now()
+	p.now = func() time.Time { return now }
+	ctx := context.Background()
+	for i, want := range []int{3, 3, 0} {
+		if n, err := p.PollOnce(ctx); err != nil || n != want {
+			t.Fatalf("poll %d = %d, %v; want %d won", i+1, n, err, want)
+		}
+	}
+	if got := h.sink.keys(); !slices.Equal(got, ids) {
+		t.Fatalf("submitted %v, want each of %v once", got, ids)
+	}
+	if n := h.searchCount(t, idx, "pending"); n != len(ids) {
+		t.Fatalf("a search sees %d pending, want %d: the claims were refreshed, the test shows nothing", n, len(ids))
+	}
+
+	now = now.Add(p.cfg.ClaimVisibility + time.Second)
+	if n, err := p.PollOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("poll of the stale copies = %d, %v; want 0 won", n, err)
+	}
+	if got := h.sink.keys(); !slices.Equal(got, ids) {
+		t.Errorf("after the stale copies were offered, submitted %v; want each of %v once", got, ids)
+	}
+	if s := statusOf(t, p, idx); s.Failing {
+		t.Errorf("claims lost on their version marked the index failing: %+v", s)
+	}
+}
+
+// An index that remembers more just-claimed documents than the bound is
+// refreshed by the poller, so the must_not of its search stays small.
+func TestCrowdedIndexIsRefreshed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	idx := h.rawIndex(t, "crowded", false)
+	ids := h.addDocs(t, idx, "c", 6, time.Now().Add(-time.Hour))
+	h.disableRefresh(t, idx)
+
+	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 3})
+	p.recentMax = 2
+	ctx := context.Background()
+	if n, err := p.PollOnce(ctx); err != nil || n != 3 {
+		t.Fatalf("first poll = %d, %v; want 3 won", n, err)
+	}
+	if n := h.searchCount(t, idx, "processing"); n != 0 {
+		t.Fatalf("a search sees %d claims before any refresh, want 0", n)
+	}
+	if n, err := p.PollOnce(ctx); err != nil || n != 3 {
+		t.Fatalf("second poll = %d, %v; want 3 won", n, err)
+	}
+	if n := h.searchCount(t, idx, "processing"); n != 3 {
+		t.Errorf("a search sees %d claims after the crowded index was refreshed, want the first poll's 3", n)
+	}
+	if got := h.sink.keys(); !slices.Equal(got, ids) {
+		t.Errorf("submitted %v, want each of %v once", got, ids)
+	}
+	p.mu.Lock()
+	remembered := len(p.recent[idx])
+	p.mu.Unlock()
+	if remembered != 3 {
+		t.Errorf("remembers %d just-claimed documents, want the second poll's 3 (the first's were refreshed)", remembered)
+	}
+}

@@ -87,7 +87,7 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 func (h *Heartbeat) Stop(ctx context.Context) error {
 	err := h.loop.Stop(ctx)
 	var released int
-	h.registry.withLocked(func(docs []*domain.RawContent, _ map[*domain.RawContent]time.Time) []*domain.RawContent {
+	h.registry.withLocked(func(docs []*domain.RawContent) []*domain.RawContent {
 		if len(docs) == 0 {
 			return nil
 		}
@@ -111,45 +111,57 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 	return err
 }
 
-// Renew renews every tracked claim once. A renewal refused with 409 is
-// checked: when the document holds the claimed_at this replica sent last (a
-// renewal that timed out but went through), the claim is still ours and its
-// version is adopted; otherwise another replica took the document over (or
-// it is gone) and it is dropped from the registry, never committed here.
+// Renew renews the tracked claims that are due: those last claimed or
+// renewed at least half an Interval ago. Beats are at most an Interval
+// apart, so a claim is renewed within one and a half Intervals of its last
+// renewal, inside the lease (at least two Intervals); a claim finished
+// sooner, the common case, costs no renewal at all. A renewal refused with
+// 409 is checked: when the document holds the claimed_at this replica sent
+// last (a renewal that timed out but went through), the claim is still ours
+// and its version is adopted; otherwise another replica took the document
+// over (or it is gone) and it is dropped from the registry, never committed
+// here. The registry stays open meanwhile: only a Take of a claim being
+// renewed waits.
 func (h *Heartbeat) Renew(ctx context.Context) {
-	h.registry.withLocked(func(docs []*domain.RawContent, sent map[*domain.RawContent]time.Time) (drop []*domain.RawContent) {
-		if len(docs) == 0 {
-			return nil
+	now := time.Now().UTC()
+	rn := h.registry.begin(now.Add(-h.cfg.Interval / 2))
+	if len(rn.docs) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	results, err := h.store.Renew(rctx, rn.docs, now)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.logger.WarnContext(ctx, "claim renewal failed; retrying at the next beat", "documents", len(rn.docs), "error", err)
 		}
-		rctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
-		defer cancel()
-		now := time.Now().UTC()
-		for _, d := range docs {
-			sent[d] = now
+		// Whether it reached Elasticsearch is unknown.
+		h.registry.end(rn, now, nil, rn.docs, nil)
+		return
+	}
+	held := make(map[*domain.RawContent]time.Time, len(rn.docs))
+	var refused []*domain.RawContent
+	var refusedSent []time.Time
+	for i, r := range results {
+		switch {
+		case r.Err == nil:
+			held[rn.docs[i]] = now
+		case esclient.IsConflict(r.Err) || r.Status == 404:
+			refused = append(refused, rn.docs[i])
+			refusedSent = append(refusedSent, rn.sent[i])
 		}
-		results, err := h.store.Renew(rctx, docs, now)
-		if err != nil {
-			if ctx.Err() == nil {
-				h.logger.WarnContext(ctx, "claim renewal failed; retrying at the next beat", "documents", len(docs), "error", err)
-			}
-			return nil
-		}
-		var refused []*domain.RawContent
-		for i, r := range results {
-			switch {
-			case r.Err == nil:
-				sent[docs[i]] = time.Time{} // confirmed: the version is known
-			case esclient.IsConflict(r.Err) || r.Status == 404:
-				refused = append(refused, docs[i])
-			}
-		}
-		return h.lost(rctx, refused, sent)
-	})
+		// Any other refusal (429, 5xx) left the claim as it was: the next
+		// beat renews it.
+	}
+	drop := h.lost(rctx, refused, refusedSent, held)
+	h.registry.end(rn, now, held, nil, drop)
 }
 
-// lost returns the refused claims that are really lost, adopting the
-// current version of those this replica still holds.
-func (h *Heartbeat) lost(ctx context.Context, refused []*domain.RawContent, sent map[*domain.RawContent]time.Time) (drop []*domain.RawContent) {
+// lost sorts the refused claims: one that still carries the claimed_at of
+// an earlier renewal this replica sent (it timed out but went through) is
+// still this replica's, its current version adopted and added to held; the
+// others are lost and returned.
+func (h *Heartbeat) lost(ctx context.Context, refused []*domain.RawContent, sent []time.Time, held map[*domain.RawContent]time.Time) (drop []*domain.RawContent) {
 	if len(refused) == 0 {
 		return nil
 	}
@@ -167,9 +179,9 @@ func (h *Heartbeat) lost(ctx context.Context, refused []*domain.RawContent, sent
 	}
 	for i, d := range refused {
 		c := byKey[refs[i]]
-		if c != nil && ownRenewal(c, h.cfg.ReplicaID, sent[d]) {
+		if c != nil && ownRenewal(c, h.cfg.ReplicaID, sent[i]) {
 			d.SeqNo, d.PrimaryTerm = c.SeqNo, c.PrimaryTerm
-			sent[d] = time.Time{}
+			held[d] = sent[i]
 			continue
 		}
 		h.logger.WarnContext(ctx, "claim lost to another replica; this replica will not commit it",

@@ -21,18 +21,34 @@ import (
 )
 
 // Registry holds the documents this replica has claimed and not yet
-// finished. It is safe for concurrent use.
+// finished. It is safe for concurrent use. A renewal does not hold it: Add
+// never waits for Elasticsearch, and Take waits only for the documents a
+// renewal in flight carries.
 type Registry struct {
-	mu sync.Mutex
-	// docs maps each tracked document to the claimed_at of the last
-	// renewal sent for it (zero before the first), so a renewal that timed
-	// out but went through is recognized as this replica's own.
-	docs map[*domain.RawContent]time.Time
+	mu      sync.Mutex
+	settled *sync.Cond // signalled when a renewal in flight ends
+	docs    map[*domain.RawContent]*tracked
+}
+
+// tracked is the renewal state of one claim.
+type tracked struct {
+	// held is the claimed_at the document is known to carry: that of the
+	// claim, or of the last renewal confirmed.
+	held time.Time
+	// sent is the claimed_at of the last renewal sent and not confirmed
+	// (zero when none), so a renewal that timed out but went through is
+	// recognized as this replica's own.
+	sent time.Time
+	// renewing is set while a renewal of the document is in flight: its
+	// version may still change, so Take waits.
+	renewing bool
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{docs: map[*domain.RawContent]time.Time{}}
+	r := &Registry{docs: map[*domain.RawContent]*tracked{}}
+	r.settled = sync.NewCond(&r.mu)
+	return r
 }
 
 // Add tracks claimed documents.
@@ -43,13 +59,18 @@ func (r *Registry) Add(docs ...*domain.RawContent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range docs {
-		r.docs[d] = time.Time{}
+		t := &tracked{}
+		if d.ClaimedAt != nil {
+			t.held = *d.ClaimedAt
+		}
+		r.docs[d] = t
 	}
 }
 
-// Take stops tracking docs. It waits for a renewal in flight, so once it
-// returns the documents' SeqNo and PrimaryTerm are final and the caller may
-// flip them. Documents not tracked are ignored. A nil registry does nothing.
+// Take stops tracking docs. It waits for a renewal of them in flight, so
+// once it returns the documents' SeqNo and PrimaryTerm are final and the
+// caller may flip them. Documents not tracked are ignored. A nil registry
+// does nothing.
 func (r *Registry) Take(docs ...*domain.RawContent) {
 	if r == nil {
 		return
@@ -57,6 +78,9 @@ func (r *Registry) Take(docs ...*domain.RawContent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range docs {
+		for r.docs[d] != nil && r.docs[d].renewing {
+			r.settled.Wait()
+		}
 		delete(r.docs, d)
 	}
 }
@@ -71,19 +95,84 @@ func (r *Registry) Len() int {
 	return len(r.docs)
 }
 
-// withLocked runs fn on the tracked documents with the registry locked, so
-// no Take completes while fn renews or releases them. fn may record the
-// claimed_at it sent for a document in sent.
-func (r *Registry) withLocked(fn func(docs []*domain.RawContent, sent map[*domain.RawContent]time.Time) (drop []*domain.RawContent)) {
+// renewal is one renewal of some tracked claims, between begin and end.
+type renewal struct {
+	docs []*domain.RawContent
+	// sent is the claimed_at of the last renewal sent for each of docs and
+	// not confirmed (zero when none).
+	sent []time.Time
+}
+
+// begin marks the claims last known fresh before due as in flight and
+// returns them, or none. They must be handed back to end.
+func (r *Registry) begin(due time.Time) renewal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var rn renewal
+	for d, t := range r.docs {
+		if !t.renewing && t.held.Before(due) {
+			t.renewing = true
+			rn.docs = append(rn.docs, d)
+			rn.sent = append(rn.sent, t.sent)
+		}
+	}
+	return rn
+}
+
+// end records how a renewal sent at at went: the claims in held are known
+// to carry the claimed_at given (confirmed, or found to be this replica's
+// own); the renewal of those in unknown may or may not have gone through;
+// those in drop are lost. The other claims of rn keep their state, and
+// every claim of rn is out of flight again.
+func (r *Registry) end(rn renewal, at time.Time, held map[*domain.RawContent]time.Time, unknown, drop []*domain.RawContent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for d, claimedAt := range held {
+		if t := r.docs[d]; t != nil {
+			t.held, t.sent = claimedAt, time.Time{}
+		}
+	}
+	for _, d := range unknown {
+		if t := r.docs[d]; t != nil {
+			t.sent = at
+		}
+	}
+	for _, d := range rn.docs {
+		if t := r.docs[d]; t != nil {
+			t.renewing = false
+		}
+	}
+	for _, d := range drop {
+		delete(r.docs, d)
+	}
+	r.settled.Broadcast()
+}
+
+// withLocked runs fn on every tracked document with the registry locked and
+// no renewal in flight, so no Take completes while fn releases them. The
+// documents fn returns are no longer tracked.
+func (r *Registry) withLocked(fn func(docs []*domain.RawContent) (drop []*domain.RawContent)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.inFlightLocked() {
+		r.settled.Wait()
+	}
 	docs := make([]*domain.RawContent, 0, len(r.docs))
 	for d := range r.docs {
 		docs = append(docs, d)
 	}
-	for _, d := range fn(docs, r.docs) {
+	for _, d := range fn(docs) {
 		delete(r.docs, d)
 	}
+}
+
+func (r *Registry) inFlightLocked() bool {
+	for _, t := range r.docs {
+		if t.renewing {
+			return true
+		}
+	}
+	return false
 }
 
 // Sink is where claimed documents go (the batch processor).

@@ -18,11 +18,26 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// backlogSize is the raw backlog BenchmarkClassifierDrain classifies.
-const backlogSize = 100_000
+// backlogSizeDefault is the raw backlog BenchmarkClassifierDrain classifies.
+// BENCH_DRAIN_DOCS overrides it (a smaller backlog for quick iteration while
+// tuning; the figures of record use the default).
+const backlogSizeDefault = 100_000
+
+// drainBacklog returns the backlog size: BENCH_DRAIN_DOCS when set.
+func drainBacklog(tb testing.TB) int {
+	v := os.Getenv("BENCH_DRAIN_DOCS")
+	if v == "" {
+		return backlogSizeDefault
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		tb.Fatalf("BENCH_DRAIN_DOCS: want a positive integer, got %q", v)
+	}
+	return n
+}
 
 // BenchmarkClassifierDrain measures the classifier binary draining a backlog
-// of 100,000 raw documents to classified, with the default rule set, on this
+// of 100,000 raw documents (BENCH_DRAIN_DOCS) to classified, with the default rule set, on this
 // machine's real Elasticsearch and Postgres. It reports:
 //   - es_bulk_docs/s: the loader's bare _bulk indexing rate for the same
 //     documents, the ceiling the classifier (which must read, write and flip
@@ -32,6 +47,7 @@ const backlogSize = 100_000
 //
 // It sizes its own workload: run it with -benchtime 1x.
 func BenchmarkClassifierDrain(b *testing.B) {
+	backlogSize := drainBacklog(b)
 	classifierDB := testenv.Postgres(b)
 	publisherDB := testenv.Postgres(b)
 	es, prefix := testenv.Elasticsearch(b)

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +197,9 @@ func Elasticsearch(t testing.TB) (*elasticsearch.Client, string) {
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
 	raw := Env(t, "REDIS_URL", "redis")
+	if isRedisCluster(raw) {
+		t.Fatalf("REDIS_URL names a Redis Cluster (NC_REDIS_CLUSTER=1); this test needs one Redis server: run it with the single-node environment")
+	}
 	opts, err := redis.ParseURL(raw)
 	if err != nil {
 		t.Fatalf("parse REDIS_URL: %v", err)
@@ -207,5 +211,43 @@ func Redis(t testing.TB) *redis.Client {
 		Unavailable(t, "redis", err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+func isRedisCluster(raw string) bool {
+	return strings.HasPrefix(raw, "redis+cluster://") || strings.HasPrefix(raw, "rediss+cluster://")
+}
+
+// RedisCluster returns a client for the harness's Redis Cluster, closed
+// when the test ends: REDIS_URL as `NC_REDIS_CLUSTER=1 scripts/services.sh
+// env` prints it (redis+cluster://seed?addr=...; the same form as
+// redisclient.ParseCluster reads). Without NC_REDIS_CLUSTER=1 no cluster is
+// asked for and the test is skipped; with it, a cluster that does not
+// answer, or whose state is not ok, fails the test under CI=true.
+func RedisCluster(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	if os.Getenv("NC_REDIS_CLUSTER") != "1" {
+		t.Skip("no Redis Cluster asked for: start one with `sudo NC_REDIS_CLUSTER=1 scripts/services.sh up` and " +
+			"`eval \"$(NC_REDIS_CLUSTER=1 scripts/services.sh env)\"`")
+	}
+	raw := Env(t, "REDIS_URL", "redis cluster")
+	if !isRedisCluster(raw) {
+		Unavailable(t, "redis cluster", fmt.Errorf("REDIS_URL is not a redis+cluster:// URL"))
+	}
+	opts, err := redis.ParseClusterURL(strings.Replace(raw, "+cluster://", "://", 1))
+	if err != nil {
+		t.Fatalf("parse REDIS_URL: %v", err)
+	}
+	client := redis.NewClusterClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := client.ClusterInfo(ctx).Result()
+	if err != nil {
+		Unavailable(t, "redis cluster", err)
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		Unavailable(t, "redis cluster", fmt.Errorf("cluster state is not ok:\n%s", info))
+	}
 	return client
 }

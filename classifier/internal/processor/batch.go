@@ -1,5 +1,5 @@
-// Package processor runs classification on a bounded worker pool (spec 3.3)
-// and commits the results in batches: classified documents, history rows and
+// Package processor runs classification on a bounded worker pool and
+// commits the results in batches: classified documents, history rows and
 // outbox rows first, the raw status flip last (the commit point).
 package processor
 
@@ -21,7 +21,7 @@ import (
 	"github.com/north-cloud/classifier/internal/telemetry"
 )
 
-// Defaults of BatchProcessorConfig (spec 3.3).
+// Defaults of BatchProcessorConfig.
 const (
 	ConcurrencyDefault   = 10
 	MaxQueueDepthDefault = 500
@@ -52,8 +52,9 @@ type Output struct {
 	Done <-chan struct{}
 }
 
-// Classifier is the pipeline the workers run.
-type Classifier interface {
+// Pipeline classifies one raw document: what each worker runs
+// (pipeline.Pipeline in the service).
+type Pipeline interface {
 	Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error)
 }
 
@@ -84,12 +85,12 @@ func (c *BatchProcessorConfig) setDefaults() {
 // and sends every result, success or failure, to out. It never drops a
 // document it accepted: Stop drains the queue.
 type BatchProcessor struct {
-	cfg        BatchProcessorConfig
-	classifier Classifier
-	out        Output
-	metrics    *telemetry.Metrics
-	tracer     trace.Tracer
-	logger     *slog.Logger
+	cfg      BatchProcessorConfig
+	pipeline Pipeline
+	out      Output
+	metrics  *telemetry.Metrics
+	tracer   trace.Tracer
+	logger   *slog.Logger
 
 	queue    chan *domain.RawContent
 	stopping chan struct{}
@@ -102,10 +103,10 @@ type BatchProcessor struct {
 }
 
 // NewBatchProcessor returns a processor that sends results to out.
-func NewBatchProcessor(cfg BatchProcessorConfig, c Classifier, out Output, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *BatchProcessor {
+func NewBatchProcessor(cfg BatchProcessorConfig, p Pipeline, out Output, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *BatchProcessor {
 	cfg.setDefaults()
 	return &BatchProcessor{
-		cfg: cfg, classifier: c, out: out, metrics: metrics, tracer: tracer,
+		cfg: cfg, pipeline: p, out: out, metrics: metrics, tracer: tracer,
 		logger:   logger.With("component", "batch_processor"),
 		queue:    make(chan *domain.RawContent, cfg.MaxQueueDepth),
 		stopping: make(chan struct{}),
@@ -229,7 +230,7 @@ func (b *BatchProcessor) process(ctx context.Context, workerID int, item *domain
 		}
 		b.metrics.ProcessingDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("source", item.SourceName)))
 	}()
-	doc, err := b.classifier.Classify(item)
+	doc, err := b.pipeline.Classify(item)
 	if err != nil {
 		code := domain.ErrorCodeQualityError
 		if errors.Is(err, pipeline.ErrUnprocessable) {

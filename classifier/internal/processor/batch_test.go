@@ -28,7 +28,7 @@ func (g gate) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error
 	return &domain.ClassifiedContent{ID: raw.ID}, nil
 }
 
-func newProcessor(t *testing.T, c Classifier, out chan Result, depth int) *BatchProcessor {
+func newProcessor(t *testing.T, c Pipeline, out chan Result, depth int) *BatchProcessor {
 	t.Helper()
 	metrics, err := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
 	if err != nil {

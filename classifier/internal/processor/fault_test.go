@@ -227,7 +227,7 @@ func TestOutboxOutageHoldsTheBatchAndChargesNoRetry(t *testing.T) {
 // slow is a pipeline that takes d per document.
 type slow struct {
 	d     time.Duration
-	inner Classifier
+	inner Pipeline
 }
 
 func (s slow) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {

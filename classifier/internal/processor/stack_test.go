@@ -124,7 +124,7 @@ type replica struct {
 	breakers  Breakers
 }
 
-func (e *env) replica(t *testing.T, id string, c Classifier, lease time.Duration) *replica {
+func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) *replica {
 	t.Helper()
 	logger := testenv.Logger(t).With("replica", id)
 	tracer := noop.NewTracerProvider().Tracer("test")
@@ -279,7 +279,7 @@ func (e *env) metric(t *testing.T, name string) float64 {
 // panicOn is a pipeline that panics on one document: a poison document.
 type panicOn struct {
 	id    string
-	inner Classifier
+	inner Pipeline
 }
 
 func (p panicOn) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, error) {

@@ -9,9 +9,9 @@ import (
 )
 
 // MaxInsertRows is the most rows InsertBatch sends in one statement: the
-// multi-row INSERT stays under Postgres's limit of 65,535 bind parameters.
-// Larger batches go out in several statements.
-const MaxInsertRows = 5000
+// multi-row INSERT stays under Postgres's limit of 65,535 bind parameters
+// (18 columns a row). Larger batches go out in several statements.
+const MaxInsertRows = 3000
 
 // Execer runs a statement: a *sql.DB, *sql.Tx or *sql.Conn.
 type Execer interface {
@@ -19,8 +19,8 @@ type Execer interface {
 }
 
 // InsertBatch writes one row per message with a multi-row INSERT ... ON
-// CONFLICT DO NOTHING. A document already in the outbox (the same index and
-// content id) is left as it is: a document classified again after a crash
+// CONFLICT DO NOTHING. A message already in the outbox (the same index,
+// content id and version) is left as it is: a document classified again after a crash
 // before the classifier's commit point is not published twice, and the
 // classifier's INSERT-only role could not update the row anyway. Up to
 // MaxInsertRows messages are one statement, so they are written or refused

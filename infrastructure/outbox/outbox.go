@@ -56,6 +56,27 @@ type Message struct {
 	Body             string
 	URL              string
 	PublishedDate    *time.Time
+	// Version is the document's publication: 1, then one more for each
+	// classification with a changed outcome. (IndexName, ContentID,
+	// Version) identifies a message.
+	Version int
+	// ChangedFields names the message fields that differ from the
+	// previous version; nil for version 1.
+	ChangedFields []string
+	// CanonicalURL is URL reduced to its canonical form; empty when the
+	// classifier did not compute one.
+	CanonicalURL string
+	// DuplicateOf names the document whose text this one copies (raw
+	// index and id); nil for an original.
+	DuplicateOf *DocRef
+}
+
+// DocRef names a document: its raw index and id.
+type DocRef struct {
+	Index string `json:"index"`
+	ID    string `json:"id"`
+	// Kind says why: "content" (the same or nearly the same text).
+	Kind string `json:"kind"`
 }
 
 // Entry is one outbox row as the publisher reads it: the classifier's
@@ -71,6 +92,10 @@ type Entry struct {
 	UpdatedAt    time.Time
 	PublishedAt  *time.Time
 	NextRetryAt  *time.Time
+
+	// dupIndex, dupID and dupKind receive the duplicate_of columns; Scan
+	// turns them into Message.DuplicateOf.
+	dupIndex, dupID, dupKind sql.NullString
 }
 
 // column is one column of the row: its name, whether the classifier writes
@@ -99,6 +124,12 @@ func columns() []column {
 		{name: "body", written: true, value: func(m *Message) any { return m.Body }, dest: func(e *Entry) any { return nullString{&e.Body} }},
 		{name: "url", written: true, value: func(m *Message) any { return m.URL }, dest: func(e *Entry) any { return &e.URL }},
 		{name: "published_date", written: true, value: func(m *Message) any { return m.PublishedDate }, dest: func(e *Entry) any { return &e.PublishedDate }},
+		{name: "version", written: true, value: versionValue, dest: func(e *Entry) any { return &e.Version }},
+		{name: "changed_fields", written: true, value: func(m *Message) any { return nullArray(m.ChangedFields) }, dest: func(e *Entry) any { return (*pq.StringArray)(&e.ChangedFields) }},
+		{name: "canonical_url", written: true, value: func(m *Message) any { return nullIfEmpty(m.CanonicalURL) }, dest: func(e *Entry) any { return nullString{&e.CanonicalURL} }},
+		{name: "duplicate_of_index", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.Index }) }, dest: func(e *Entry) any { return &e.dupIndex }},
+		{name: "duplicate_of_id", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.ID }) }, dest: func(e *Entry) any { return &e.dupID }},
+		{name: "duplicate_kind", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.Kind }) }, dest: func(e *Entry) any { return &e.dupKind }},
 		{name: "status", dest: func(e *Entry) any { return &e.Status }},
 		{name: "retry_count", dest: func(e *Entry) any { return &e.RetryCount }},
 		{name: "max_retries", dest: func(e *Entry) any { return &e.MaxRetries }},
@@ -108,6 +139,36 @@ func columns() []column {
 		{name: "published_at", dest: func(e *Entry) any { return &e.PublishedAt }},
 		{name: "next_retry_at", dest: func(e *Entry) any { return &e.NextRetryAt }},
 	}
+}
+
+// versionValue is the message's version; an unset version is the first.
+func versionValue(m *Message) any {
+	if m.Version < 1 {
+		return 1
+	}
+	return m.Version
+}
+
+// nullArray is NULL for no values, the array otherwise.
+func nullArray(v []string) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return pq.StringArray(v)
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func dupField(m *Message, f func(*DocRef) string) any {
+	if m.DuplicateOf == nil {
+		return nil
+	}
+	return f(m.DuplicateOf)
 }
 
 // topicsValue is the topics array; no topics is the empty array (the
@@ -161,6 +222,10 @@ func Scan(s Scanner, e *Entry) error {
 	}
 	if err := s.Scan(dest...); err != nil {
 		return fmt.Errorf("scan outbox entry: %w", err)
+	}
+	e.DuplicateOf = nil
+	if e.dupIndex.Valid || e.dupID.Valid {
+		e.DuplicateOf = &DocRef{Index: e.dupIndex.String, ID: e.dupID.String, Kind: e.dupKind.String}
 	}
 	return nil
 }

@@ -60,7 +60,9 @@ func TestInsertBatchRoundTrip(t *testing.T) {
 	msgs := []outbox.Message{
 		{ContentID: "a", SourceName: "src", IndexName: "src_classified_content", ContentType: "article",
 			Topics: []string{"crime", "local"}, QualityScore: 81, IsCrimeRelated: true, CrimeSubcategory: &sub,
-			Title: "Title", Body: "Body", URL: "https://example.com/a", PublishedDate: &published},
+			Title: "Title", Body: "Body", URL: "https://example.com/a", PublishedDate: &published,
+			Version: 2, ChangedFields: []string{"topics"}, CanonicalURL: "https://example.com/a",
+			DuplicateOf: &outbox.DocRef{Index: "wire_raw_content", ID: "w1", Kind: "content"}},
 		{ContentID: "b", SourceName: "src", IndexName: "src_classified_content", ContentType: "video",
 			QualityScore: 10, Title: "No topics", URL: "https://example.com/b"},
 	}
@@ -75,6 +77,9 @@ func TestInsertBatchRoundTrip(t *testing.T) {
 		want := msgs[i]
 		if want.Topics == nil {
 			want.Topics = []string{}
+		}
+		if want.Version == 0 {
+			want.Version = 1 // an unset version is the first
 		}
 		if e.PublishedDate != nil {
 			utc := e.PublishedDate.UTC()
@@ -173,7 +178,11 @@ func TestInsertColumnsAreTheEnvelope(t *testing.T) {
 			t.Errorf("the classifier must not write %s", publisherOwned)
 		}
 	}
-	if got := reflect.TypeFor[outbox.Message]().NumField(); got != len(written) {
-		t.Errorf("Message has %d fields, %d insert columns", got, len(written))
+	if n := outbox.MaxInsertRows * len(written); n > 65535 {
+		t.Errorf("MaxInsertRows x %d columns = %d bind parameters, over Postgres's 65,535", len(written), n)
+	}
+	// One column per field, except DuplicateOf: its index, id and kind.
+	if got := reflect.TypeFor[outbox.Message]().NumField() + 2; got != len(written) {
+		t.Errorf("Message has fields for %d columns, %d insert columns", got, len(written))
 	}
 }

@@ -37,8 +37,15 @@ CREATE TABLE classified_outbox (
         END
     ) STORED,
     claim_token UUID,
+    version INTEGER NOT NULL DEFAULT 1,
+    changed_fields TEXT[],
+    canonical_url TEXT,
+    duplicate_of_index VARCHAR(255),
+    duplicate_of_id VARCHAR(512),
+    duplicate_kind VARCHAR(16),
     CONSTRAINT outbox_status_valid CHECK (status IN ('pending', 'publishing', 'published', 'failed')),
-    CONSTRAINT unique_outbox_index_content UNIQUE (index_name, content_id)
+    CONSTRAINT outbox_version_positive CHECK (version >= 1),
+    CONSTRAINT unique_outbox_index_content_version UNIQUE (index_name, content_id, version)
 );
 
 CREATE OR REPLACE FUNCTION classified_outbox_notify() RETURNS trigger

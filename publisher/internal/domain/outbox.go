@@ -51,8 +51,13 @@ func (o *OutboxEntry) ShouldRetry() bool {
 	return o.RetryCount < o.MaxRetries
 }
 
-// ToPublishMessage is the message body published to Redis. id and
-// publisher.outbox_id let consumers deduplicate the rare second delivery.
+// ToPublishMessage is the message body published to Redis. A message is
+// identified by (source, id, version): consumers deduplicate on it, and on
+// publisher.outbox_id for the rare second delivery of one row. version is
+// 1 for a document's first publication and grows when a classification
+// changes its outcome (changed_fields names what changed); canonical_url is
+// the article's URL in canonical form; duplicate_of names the document
+// whose text this one copies ({index, id, kind}), null for an original.
 func (o *OutboxEntry) ToPublishMessage(now time.Time) map[string]any {
 	topics := o.Topics
 	if topics == nil {
@@ -71,10 +76,22 @@ func (o *OutboxEntry) ToPublishMessage(now time.Time) map[string]any {
 		"body":              o.Body,
 		"url":               o.URL,
 		"published_date":    o.PublishedDate,
+		"version":           max(o.Version, 1),
+		"changed_fields":    o.ChangedFields,
+		"canonical_url":     nullIfEmpty(o.CanonicalURL),
+		"duplicate_of":      o.DuplicateOf,
 		"publisher": map[string]any{
 			"outbox_id":    o.ID,
 			"published_at": now.UTC().Format(time.RFC3339),
 			"channel":      o.RoutingKey(),
 		},
 	}
+}
+
+// nullIfEmpty is nil (JSON null) for "", s otherwise.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -59,6 +59,10 @@ type Row struct {
 	Body             string
 	URL              string
 	PublishedDate    *time.Time
+	Version          int
+	ChangedFields    []string
+	CanonicalURL     string
+	DuplicateOf      *outbox.DocRef
 }
 
 // Rows returns n article rows with content ids prefix-0 ... prefix-(n-1).
@@ -102,7 +106,8 @@ func (r Row) Message() outbox.Message {
 		ContentID: r.ContentID, SourceName: r.Source, IndexName: index, ContentType: r.ContentType,
 		Topics: r.Topics, QualityScore: r.QualityScore, IsCrimeRelated: r.IsCrimeRelated,
 		CrimeSubcategory: r.CrimeSubcategory, Title: r.Title, Body: r.Body, URL: r.URL,
-		PublishedDate: r.PublishedDate,
+		PublishedDate: r.PublishedDate, Version: r.Version, ChangedFields: r.ChangedFields,
+		CanonicalURL: r.CanonicalURL, DuplicateOf: r.DuplicateOf,
 	}
 }
 

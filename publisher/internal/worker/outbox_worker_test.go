@@ -11,6 +11,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outboxtest"
@@ -254,6 +255,51 @@ func TestGracefulStopReleasesClaimedRows(t *testing.T) {
 	}
 }
 
+// A republished document carries its version and what changed; a copy of
+// another document's text names the original; the canonical URL is there.
+// Two versions of one document are two messages.
+func TestMessageCarriesVersionCanonicalURLAndDuplicate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rdb := testenv.Redis(t)
+	sub := outboxtest.Subscribe(t, rdb)
+	id := testenv.UniqueName("ver")
+	row := outboxtest.Rows(id, 1)[0]
+	row.ContentID = id
+	row.CanonicalURL = "https://example.com/story"
+	v2 := row
+	v2.Version, v2.ChangedFields, v2.Topics = 2, []string{"topics"}, []string{"crime"}
+	v2.DuplicateOf = &outbox.DocRef{Index: "wire_raw_content", ID: "w-1", Kind: "content"}
+	outboxtest.Insert(t, b.db, []outboxtest.Row{row, v2})
+	outboxtest.Insert(t, b.db, []outboxtest.Row{v2}) // the same version again: absorbed
+	b.startWorker(t, worker.Config{}, rdb)
+	outboxtest.WaitFor(t, time.Minute, "two versions of "+id, func() bool { return len(sub.Messages(id)) >= 2 })
+	time.Sleep(500 * time.Millisecond) // a third message would arrive right behind
+	msgs := sub.Messages(id)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want one per version", len(msgs))
+	}
+	byVersion := map[float64]map[string]any{}
+	for _, m := range msgs {
+		v, _ := m["version"].(float64)
+		byVersion[v] = m
+	}
+	first, second := byVersion[1], byVersion[2]
+	if first == nil || second == nil {
+		t.Fatalf("%d distinct versions, want 1 and 2", len(byVersion))
+	}
+	if first["changed_fields"] != nil || first["duplicate_of"] != nil || first["canonical_url"] != "https://example.com/story" {
+		t.Errorf("version 1: changed_fields %v duplicate_of %v canonical_url %v", first["changed_fields"], first["duplicate_of"], first["canonical_url"])
+	}
+	if fmt.Sprint(second["changed_fields"]) != "[topics]" || fmt.Sprint(second["topics"]) != "[crime]" {
+		t.Errorf("version 2: changed_fields %v topics %v", second["changed_fields"], second["topics"])
+	}
+	dup, _ := second["duplicate_of"].(map[string]any)
+	if dup["index"] != "wire_raw_content" || dup["id"] != "w-1" || dup["kind"] != "content" {
+		t.Errorf("version 2: duplicate_of %v", second["duplicate_of"])
+	}
+}
+
 // The subscriber sees the spec 4.2 message body, field by field, on the
 // channel of each routing case; the channel column the API filters on
 // agrees with RoutingKey.
@@ -314,7 +360,8 @@ func TestSubscriberReceivesSpecMessage(t *testing.T) {
 				"_channel": c.channel, "id": id, "source": "example_com", "index": "example_com_classified_content",
 				"content_type": c.contentType, "quality_score": float64(40 + i), "is_crime_related": c.crime,
 				"crime_subcategory": wantSub, "title": rows[i].Title, "body": rows[i].Body, "url": rows[i].URL,
-				"published_date": wantDate,
+				"published_date": wantDate, "version": float64(1), "changed_fields": nil, "canonical_url": nil,
+				"duplicate_of": nil,
 			}
 			for k, v := range want {
 				if m[k] != v {

@@ -22,6 +22,12 @@ type MirrorConfig struct {
 	// MaxLen caps each stream (approximately, MAXLEN ~). Defaults to
 	// StreamMaxLenDefault.
 	MaxLen int64
+	// HashTag names the stream of a channel Prefix + "{" + channel + "}",
+	// so that on a Redis Cluster the stream is on its channel's hash slot:
+	// the shard that publishes a message with SPUBLISH also holds its
+	// stream, and a consumer reads both from the same node. The Sharded
+	// sink's mirror sets it.
+	HashTag bool
 }
 
 func (c *MirrorConfig) setDefaults() {
@@ -61,7 +67,12 @@ func NewMirror(next Sink, client redis.UniversalClient, cfg MirrorConfig) (*Mirr
 }
 
 // Stream returns the stream a channel is mirrored to.
-func (m *Mirror) Stream(channel string) string { return m.cfg.Prefix + channel }
+func (m *Mirror) Stream(channel string) string {
+	if m.cfg.HashTag {
+		return m.cfg.Prefix + "{" + channel + "}"
+	}
+	return m.cfg.Prefix + channel
+}
 
 // Publish publishes through the inner sink, then appends the messages it
 // published to their streams through one pipeline.

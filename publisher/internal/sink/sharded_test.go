@@ -1,0 +1,479 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/publisher/internal/sink"
+	"github.com/north-cloud/publisher/internal/sink/sinktest"
+)
+
+// The tests of this file run against the Redis Cluster of
+// scripts/services.sh (NC_REDIS_CLUSTER=1): without that setting they skip,
+// with it a cluster that does not answer fails them under CI=true. Their
+// names start with TestCluster: the main test stage leaves them out and the
+// cluster stage of scripts/test.sh runs them.
+
+// recorder remembers the channels a sink published to, so the test deletes
+// the streams it made on the shared cluster and nothing else.
+type recorder struct {
+	sink.Sink
+	mu       sync.Mutex
+	channels map[string]bool
+}
+
+func (r *recorder) Publish(ctx context.Context, msgs []sink.Message) []sink.Result {
+	r.mu.Lock()
+	for _, m := range msgs {
+		r.channels[m.Channel] = true
+	}
+	r.mu.Unlock()
+	return r.Sink.Publish(ctx, msgs)
+}
+
+// shardedHarness runs the conformance test against the cluster; mirror
+// adds the stream mirror (with hash tags) around the sharded sink.
+func shardedHarness(t *testing.T, mirror bool) sinktest.Harness {
+	c := testenv.RedisCluster(t)
+	build := func(t testing.TB, client *redis.ClusterClient) sink.Sink {
+		s, err := sink.NewSharded(client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mirror {
+			return s
+		}
+		m, err := sink.NewMirror(s, client, sink.MirrorConfig{HashTag: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &recorder{Sink: m, channels: map[string]bool{}}
+		t.Cleanup(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for ch := range r.channels {
+				_ = c.Del(context.Background(), m.Stream(ch)).Err()
+			}
+		})
+		return r
+	}
+	return sinktest.Harness{
+		New: func(t testing.TB) sink.Sink { return build(t, c) },
+		Subscribe: func(t testing.TB, channels ...string) <-chan sinktest.Received {
+			return sSubscribe(t, c, channels...)
+		},
+		Unreachable: func(t testing.TB) sink.Sink {
+			u := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1, DialTimeout: time.Second})
+			t.Cleanup(func() { _ = u.Close() })
+			return build(t, u)
+		},
+		Restricted: func(t testing.TB, prefix string) sink.Sink {
+			// ACLs are per node: the user goes on every master and replica.
+			user := testenv.UniqueName("sinkuser")
+			ctx := context.Background()
+			if err := c.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+				return node.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "allkeys", "+@all", "resetchannels", "&"+prefix+"*").Err()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = c.ForEachShard(context.Background(), func(ctx context.Context, node *redis.Client) error {
+					return node.Do(ctx, "ACL", "DELUSER", user).Err()
+				})
+			})
+			opts := c.Options()
+			rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: opts.Addrs, Username: user, Password: "pw", MaxRetries: -1})
+			t.Cleanup(func() { _ = rc.Close() })
+			return build(t, rc)
+		},
+	}
+}
+
+// sSubscribe subscribes to each channel with SSUBSCRIBE and forwards what
+// arrives until the test ends, as the README tells a consumer to: one
+// subscription per channel (sharded subscriptions of one connection must
+// share a slot; go-redis opens it on the master of the channel's slot), and
+// on a receive error a reload of the client's slot map before go-redis
+// subscribes again, or it keeps dialling a master that a failover replaced.
+func sSubscribe(t testing.TB, c *redis.ClusterClient, channels ...string) <-chan sinktest.Received {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan sinktest.Received, 10000)
+	var wg sync.WaitGroup
+	var subs []*redis.PubSub
+	for _, ch := range channels {
+		ps := c.SSubscribe(ctx, ch)
+		if _, err := ps.Receive(ctx); err != nil {
+			cancel()
+			t.Fatalf("ssubscribe %s: %v", ch, err)
+		}
+		subs = append(subs, ps)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msg, err := ps.Receive(ctx)
+				switch {
+				case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
+					return
+				case err != nil:
+					c.ReloadState(ctx)
+					time.Sleep(200 * time.Millisecond)
+				default:
+					if m, ok := msg.(*redis.Message); ok {
+						out <- sinktest.Received{Channel: m.Channel, Body: m.Payload}
+					}
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for _, ps := range subs {
+			_ = ps.Close()
+		}
+		wg.Wait()
+	})
+	return out
+}
+
+func TestClusterShardedConformance(t *testing.T) {
+	t.Parallel()
+	sinktest.Run(t, shardedHarness(t, false))
+}
+
+func TestClusterShardedMirrorConformance(t *testing.T) {
+	t.Parallel()
+	sinktest.Run(t, shardedHarness(t, true))
+}
+
+// With hash tags, a channel's stream is on the channel's own slot, so the
+// shard that publishes a message also holds its stream.
+func TestClusterMirrorStreamOnTheChannelSlot(t *testing.T) {
+	t.Parallel()
+	c := testenv.RedisCluster(t)
+	s, err := sink.NewSharded(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sink.NewMirror(s, c, sink.MirrorConfig{HashTag: true, MaxLen: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 8 {
+		ch := testenv.UniqueName(fmt.Sprintf("slot:%d:", i))
+		stream := m.Stream(ch)
+		t.Cleanup(func() { _ = c.Del(context.Background(), stream).Err() })
+		if res := m.Publish(ctx, []sink.Message{{Channel: ch, Body: []byte("x")}}); res[0].Err != nil || res[0].MirrorErr != nil {
+			t.Fatalf("publish to %s: %+v", ch, res[0])
+		}
+		chSlot, err := c.ClusterKeySlot(ctx, ch).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamSlot, err := c.ClusterKeySlot(ctx, stream).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.XLen(ctx, stream).Result(); err != nil || n != 1 || chSlot != streamSlot {
+			t.Errorf("channel %s (slot %d): stream %s has %d entries (%v), slot %d; want 1 entry on the channel's slot", ch, chSlot, stream, n, err, streamSlot)
+		}
+	}
+}
+
+// published is what the failover test keeps of one message.
+type published struct {
+	channel   string
+	receivers int64
+	done      bool
+}
+
+// TestClusterShardedFailover publishes 3,000 messages over 12 channels
+// spread across the 3 shards, in batches of 50 through the sharded sink and
+// its stream mirror, while a sharded subscriber (SSUBSCRIBE, from a client
+// of its own, as a consumer) counts every message. After 1,000 messages the
+// master of the first channel's shard is SIGKILLed; its replica takes over
+// after the cluster's node timeout. The publishing loop does what the
+// outbox worker does: a message whose result is Unavailable is published
+// again later, after Ping (the breaker's probe) succeeds. It must hold:
+// no message fails other than as Unavailable (a failover is an outage, not
+// a per-row failure); every message published to a listening shard
+// (receivers > 0) reaches the subscriber, and one published while the
+// subscriber was re-subscribing to the new master (receivers 0) is in its
+// channel's stream, on the same slot; and the subscriber, on its own,
+// receives again from the promoted master. The figures are printed as a
+// `cluster-redis:` line; the killed node is started again at the end and
+// rejoins as a replica.
+func TestClusterShardedFailover(t *testing.T) {
+	c := testenv.RedisCluster(t)
+	ctx := context.Background()
+	s, err := sink.NewSharded(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sink.NewMirror(s, c, sink.MirrorConfig{HashTag: true, MaxLen: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 12 channels, 4 on each master.
+	masters := map[string][]string{} // master addr -> channels
+	var channels []string
+	for i := 0; len(channels) < 12 && i < 1000; i++ {
+		ch := testenv.UniqueName(fmt.Sprintf("failover:%d:", i))
+		addr := masterOf(t, c, ch)
+		if len(masters[addr]) < 4 {
+			masters[addr] = append(masters[addr], ch)
+			channels = append(channels, ch)
+		}
+	}
+	if len(masters) != 3 || len(channels) != 12 {
+		t.Fatalf("channels over %d masters: %v, want 4 on each of 3", len(masters), masters)
+	}
+	for _, ch := range channels {
+		stream := m.Stream(ch)
+		t.Cleanup(func() { _ = c.Del(context.Background(), stream).Err() })
+	}
+	victimAddr := masterOf(t, c, channels[0])
+	victimPID := nodePID(t, victimAddr)
+
+	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs})
+	t.Cleanup(func() { _ = consumer.Close() })
+	got := sSubscribe(t, consumer, channels...)
+	var mu sync.Mutex
+	received := map[string]int{}
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		for r := range got {
+			mu.Lock()
+			received[r.Body]++
+			mu.Unlock()
+		}
+	}()
+
+	const total, batch, killAt = 3000, 50, 1000
+	msgs := make(map[string]*published, total)
+	var pending []string
+	for i := range total {
+		body := fmt.Sprintf("%s-%05d", channels[0], i)
+		msgs[body] = &published{channel: channels[i%len(channels)]}
+		pending = append(pending, body)
+	}
+	var killed, recovered time.Time
+	var unavailable, perRow int
+	var perRowErrs []string
+	deadline := time.Now().Add(90 * time.Second)
+	for sent := 0; len(pending) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages still unpublished 90s after the start", len(pending), total)
+		}
+		if killed.IsZero() && sent >= killAt {
+			if err := syscall.Kill(victimPID, syscall.SIGKILL); err != nil {
+				t.Fatalf("SIGKILL master %s (pid %d): %v (the cluster tests run as root, as scripts/services.sh up does)", victimAddr, victimPID, err)
+			}
+			killed = time.Now()
+			t.Logf("SIGKILLed master %s (pid %d) after %d messages", victimAddr, victimPID, sent)
+		}
+		n := min(batch, len(pending))
+		part := pending[:n]
+		pending = pending[n:]
+		var out []sink.Message
+		for _, body := range part {
+			out = append(out, sink.Message{Channel: msgs[body].channel, Body: []byte(body)})
+		}
+		res := m.Publish(ctx, out)
+		failed := 0
+		for i, r := range res {
+			body := part[i]
+			switch {
+			case r.Err == nil:
+				msgs[body].done = true
+				msgs[body].receivers = r.Receivers
+				sent++
+				if !killed.IsZero() && recovered.IsZero() && msgs[body].channel == channels[0] {
+					recovered = time.Now()
+				}
+			case r.Unavailable:
+				unavailable++
+				failed++
+				pending = append(pending, body)
+			default:
+				perRow++
+				perRowErrs = append(perRowErrs, r.Err.Error())
+			}
+		}
+		if failed > 0 {
+			// The worker's breaker: wait for the probe before going on.
+			for Ping := time.Now(); s.Ping(ctx) != nil; {
+				if time.Since(Ping) > 60*time.Second {
+					t.Fatalf("the cluster's Ping did not succeed within 60s of a failed batch")
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	if killed.IsZero() {
+		t.Fatal("the master was never killed")
+	}
+
+	// Every message published to a listening shard arrives.
+	var zero []string
+	waitUntil := time.Now().Add(30 * time.Second)
+	for {
+		missing := 0
+		mu.Lock()
+		for body, p := range msgs {
+			if p.receivers > 0 && received[body] == 0 {
+				missing++
+			}
+		}
+		mu.Unlock()
+		if missing == 0 || time.Now().After(waitUntil) {
+			if missing > 0 {
+				t.Errorf("%d messages published with receivers > 0 never reached the subscriber", missing)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a second copy would arrive right behind the first
+	mu.Lock()
+	dups, distinct := 0, 0
+	for body, p := range msgs {
+		if n := received[body]; n > 0 {
+			distinct++
+			dups += n - 1
+		} else if p.receivers == 0 {
+			zero = append(zero, body)
+		}
+	}
+	mu.Unlock()
+	// The rest, published while nobody listened on the new master, are in
+	// the channel's stream.
+	inStream := map[string]bool{}
+	for _, ch := range channels {
+		entries, err := c.XRange(ctx, m.Stream(ch), "-", "+").Result()
+		if err != nil {
+			t.Fatalf("xrange %s: %v", m.Stream(ch), err)
+		}
+		for _, e := range entries {
+			if b, ok := e.Values["message"].(string); ok {
+				inStream[b] = true
+			}
+		}
+	}
+	lost := 0
+	for _, body := range zero {
+		if !inStream[body] {
+			lost++
+		}
+	}
+	// The subscriber comes back on the promoted master by itself: a probe
+	// message on the failed shard's channel reaches it again.
+	var back time.Duration
+	for i := 0; back == 0; i++ {
+		if time.Since(killed) > 60*time.Second {
+			t.Errorf("the sharded subscriber did not receive on the promoted master within 60s of the kill")
+			break
+		}
+		probe := fmt.Sprintf("probe-%d", i)
+		res := m.Publish(ctx, []sink.Message{{Channel: channels[0], Body: []byte(probe)}})
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		if res[0].Err == nil && res[0].Receivers > 0 && received[probe] > 0 {
+			back = time.Since(killed)
+		}
+		mu.Unlock()
+	}
+	if perRow > 0 {
+		t.Errorf("%d per-message failures during the failover, want none (it is an outage): %v", perRow, perRowErrs[:min(3, len(perRowErrs))])
+	}
+	if lost > 0 {
+		t.Errorf("%d of the %d messages that reached no subscriber are not in their stream either", lost, len(zero))
+	}
+	fmt.Printf("cluster-redis: messages=%d received=%d duplicates=%d no_receivers=%d in_stream_of_those=%d lost=%d unavailable_results=%d "+
+		"per_message_failures=%d publishing_recovered=%s subscriber_back=%s\n",
+		total, distinct, dups, len(zero), len(zero)-lost, lost, unavailable, perRow,
+		recovered.Sub(killed).Round(time.Millisecond), back.Round(time.Millisecond))
+
+	if err := servicesUp(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.ClusterInfo(ctx).Result()
+	if err != nil || !strings.Contains(info, "cluster_state:ok") {
+		t.Errorf("cluster after the restart: %v\n%s", err, info)
+	}
+}
+
+// masterOf returns the address of the master that owns key's slot.
+func masterOf(t *testing.T, c *redis.ClusterClient, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	slot, err := c.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ranges {
+		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr
+		}
+	}
+	t.Fatalf("no master owns slot %d", slot)
+	return ""
+}
+
+// nodePID returns the process id of the Redis server at addr.
+func nodePID(t *testing.T, addr string) int {
+	t.Helper()
+	n := redis.NewClient(&redis.Options{Addr: addr})
+	defer n.Close()
+	info, err := n.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatalf("info server of %s: %v", addr, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			if err == nil && pid > 1 {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no process_id in INFO of %s", addr)
+	return 0
+}
+
+// servicesUp runs `scripts/services.sh up` with the test's environment (the
+// cluster settings included), which starts the killed node again and waits
+// until every node sees the cluster ok.
+func servicesUp() error {
+	script, err := filepath.Abs(filepath.Join("..", "..", "..", "scripts", "services.sh"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(script, "up")
+	cmd.Env = os.Environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return errors.Join(fmt.Errorf("scripts/services.sh up: %w", err), errors.New(string(out)))
+	}
+	return nil
+}

@@ -36,6 +36,8 @@ type Config struct {
 	Store     storage.StoreConfig
 	// Limits are what a raw document may carry (checked at the door).
 	Limits admission.Limits
+	// DeadLetters configures the dead-letter queue (permanent failures).
+	DeadLetters deadletter.RepositoryConfig
 
 	// Matcher is the active rule matcher: aho_corasick (the trie engine) or
 	// token_index; naive when CLASSIFIER_USE_TRIE_ENGINE=false.
@@ -94,6 +96,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 			Batch:     deadletter.RetryBatchDefault,
 			Lease:     deadletter.RetryLeaseDefault,
 		},
+		DeadLetters: deadletter.RepositoryConfig{
+			PermanentAfter: l.PositiveInt("CLASSIFIER_DLQ_PERMANENT_AFTER", deadletter.PermanentAfterDefault),
+		},
 		DLQEnabled:        l.Bool("CLASSIFIER_DLQ_ENABLED", true),
 		ReputationRefresh: l.Duration("CLASSIFIER_REPUTATION_REFRESH", 30*time.Second),
 	}
@@ -113,6 +118,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.Poller.ClaimLease,
 		fmt.Sprintf("must be at most half of CLASSIFIER_CLAIM_LEASE (%s), so a claim is renewed before it expires (got %s)", c.Poller.ClaimLease, c.Heartbeat.Interval))
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))
+	l.Check("CLASSIFIER_DLQ_PERMANENT_AFTER", c.DeadLetters.PermanentAfter >= 2 && c.DeadLetters.PermanentAfter <= 1000,
+		fmt.Sprintf("must be 2..1000 (got %d)", c.DeadLetters.PermanentAfter))
 	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))
 	return c, l.Err()
 }

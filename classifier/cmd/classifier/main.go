@@ -95,11 +95,11 @@ func serve(ctx context.Context, _ []string) error {
 		breaker.Guarded{Breaker: breakers.Outbox, Ping: postgres.Ping(outboxDB)},
 	)
 
-	dlq := deadletter.NewRepository(db)
+	var dlq *deadletter.Repository
 	var proc *processor.BatchProcessor
 	metrics, err := telemetry.New(rt.Telemetry.Meter("classifier"), telemetry.Gauges{
 		QueueDepth: func() int64 { return int64(proc.QueueDepth()) },
-		DLQDepth:   dlq.PendingBySource,
+		DLQDepth:   func(ctx context.Context) (map[string]int64, error) { return dlq.PendingBySource(ctx) },
 		BreakerStates: func() map[string]int64 {
 			out := make(map[string]int64, len(allBreakers))
 			for _, b := range allBreakers {
@@ -112,6 +112,10 @@ func serve(ctx context.Context, _ []string) error {
 		return fmt.Errorf("classifier metrics: %w", err)
 	}
 	tracer := rt.Telemetry.Tracer("classifier")
+	cfg.DeadLetters.Metrics, cfg.DeadLetters.Logger = metrics, log
+	if dlq, err = deadletter.NewRepositoryWith(db, cfg.DeadLetters); err != nil {
+		return err
+	}
 
 	// Rules: the engine starts empty; the watcher loads the enabled rules
 	// before any document is classified and keeps them current.

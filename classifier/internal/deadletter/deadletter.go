@@ -48,6 +48,15 @@ type Entry struct {
 	LastAttemptAt time.Time        `json:"last_attempt_at"`
 	// Exhausted is derived: no retries left.
 	Exhausted bool `json:"exhausted"`
+	// FailureStreak counts the consecutive failures with the same error
+	// code and Signature, the last one included.
+	FailureStreak int `json:"failure_streak"`
+	// Permanent is true when the streak reached the configured count: the
+	// entry is exhausted early and PermanentReason says why. A re-queue
+	// clears it.
+	Permanent       bool       `json:"permanent"`
+	PermanentReason *string    `json:"permanent_reason"`
+	PermanentAt     *time.Time `json:"permanent_at"`
 }
 
 // Failure is one document that did not make it, on its way to the queue

@@ -5,33 +5,120 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/lib/pq"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/clock"
 )
 
 // ErrNotFound is returned for an unknown entry id.
 var ErrNotFound = errors.New("dead-letter entry not found")
 
-// Repository reads and writes dead_letter_queue.
-type Repository struct {
-	db *sql.DB
-	// now stamps a first failure's next_retry_at; nil is the system clock.
-	now clock.Clock
+// RepositoryConfig configures a Repository.
+type RepositoryConfig struct {
+	// PermanentAfter is how many consecutive failures of a document with
+	// the same error code and Signature make its entry permanent: it stops
+	// retrying early, with the reason. At least 2. Defaults to
+	// PermanentAfterDefault.
+	PermanentAfter int
+	// Metrics, when set, counts documents entering the queue and entries
+	// made permanent, by source and error code.
+	Metrics *telemetry.Metrics
+	// Logger logs every entry made permanent. Defaults to discarding.
+	Logger *slog.Logger
+	// Clock stamps a first failure's next_retry_at. Defaults to the system
+	// clock.
+	Clock clock.Clock
 }
 
-// NewRepository returns a repository over the classifier's database.
+func (c *RepositoryConfig) setDefaults() {
+	if c.PermanentAfter == 0 {
+		c.PermanentAfter = PermanentAfterDefault
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+func (c RepositoryConfig) validate() error {
+	if c.PermanentAfter < 2 || c.PermanentAfter > 1000 {
+		return fmt.Errorf("PermanentAfter must be 2..1000 (got %d)", c.PermanentAfter)
+	}
+	return nil
+}
+
+// Repository reads and writes dead_letter_queue.
+type Repository struct {
+	db  *sql.DB
+	cfg RepositoryConfig
+	// record is Record's upsert after its VALUES, built once from cfg.
+	record string
+}
+
+// NewRepository returns a repository over the classifier's database with
+// the default configuration.
 func NewRepository(db *sql.DB) *Repository {
-	return &Repository{db: db}
+	r, _ := NewRepositoryWith(db, RepositoryConfig{}) // the defaults are valid
+	return r
+}
+
+// NewRepositoryWith returns a repository over the classifier's database
+// configured by cfg.
+func NewRepositoryWith(db *sql.DB, cfg RepositoryConfig) (*Repository, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new dead-letter repository: %w", err)
+	}
+	cfg.Logger = cfg.Logger.With("component", "dead_letter_queue")
+	return &Repository{db: db, cfg: cfg, record: recordUpsert(cfg.PermanentAfter)}, nil
 }
 
 const entryColumns = `id, content_id, source_name, index_name, error_message, COALESCE(error_code, 'UNKNOWN'),
-	retry_count, max_retries, next_retry_at, created_at, last_attempt_at`
+	retry_count, max_retries, next_retry_at, created_at, last_attempt_at, failure_streak, permanent_reason, permanent_at`
+
+// recordUpsert is the ON CONFLICT clause of Record. A failure with the same
+// code and signature as the entry's last one extends its streak, any other
+// starts a new streak of one; a streak that reaches permanentAfter, of a
+// code PermanentEligible allows, lowers max_retries to the retry count (the
+// entry is exhausted) and records the reason.
+func recordUpsert(permanentAfter int) string {
+	var ineligible []string
+	for _, c := range dependencyCodes() {
+		ineligible = append(ineligible, pq.QuoteLiteral(string(c)))
+	}
+	streak := `(CASE WHEN dead_letter_queue.error_code IS NOT DISTINCT FROM EXCLUDED.error_code
+		AND dead_letter_queue.failure_signature IS NOT DISTINCT FROM EXCLUDED.failure_signature
+		THEN dead_letter_queue.failure_streak + 1 ELSE 1 END)`
+	permanent := fmt.Sprintf(`(%s >= %d AND EXCLUDED.error_code NOT IN (%s))`, streak, permanentAfter, strings.Join(ineligible, ","))
+	return `
+		ON CONFLICT (index_name, content_id) DO UPDATE SET
+			retry_count = dead_letter_queue.retry_count + 1,
+			error_message = EXCLUDED.error_message,
+			error_code = EXCLUDED.error_code,
+			source_name = EXCLUDED.source_name,
+			failure_signature = EXCLUDED.failure_signature,
+			failure_streak = ` + streak + `,
+			max_retries = CASE WHEN ` + permanent + ` THEN dead_letter_queue.retry_count + 1 ELSE dead_letter_queue.max_retries END,
+			permanent_at = CASE WHEN ` + permanent + ` THEN NOW() END,
+			permanent_reason = CASE WHEN ` + permanent + ` THEN format('failed %s times in a row with %s: %s',
+				` + streak + `, EXCLUDED.error_code, EXCLUDED.failure_signature) END,
+			last_attempt_at = NOW(),
+			next_retry_at = LEAST(
+				NOW() + (EXCLUDED.next_retry_at - NOW()) * POWER(2, dead_letter_queue.retry_count + 1),
+				NOW() + make_interval(secs => ` + fmt.Sprint(maxRetryDelay.Seconds()) + `))
+		WHERE dead_letter_queue.retry_count < dead_letter_queue.max_retries
+		RETURNING index_name, content_id, source_name, COALESCE(error_code, 'UNKNOWN'), (xmax = 0) AS inserted,
+			retry_count >= max_retries AND max_retries > 0 AS exhausted, COALESCE(permanent_reason, '')`
+}
 
 // Recorded tells what Record did to one failure.
 type Recorded struct {
@@ -40,15 +127,22 @@ type Recorded struct {
 	ContentID string
 	// Inserted is true for a document's first failure.
 	Inserted bool
-	// Exhausted is true when this failure used the entry's last retry.
+	// Exhausted is true when this failure used the entry's last retry, or
+	// made the entry permanent.
 	Exhausted bool
+	// PermanentReason is set when this failure made the entry permanent:
+	// the same failure PermanentAfter times in a row.
+	PermanentReason string
 }
 
 // Record enqueues failures in one statement. A document's first failure is
 // inserted with the first delay of its code's policy (with jitter); a
 // document already in the queue has its retry count raised and its delay
-// doubled per retry, capped at an hour. Entries that are already exhausted
-// are left alone. Validation errors are inserted with no retries.
+// doubled per retry, capped at an hour, unless this failure is the same as
+// the last PermanentAfter-1 (same code, same Signature), which makes the
+// entry permanent: no retries left, and the reason recorded. Entries that
+// are already exhausted are left alone. Validation errors are inserted with
+// no retries.
 func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded, error) {
 	if len(failures) == 0 {
 		return nil, nil
@@ -57,9 +151,9 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 	seen := make(map[domain.DocKey]bool, len(failures))
 	var q strings.Builder
 	q.WriteString(`INSERT INTO dead_letter_queue
-		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at) VALUES `)
-	args := make([]any, 0, len(failures)*7)
-	now := r.now.Now()
+		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at, failure_signature) VALUES `)
+	args := make([]any, 0, len(failures)*8)
+	now := r.cfg.Clock.Now()
 	for _, f := range failures {
 		key := domain.DocKey{Index: f.Index, ID: f.ContentID}
 		if seen[key] {
@@ -70,25 +164,14 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 			q.WriteString(",")
 		}
 		n := len(args)
-		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
+		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
 		// Every value is made storable: a failure must reach the queue
 		// even when what failed is the document's own id or source.
 		args = append(args, admission.Storable(f.ContentID, 512), admission.Storable(f.Source, 255), admission.Storable(f.Index, 255),
 			admission.Storable(f.Message, 4000), string(f.Code), MaxRetries(f.Code),
-			now.Add(RetryPolicy(f.Code).Delay(0)))
+			now.Add(RetryPolicy(f.Code).Delay(0)), Signature(f.Message))
 	}
-	q.WriteString(`
-		ON CONFLICT (index_name, content_id) DO UPDATE SET
-			retry_count = dead_letter_queue.retry_count + 1,
-			error_message = EXCLUDED.error_message,
-			error_code = EXCLUDED.error_code,
-			source_name = EXCLUDED.source_name,
-			last_attempt_at = NOW(),
-			next_retry_at = LEAST(
-				NOW() + (EXCLUDED.next_retry_at - NOW()) * POWER(2, dead_letter_queue.retry_count + 1),
-				NOW() + make_interval(secs => ` + fmt.Sprint(maxRetryDelay.Seconds()) + `))
-		WHERE dead_letter_queue.retry_count < dead_letter_queue.max_retries
-		RETURNING index_name, content_id, (xmax = 0) AS inserted, retry_count >= max_retries AND max_retries > 0 AS exhausted`)
+	q.WriteString(r.record)
 	rows, err := r.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("record dead letters: %w", err)
@@ -97,12 +180,33 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 	var out []Recorded
 	for rows.Next() {
 		var rec Recorded
-		if err := rows.Scan(&rec.Index, &rec.ContentID, &rec.Inserted, &rec.Exhausted); err != nil {
+		var source, code string
+		if err := rows.Scan(&rec.Index, &rec.ContentID, &source, &code, &rec.Inserted, &rec.Exhausted, &rec.PermanentReason); err != nil {
 			return nil, fmt.Errorf("record dead letters: %w", err)
 		}
+		r.account(ctx, rec, source, code)
 		out = append(out, rec)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("record dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// account counts and logs what Record did to one document.
+func (r *Repository) account(ctx context.Context, rec Recorded, source, code string) {
+	attrs := metric.WithAttributes(attribute.String("source", source), attribute.String("error_code", code))
+	if rec.Inserted && r.cfg.Metrics != nil {
+		r.cfg.Metrics.DLQEntries.Add(ctx, 1, attrs)
+	}
+	if rec.PermanentReason == "" {
+		return
+	}
+	if r.cfg.Metrics != nil {
+		r.cfg.Metrics.DLQPermanent.Add(ctx, 1, attrs)
+	}
+	r.cfg.Logger.WarnContext(ctx, "dead-letter entry is permanent: no more retries until it is re-queued",
+		"content_id", rec.ContentID, "index", rec.Index, "source", source, "error_code", code, "reason", rec.PermanentReason)
 }
 
 // ClaimDue returns up to limit entries whose retry is due, and moves their
@@ -154,6 +258,9 @@ type Filter struct {
 	Index     string
 	// Exhausted, when set, selects exhausted (true) or retryable (false) entries.
 	Exhausted *bool
+	// Permanent, when set, selects the entries made permanent by repeated
+	// identical failures (true) or the others (false).
+	Permanent *bool
 }
 
 func (f Filter) where(args *[]any) string {
@@ -179,6 +286,13 @@ func (f Filter) where(args *[]any) string {
 			conds = append(conds, "retry_count >= max_retries")
 		} else {
 			conds = append(conds, "retry_count < max_retries")
+		}
+	}
+	if f.Permanent != nil {
+		if *f.Permanent {
+			conds = append(conds, "permanent_at IS NOT NULL")
+		} else {
+			conds = append(conds, "permanent_at IS NULL")
 		}
 	}
 	if len(conds) == 0 {
@@ -212,9 +326,10 @@ func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit in
 }
 
 // Requeue makes one entry due now with its retries reset. An entry that was
-// never retryable (a validation error) gets one attempt.
+// never retryable (a validation error) gets one attempt; a permanent one
+// gets its code's retries back and a new streak.
 func (r *Repository) Requeue(ctx context.Context, id string) error {
-	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet+` WHERE id = $1::uuid`, id)
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE id = $1::uuid`, id)
 	if err != nil {
 		return fmt.Errorf("requeue dead letter %s: %w", id, err)
 	}
@@ -224,12 +339,17 @@ func (r *Repository) Requeue(ctx context.Context, id string) error {
 	return nil
 }
 
-const requeueSet = `retry_count = 0, max_retries = GREATEST(max_retries, 1), next_retry_at = NOW()`
+// requeueSet is the SET clause of a re-queue.
+func requeueSet() string {
+	return fmt.Sprintf(`retry_count = 0,
+		max_retries = CASE WHEN permanent_at IS NULL THEN GREATEST(max_retries, 1) ELSE GREATEST(max_retries, %d) END,
+		next_retry_at = NOW(), failure_streak = 0, permanent_reason = NULL, permanent_at = NULL`, MaxRetriesDefault)
+}
 
 // RequeueMatching requeues every entry matching f and returns how many.
 func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, error) {
 	var args []any
-	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet+` WHERE `+f.where(&args), args...)
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE `+f.where(&args), args...)
 	if err != nil {
 		return 0, fmt.Errorf("requeue dead letters: %w", err)
 	}
@@ -252,6 +372,7 @@ func (r *Repository) Delete(ctx context.Context, id string) error {
 type Stats struct {
 	Pending     int64            `json:"pending"`
 	Exhausted   int64            `json:"exhausted"`
+	Permanent   int64            `json:"permanent"`
 	Ready       int64            `json:"ready"`
 	AvgRetries  float64          `json:"avg_retries"`
 	OldestEntry *time.Time       `json:"oldest_entry"`
@@ -267,10 +388,11 @@ func (r *Repository) Stats(ctx context.Context) (*Stats, error) {
 	err := r.db.QueryRowContext(ctx, `
 		SELECT COUNT(*) FILTER (WHERE retry_count < max_retries),
 		       COUNT(*) FILTER (WHERE retry_count >= max_retries),
+		       COUNT(*) FILTER (WHERE permanent_at IS NOT NULL),
 		       COUNT(*) FILTER (WHERE next_retry_at <= NOW() AND retry_count < max_retries),
 		       COALESCE(AVG(retry_count), 0),
 		       MIN(created_at)
-		FROM dead_letter_queue`).Scan(&s.Pending, &s.Exhausted, &s.Ready, &s.AvgRetries, &oldest)
+		FROM dead_letter_queue`).Scan(&s.Pending, &s.Exhausted, &s.Permanent, &s.Ready, &s.AvgRetries, &oldest)
 	if err != nil {
 		return nil, fmt.Errorf("dead letter stats: %w", err)
 	}
@@ -320,11 +442,19 @@ func scanEntries(rows *sql.Rows) ([]Entry, error) {
 	var out []Entry
 	for rows.Next() {
 		var e Entry
+		var reason sql.NullString
+		var permanentAt sql.NullTime
 		if err := rows.Scan(&e.ID, &e.ContentID, &e.SourceName, &e.IndexName, &e.ErrorMessage, &e.ErrorCode,
-			&e.RetryCount, &e.MaxRetries, &e.NextRetryAt, &e.CreatedAt, &e.LastAttemptAt); err != nil {
+			&e.RetryCount, &e.MaxRetries, &e.NextRetryAt, &e.CreatedAt, &e.LastAttemptAt, &e.FailureStreak, &reason, &permanentAt); err != nil {
 			return nil, fmt.Errorf("scan dead letter: %w", err)
 		}
 		e.Exhausted = e.RetryCount >= e.MaxRetries
+		if reason.Valid {
+			e.Permanent, e.PermanentReason = true, &reason.String
+		}
+		if permanentAt.Valid {
+			e.PermanentAt = &permanentAt.Time
+		}
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -100,14 +100,20 @@ func badRequest(c *gin.Context, msg string) {
 	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
 }
 
-func parseFilter(source, code, exhausted string) (Filter, error) {
+func parseFilter(source, code, exhausted, permanent string) (Filter, error) {
 	f := Filter{Source: strings.TrimSpace(source), ErrorCode: strings.ToUpper(strings.TrimSpace(code))}
-	if exhausted != "" {
-		b, err := strconv.ParseBool(exhausted)
-		if err != nil {
-			return f, fmt.Errorf("exhausted must be true or false (got %q)", exhausted)
+	for _, p := range []struct {
+		name, value string
+		out         **bool
+	}{{"exhausted", exhausted, &f.Exhausted}, {"permanent", permanent, &f.Permanent}} {
+		if p.value == "" {
+			continue
 		}
-		f.Exhausted = &b
+		b, err := strconv.ParseBool(p.value)
+		if err != nil {
+			return f, fmt.Errorf("%s must be true or false (got %q)", p.name, p.value)
+		}
+		*p.out = &b
 	}
 	if len(f.Source) > maxSourceBytes || len(f.ErrorCode) > maxErrorCodeBytes {
 		return f, errors.New("source or error_code too long")
@@ -133,11 +139,13 @@ type listResponse struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// GET /dlq?source=&error_code=&exhausted=&content_id=&index=&cursor=&limit=
+// GET /dlq?source=&error_code=&exhausted=&permanent=&content_id=&index=&cursor=&limit=
 func (h *routes) list(c *gin.Context) {
-	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"))
-	if v, ok := c.GetQuery("exhausted"); err == nil && ok && v == "" {
-		err = errors.New(`exhausted must be true or false (got "")`)
+	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"), c.Query("permanent"))
+	for _, name := range []string{"exhausted", "permanent"} {
+		if v, ok := c.GetQuery(name); err == nil && ok && v == "" {
+			err = fmt.Errorf(`%s must be true or false (got "")`, name)
+		}
 	}
 	if err == nil {
 		err = documentFilter(c, &f)
@@ -228,6 +236,7 @@ type filterBody struct {
 	Source    string `json:"source"`
 	ErrorCode string `json:"error_code"`
 	Exhausted *bool  `json:"exhausted"`
+	Permanent *bool  `json:"permanent"`
 	All       bool   `json:"all"`
 }
 
@@ -236,20 +245,22 @@ func (h *routes) requeueMatching(c *gin.Context) {
 	if !httpserver.DecodeJSON(c, &body) {
 		return
 	}
-	hasFilter := strings.TrimSpace(body.Source) != "" || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil
+	hasFilter := strings.TrimSpace(body.Source) != "" || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil || body.Permanent != nil
 	switch {
 	case body.All && hasFilter:
 		badRequest(c, `"all": true re-queues every entry; send it without filters`)
 		return
 	case !body.All && !hasFilter:
-		badRequest(c, `give a filter (source, error_code, exhausted) or "all": true to re-queue every entry`)
+		badRequest(c, `give a filter (source, error_code, exhausted, permanent) or "all": true to re-queue every entry`)
 		return
 	}
-	exhausted := ""
-	if body.Exhausted != nil {
-		exhausted = strconv.FormatBool(*body.Exhausted)
+	boolText := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
 	}
-	f, err := parseFilter(body.Source, body.ErrorCode, exhausted)
+	f, err := parseFilter(body.Source, body.ErrorCode, boolText(body.Exhausted), boolText(body.Permanent))
 	if err != nil {
 		badRequest(c, err.Error())
 		return

@@ -42,6 +42,14 @@ type Metrics struct {
 	DLQEnqueued  metric.Int64Counter
 	DLQProcessed metric.Int64Counter
 	DLQExhausted metric.Int64Counter
+	// DLQEntries counts documents entering the dead-letter queue (a
+	// document's first failure, not its retries), by source and error_code:
+	// divided by DocumentsProcessed of the same source it is the source's
+	// dead-letter rate.
+	DLQEntries metric.Int64Counter
+	// DLQPermanent counts entries that failed the same way on consecutive
+	// attempts and stopped retrying early, by source and error_code.
+	DLQPermanent metric.Int64Counter
 
 	// IndexPollFailing is 1 while the poller skips a raw index that failed
 	// (its search, its mapping or its claims) and 0 once it polls again;
@@ -108,6 +116,8 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.DLQEnqueued = counter("classifier_dlq_enqueued_total", "Total documents added to DLQ")
 	m.DLQProcessed = counter("classifier_dlq_processed_total", "Total documents successfully processed from DLQ")
 	m.DLQExhausted = counter("classifier_dlq_exhausted_total", "Total documents that exhausted all retries")
+	m.DLQEntries = counter("classifier_dlq_entries_total", "Documents that entered the dead-letter queue (first failures), by source and error code")
+	m.DLQPermanent = counter("classifier_dlq_permanent_total", "Dead-letter entries that failed the same way on consecutive attempts and stopped retrying, by source and error code")
 
 	if gauges.QueueDepth != nil {
 		_, err = meter.Int64ObservableGauge("classifier_queue_depth", metric.WithDescription("Current pending documents in work queue"),

@@ -85,4 +85,11 @@ type RawDocument struct {
 	ClaimedBy            string     `json:"claimed_by,omitempty"`
 	ClaimedAt            *time.Time `json:"claimed_at,omitempty"`
 	ClassificationError  string     `json:"classification_error,omitempty"`
+	// Priority is "low" for a backfill or a reprocess run, which the
+	// classifier takes only with the share of capacity kept for the
+	// backlog; empty is normal.
+	Priority string `json:"priority,omitempty"`
 }
+
+// PriorityLow marks a raw document as low priority (RawDocument.Priority).
+const PriorityLow = "low"

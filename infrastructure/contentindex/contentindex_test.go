@@ -205,3 +205,66 @@ func getJSON(t *testing.T, es *elasticsearch.Client, path string, out any) {
 		t.Fatalf("GET %s: %v", path, err)
 	}
 }
+
+// An index created before a field existed gets it at the next start-up;
+// one that refuses a mapping change (read-only) is left as it is and does
+// not stop the others.
+func TestAddMissingFieldsUpgradesOldIndices(t *testing.T) {
+	t.Parallel()
+	es, prefix := testenv.Elasticsearch(t)
+	ctx := context.Background()
+	old := map[string]any{}
+	for k, v := range rawProperties() {
+		if k != "priority" {
+			old[k] = v
+		}
+	}
+	// The indices are made as an older version made them: a template of
+	// this test's own, above the current one, holds the old mapping.
+	tmpl := prefix + "_old_mapping"
+	tb, _ := json.Marshal(map[string]any{"index_patterns": []string{prefix + "*" + RawSuffix}, "priority": templatePriority + 10,
+		"template": map[string]any{"mappings": map[string]any{"dynamic": "strict", "properties": old}}})
+	if res, err := es.Indices.PutIndexTemplate(tmpl, bytes.NewReader(tb)); err != nil || res.IsError() {
+		t.Fatalf("put the old template: %v %v", err, res)
+	}
+	t.Cleanup(func() {
+		if res, err := es.Indices.DeleteIndexTemplate(tmpl); err == nil {
+			res.Body.Close()
+		}
+	})
+	create := func(name string, settings map[string]any) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"settings": settings})
+		res, err := es.Indices.Create(name, es.Indices.Create.WithBody(bytes.NewReader(body)))
+		if err != nil || res.IsError() {
+			t.Fatalf("create %s: %v %v", name, err, res)
+		}
+		res.Body.Close()
+	}
+	upgrade, frozen := RawIndex(prefix+"_old"), RawIndex(prefix+"_frozen")
+	create(upgrade, map[string]any{"number_of_replicas": 0})
+	create(frozen, map[string]any{"number_of_replicas": 0, "index.blocks.read_only": true})
+	t.Cleanup(func() {
+		res, err := es.Indices.PutSettings(strings.NewReader(`{"index.blocks.read_only": false}`), es.Indices.PutSettings.WithIndex(frozen))
+		if err == nil {
+			res.Body.Close()
+		}
+	})
+	if n := AddMissingFields(ctx, es, testenv.Logger(t)); n < 1 {
+		t.Fatalf("upgraded %d indices, want at least %s", n, upgrade)
+	}
+	doc := map[string]any{"id": "a", "url": "https://x.test/a", "source_name": prefix, "title": "t", "raw_text": "x",
+		"crawled_at": time.Now().UTC(), "classification_status": "pending", "priority": "low"}
+	if status := index(t, es, upgrade, "a", doc); status != 201 {
+		t.Fatalf("document with priority in the upgraded index: status %d, want 201", status)
+	}
+	res, err := es.Indices.GetMapping(es.Indices.GetMapping.WithIndex(frozen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if strings.Contains(string(b), `"priority"`) {
+		t.Fatalf("the read-only index was changed: %s", b)
+	}
+}

@@ -49,6 +49,7 @@ func rawProperties() map[string]any {
 		"claimed_by":            map[string]any{"type": "keyword"},
 		"claimed_at":            map[string]any{"type": "date"},
 		"classification_error":  map[string]any{"type": "keyword", "ignore_above": 1024},
+		"priority":              map[string]any{"type": "keyword"},
 	}
 }
 
@@ -64,6 +65,7 @@ func ClassifiedMapping() map[string]any {
 	delete(props, "claimed_by")
 	delete(props, "claimed_at")
 	delete(props, "classification_error")
+	delete(props, "priority")
 	for k, v := range map[string]any{
 		"content_type":            map[string]any{"type": "keyword"},
 		"content_type_confidence": map[string]any{"type": "float"},
@@ -90,6 +92,18 @@ func ClassifiedMapping() map[string]any {
 		"confidence":         map[string]any{"type": "float"},
 		"classifier_version": map[string]any{"type": "keyword"},
 		"classified_at":      map[string]any{"type": "date"},
+		// Queue hygiene: the canonical URL, the text's exact fingerprint,
+		// the original of a duplicate and the published version.
+		"canonical_url": map[string]any{"type": "keyword", "ignore_above": 2048},
+		"content_hash":  map[string]any{"type": "keyword"},
+		"duplicate_of": map[string]any{
+			"properties": map[string]any{
+				"index": map[string]any{"type": "keyword"},
+				"id":    map[string]any{"type": "keyword"},
+				"kind":  map[string]any{"type": "keyword"},
+			},
+		},
+		"version": map[string]any{"type": "integer"},
 	} {
 		props[k] = v
 	}

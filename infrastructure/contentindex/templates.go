@@ -102,5 +102,57 @@ func Connect(ctx context.Context, cfg esclient.Config, logger *slog.Logger) (*el
 	if err := EnsureTemplates(ctx, es); err != nil {
 		return nil, err
 	}
+	AddMissingFields(ctx, es, logger)
 	return es, nil
+}
+
+// AddMissingFields adds to every existing content index the top-level
+// fields of its type's mapping that it lacks: the templates shape only new
+// indices, and the strict mappings refuse a document carrying a field the
+// index does not know. Adding a field never changes one that exists. An
+// index that refuses (it has the field with another type) is logged and
+// left as it is: its own writes fail and are reported, the others are
+// upgraded. It returns how many indices it upgraded.
+func AddMissingFields(ctx context.Context, es *elasticsearch.Client, logger *slog.Logger) int {
+	res, err := es.Indices.GetMapping(es.Indices.GetMapping.WithContext(ctx),
+		es.Indices.GetMapping.WithIndex("*"+RawSuffix, "*"+ClassifiedSuffix),
+		es.Indices.GetMapping.WithAllowNoIndices(true), es.Indices.GetMapping.WithIgnoreUnavailable(true))
+	if err := esclient.CheckResponse("read content index mappings", res, err); err != nil {
+		logger.Warn("content index mappings not checked for missing fields", "error", err)
+		return 0
+	}
+	defer res.Body.Close()
+	var current map[string]struct {
+		Mappings struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"mappings"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&current); err != nil {
+		logger.Warn("content index mappings not checked for missing fields", "error", fmt.Errorf("decode mappings: %w", err))
+		return 0
+	}
+	upgraded := 0
+	for index, m := range current {
+		want, _ := MappingFor(TypeOf(index))["properties"].(map[string]any)
+		missing := map[string]any{}
+		for field, def := range want {
+			if _, ok := m.Mappings.Properties[field]; !ok {
+				missing[field] = def
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		body, _ := json.Marshal(map[string]any{"properties": missing})
+		res, err := es.Indices.PutMapping([]string{index}, bytes.NewReader(body), es.Indices.PutMapping.WithContext(ctx))
+		if err := esclient.CheckResponse("add fields to "+index, res, err); err != nil {
+			logger.Warn("content index keeps its mapping", "index", index, "fields", len(missing), "error", err)
+			continue
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		upgraded++
+		logger.Info("content index mapping upgraded", "index", index, "fields_added", len(missing))
+	}
+	return upgraded
 }

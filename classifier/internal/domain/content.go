@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/fingerprint"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -48,6 +49,15 @@ func DecodeRaw(index, id string, seqNo, primaryTerm int64, source []byte) (raw *
 	}
 	sourceID, raw.ID = raw.ID, id
 	return raw, sourceID
+}
+
+// DuplicateRef names the original of a duplicate and why it is one.
+type DuplicateRef struct {
+	Index string `json:"index"`
+	ID    string `json:"id"`
+	// Kind is "url" (the same canonical URL) or "content" (the same or
+	// nearly the same text).
+	Kind string `json:"kind"`
 }
 
 // DocKey is a document's identity: its raw index and _id. Ids are unique
@@ -110,6 +120,29 @@ type ClassifiedContent struct {
 	Confidence            float64        `json:"confidence"`
 	ClassifierVersion     string         `json:"classifier_version"`
 	ClassifiedAt          time.Time      `json:"classified_at"`
+
+	// CanonicalURL is URL in canonical form (package canonical): the
+	// identity by which the same article under another URL is recognised.
+	CanonicalURL string `json:"canonical_url,omitempty"`
+	// ContentHash is the exact fingerprint of the normalized title and
+	// body (package fingerprint).
+	ContentHash string `json:"content_hash,omitempty"`
+	// DuplicateOf names the document this one duplicates; nil for an
+	// original.
+	DuplicateOf *DuplicateRef `json:"duplicate_of,omitempty"`
+	// Version is the publication subscribers were told about: 1 for the
+	// first, one more per changed outcome; 0 until decided.
+	Version int `json:"version,omitempty"`
+	// ChangedFields names what changed since the previous version; not
+	// stored in Elasticsearch.
+	ChangedFields []string `json:"-"`
+	// Publish says whether this classification goes to the outbox: false
+	// for a URL duplicate, a skipped content duplicate or an unchanged
+	// outcome. Not stored.
+	Publish bool `json:"-"`
+	// Fingerprint is the text's fingerprints, for duplicate detection;
+	// not stored in Elasticsearch.
+	Fingerprint fingerprint.Fingerprint `json:"-"`
 
 	// Index is the classified index the document is written to; not stored.
 	Index string `json:"-"`

@@ -11,7 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/north-cloud/classifier/internal/admission"
+	"github.com/north-cloud/classifier/internal/canonical"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/fingerprint"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -51,6 +53,10 @@ type Config struct {
 	Limits admission.Limits
 	// Clock stamps classified_at. Defaults to the system clock.
 	Clock clock.Clock
+	// Canonical computes the canonical URL kept beside the URL, by which
+	// the same article under another URL is recognised. Defaults to
+	// canonical.New(canonical.Config{}) (the default tracking parameters).
+	Canonical *canonical.Canonicalizer
 }
 
 // Pipeline admits a raw document and runs the classification stages on it
@@ -68,6 +74,9 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.Reputation == nil {
 		cfg.Reputation = func(string) float64 { return 0.5 }
+	}
+	if cfg.Canonical == nil {
+		cfg.Canonical = canonical.New(canonical.Config{})
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("new pipeline: limits: %w", err)
@@ -106,9 +115,17 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		p.cfg.OnRuleMatch(time.Since(start), evaluated, len(matches))
 	}
 
+	// The door admitted an absolute http(s) URL; one the canonical form
+	// still refuses (an odd host) is kept without one and is never a URL
+	// duplicate.
+	canonicalURL, _ := p.cfg.Canonical.URL(raw.URL)
+	fp := fingerprint.Of(title, text)
 	out := &domain.ClassifiedContent{
 		ID:                    raw.ID,
 		URL:                   raw.URL,
+		CanonicalURL:          canonicalURL,
+		Fingerprint:           fp,
+		ContentHash:           fp.Exact,
 		SourceName:            raw.SourceName,
 		Title:                 title,
 		RawText:               raw.RawText,

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -12,11 +14,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -379,4 +383,312 @@ func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
 	if h.Status != "green" {
 		t.Errorf("%s is %s after the node came back, want green", raw, h.Status)
 	}
+}
+
+// publisherChannels are every channel the publisher routes to (its
+// RoutingKey): a sharded subscriber has no patterns, it names each one.
+var publisherChannels = []string{
+	"articles:crime:violent_crime", "articles:crime:property_crime", "articles:crime:drug_crime",
+	"articles:crime:organized_crime", "articles:crime:criminal_justice", "articles:crime",
+	"articles:news", "content:video", "content:image", "content:other",
+}
+
+// subscribeSharded counts, like subscribe, the messages of the documents
+// under prefix, from a Redis Cluster with SSUBSCRIBE on every publisher
+// channel, the way the README tells a consumer to: one subscription per
+// channel, and after a receive error a reload of the slot map, so that
+// go-redis subscribes again on the master that replaced a lost one.
+func subscribeSharded(t *testing.T, c *redis.ClusterClient, prefix string) *subscriber {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &subscriber{prefix: prefix, byKey: map[string]*delivery{}}
+	var wg sync.WaitGroup
+	var subs []*redis.PubSub
+	for _, ch := range publisherChannels {
+		ps := c.SSubscribe(ctx, ch)
+		if _, err := ps.Receive(ctx); err != nil {
+			cancel()
+			t.Fatalf("ssubscribe %s: %v", ch, err)
+		}
+		subs = append(subs, ps)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msg, err := ps.Receive(ctx)
+				switch {
+				case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
+					return
+				case err != nil:
+					c.ReloadState(ctx)
+					time.Sleep(200 * time.Millisecond)
+				default:
+					if m, ok := msg.(*redis.Message); ok {
+						s.record(m.Channel, m.Payload)
+					}
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for _, ps := range subs {
+			_ = ps.Close()
+		}
+		wg.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, e := range s.errors {
+			t.Error(e)
+		}
+	})
+	return s
+}
+
+// record counts one message of a document under the subscriber's prefix.
+func (s *subscriber) record(channel, payload string) {
+	var body message
+	if err := json.Unmarshal([]byte(payload), &body); err != nil {
+		if strings.Contains(payload, s.prefix) {
+			s.mu.Lock()
+			s.errors = append(s.errors, fmt.Sprintf("message on %s is not JSON: %v", channel, err))
+			s.mu.Unlock()
+		}
+		return
+	}
+	if !strings.HasPrefix(body.Source, s.prefix) {
+		return // another test's document
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := docKey(body.Source, body.ID)
+	d := s.byKey[k]
+	if d == nil {
+		d = &delivery{first: body, at: now}
+		s.byKey[k] = d
+	}
+	d.count++
+	s.total++
+	s.last = now
+}
+
+// streamCopies reads the publisher's stream of every channel (the mirror
+// appends each message it published, on the channel's slot) and counts the
+// entries per document under prefix. During a failover it fails, and the
+// client's slot map is reloaded for the next call.
+func streamCopies(c *redis.ClusterClient, prefix string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, ch := range publisherChannels {
+		entries, err := c.XRange(context.Background(), "stream:{"+ch+"}", "-", "+").Result()
+		if err != nil {
+			c.ReloadState(context.Background())
+			return nil, fmt.Errorf("xrange stream:{%s}: %w", ch, err)
+		}
+		for _, e := range entries {
+			var body message
+			if raw, ok := e.Values["message"].(string); ok && json.Unmarshal([]byte(raw), &body) == nil && strings.HasPrefix(body.Source, prefix) {
+				out[docKey(body.Source, body.ID)]++
+			}
+		}
+	}
+	return out, nil
+}
+
+// redisNodePID returns the process id of the Redis server at addr.
+func redisNodePID(t *testing.T, addr string) int {
+	t.Helper()
+	n := redis.NewClient(&redis.Options{Addr: addr})
+	defer n.Close()
+	info, err := n.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatalf("info server of %s: %v", addr, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if pid, err := strconv.Atoi(v); err == nil && pid > 1 {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no process_id in INFO of %s", addr)
+	return 0
+}
+
+// slotMaster returns the address of the master that owns key's slot.
+func slotMaster(t *testing.T, c *redis.ClusterClient, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	slot, err := c.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ranges {
+		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr
+		}
+	}
+	t.Fatalf("no master owns slot %d", slot)
+	return ""
+}
+
+// TestClusterRedisMasterKilledMidDrain drains 1,500 documents through the
+// real classifier and publisher, the publisher on a Redis Cluster
+// (REDIS_URL=redis+cluster://..., so sharded pub/sub) with its stream
+// mirror on, and SIGKILLs the master that owns articles:news mid-drain; its
+// replica takes over after the cluster's node timeout. A failover is an
+// outage of one shard: rows are released without spending a retry and the
+// publisher's Redis breaker opens until every master answers again. It must
+// hold: every document is delivered, to the sharded subscriber or (if
+// published while the subscriber was re-subscribing to the new master) in
+// its channel's stream; no outbox row failed or spent a retry; duplicates at
+// most 1%. The figures are printed as a `cluster-redis-e2e:` line, and the
+// killed node is started again (it rejoins as a replica).
+func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
+	rc := testenv.RedisCluster(t)
+	es, prefix := testenv.Elasticsearch(t)
+	st := &stack{prefix: prefix, es: es, esURL: esClusterURLs(t), classifierDB: testenv.Postgres(t), publisherDB: testenv.Postgres(t)}
+	st.outboxDB = testenv.WithUser(t, st.publisherDB, "classifier", "classifier")
+	t.Cleanup(func() {
+		// The streams keep other tests' messages too: remove only ours
+		// (after the node's restart, a later cleanup, has run).
+		ctx := context.Background()
+		rc.ReloadState(ctx)
+		for _, ch := range publisherChannels {
+			entries, err := rc.XRange(ctx, "stream:{"+ch+"}", "-", "+").Result()
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if raw, ok := e.Values["message"].(string); ok && strings.Contains(raw, prefix) {
+					_ = rc.XDel(ctx, "stream:{"+ch+"}", e.ID).Err()
+				}
+			}
+		}
+	})
+
+	docs := healthyDocs(prefix+"_shard", 1500, 71)
+	keys := keysOf(docs)
+	loadDocs(t, st.es, docs)
+	sub := subscribeSharded(t, rc, prefix)
+	publisher := launch(t, "publisher", "publisher", st.publisherEnv(map[string]string{
+		"PUBLISHER_STREAM_MIRROR": "true",
+		"PUBLISHER_STREAM_MAXLEN": "100000",
+	}))
+	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+prefix, map[string]string{
+		"CLASSIFIER_BATCH_SIZE":  "100",
+		"CLASSIFIER_CONCURRENCY": "2",
+	}))
+
+	victim := slotMaster(t, rc, "articles:news")
+	pid := redisNodePID(t, victim)
+	if !sub.WaitDistinct(300, 90*time.Second) {
+		t.Fatalf("only %d documents delivered within 90s; the drain never got going\npublisher:\n%s", sub.Distinct(), publisher.log.Tail(30))
+	}
+	_, deliveredAtKill, _, _ := sub.Stats()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL redis master %s (pid %d): %v (the cluster tests run as root)", victim, pid, err)
+	}
+	killed := time.Now()
+	t.Cleanup(func() {
+		if err := <-restartNode(t); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("SIGKILLed the Redis master %s (pid %d, owner of articles:news) with %d of %d delivered", victim, pid, deliveredAtKill, len(keys))
+
+	// Delivered means received by the subscriber or, if published while it
+	// was re-subscribing, in the channel's stream.
+	var missing []string
+	var copies map[string]int
+	for deadline := time.Now().Add(180 * time.Second); ; {
+		var err error
+		if copies, err = streamCopies(rc, prefix); err != nil {
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			continue
+		}
+		missing = missing[:0]
+		for _, k := range keys {
+			if sub.Count(k) == 0 && copies[k] == 0 {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(2 * time.Second) // a second copy would arrive right behind the first
+	copies, err := streamCopies(rc, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, received, dups, last := sub.Stats()
+	onlyInStream, streamDups := 0, 0
+	var firstAfter time.Time
+	for _, k := range keys {
+		if sub.Count(k) == 0 && copies[k] > 0 {
+			onlyInStream++
+		}
+		if copies[k] > 1 {
+			streamDups += copies[k] - 1
+		}
+		sub.mu.Lock()
+		if d := sub.byKey[k]; d != nil && d.at.After(killed) && d.first.Publisher.Channel == "articles:news" && (firstAfter.IsZero() || d.at.Before(firstAfter)) {
+			firstAfter = d.at
+		}
+		sub.mu.Unlock()
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d documents neither received nor in a stream within 180s of the kill, e.g. %s\npublisher:\n%s",
+			len(missing), len(keys), missing[0], logLines(publisher.Output(), 15, "level=ERROR", "level=WARN"))
+	}
+	if max(dups, streamDups)*100 > len(keys) {
+		t.Errorf("%d duplicate messages at the subscriber, %d in the streams: over 1%% of %d", dups, streamDups, len(keys))
+	}
+	db, err := sql.Open("postgres", st.publisherDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, failed, retried int
+	if err := db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'failed'), COUNT(*) FILTER (WHERE retry_count > 0)
+		FROM classified_outbox`).Scan(&rows, &failed, &retried); err != nil {
+		t.Fatalf("read the outbox: %v", err)
+	}
+	if failed > 0 || retried > 0 {
+		t.Errorf("outbox: %d rows failed and %d spent a retry during the failover, want none (an outage is not a failure of the rows)", failed, retried)
+	}
+	_, metrics := publisher.get("/metrics")
+	released, _ := metricSum(metrics, "publisher_outbox_released_total")
+	failedAttempts, _ := metricSum(metrics, "publisher_outbox_failed_total")
+	if failedAttempts > 0 {
+		t.Errorf("publisher_outbox_failed_total = %v during a failover, want 0 (rows are released, not failed)", failedAttempts)
+	}
+	recovered := time.Duration(0)
+	if !firstAfter.IsZero() {
+		recovered = firstAfter.Sub(killed)
+	}
+	fmt.Printf("cluster-redis-e2e: documents=%d received=%d only_in_stream=%d missing=%d messages=%d duplicates=%d stream_duplicates=%d "+
+		"outbox_rows=%d failed=%d retried=%d rows_released=%v first_news_after_kill=%s last_delivery_after_kill=%s\n",
+		len(keys), received, onlyInStream, len(missing), total, dups, streamDups, rows, failed, retried, released,
+		recovered.Round(time.Millisecond), last.Sub(killed).Round(time.Millisecond))
+	checkNoCrash(t, classifier, publisher)
+}
+
+// esClusterURLs is every node of the Elasticsearch cluster when one is
+// asked for, else ELASTICSEARCH_URL.
+func esClusterURLs(t *testing.T) string {
+	t.Helper()
+	if u := os.Getenv("NC_ES_CLUSTER_URLS"); u != "" {
+		return u
+	}
+	return testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
 }

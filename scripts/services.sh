@@ -21,7 +21,7 @@
 #   NC_REDIS_PORT    Redis port                              (6379)
 #   NC_ES_PORT       Elasticsearch HTTP port                 (9200)
 #   NC_ES_VERSION    Elasticsearch version                   (8.19.21)
-#   NC_ES_HEAP       Elasticsearch heap, e.g. 1g             (512m)
+#   NC_ES_HEAP       Elasticsearch heap, e.g. 2g             (1g)
 #   NC_ES_JAVA_HOME  JDK for Elasticsearch                   (a JDK 17 under /usr/lib/jvm)
 #   NC_WAIT_TIMEOUT  seconds to wait for each service        (120)
 #
@@ -59,7 +59,7 @@ set -euo pipefail
 readonly STATE_DIR="${NC_STATE_DIR:-/var/lib/north-cloud}"
 readonly CACHE_DIR="${NC_CACHE_DIR:-${HOME:-/root}/.cache/north-cloud}"
 readonly ES_VERSION="${NC_ES_VERSION:-8.19.21}"
-readonly ES_HEAP="${NC_ES_HEAP:-512m}"
+readonly ES_HEAP="${NC_ES_HEAP:-1g}"
 readonly WAIT_TIMEOUT="${NC_WAIT_TIMEOUT:-120}"
 readonly PORTS_FILE="$STATE_DIR/ports.env"
 

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -115,7 +117,7 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer db.Close()
-	rdb, err := redisclient.New(ctx, cfg.Redis, log)
+	rdb, err := redisclient.Open(ctx, cfg.Redis, log)
 	if err != nil {
 		return err
 	}
@@ -126,14 +128,9 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("publisher metrics: %w", err)
 	}
-	var snk sink.Sink
-	if snk, err = sink.NewRedis(rdb); err != nil {
+	snk, err := newSink(rdb, cfg.StreamMirror, cfg.Stream)
+	if err != nil {
 		return err
-	}
-	if cfg.StreamMirror {
-		if snk, err = sink.NewMirror(snk, rdb, cfg.Stream); err != nil {
-			return err
-		}
 	}
 	w, err := worker.New(cfg.Worker, repo, snk, metrics, rt.Telemetry.Tracer("publisher"), log)
 	if err != nil {
@@ -161,4 +158,22 @@ func serve(ctx context.Context, _ []string) error {
 		lifecycle.Named("outbox_worker", w),
 		lifecycle.Named("http", srv),
 	)
+}
+
+// newSink picks the sink for the Redis that REDIS_URL names: sharded
+// pub/sub (SPUBLISH) on a Redis Cluster, PUBLISH on one server; with the
+// stream mirror around it, a cluster's streams on their channels' slots.
+func newSink(rdb redis.UniversalClient, mirror bool, stream sink.MirrorConfig) (sink.Sink, error) {
+	var snk sink.Sink
+	var err error
+	if cluster, ok := rdb.(*redis.ClusterClient); ok {
+		snk, err = sink.NewSharded(cluster)
+		stream.HashTag = true
+	} else {
+		snk, err = sink.NewRedis(rdb)
+	}
+	if err != nil || !mirror {
+		return snk, err
+	}
+	return sink.NewMirror(snk, rdb, stream)
 }

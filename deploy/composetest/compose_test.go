@@ -19,6 +19,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+	"go.yaml.in/yaml/v3"
 )
 
 const repoRoot = "../.."
@@ -543,5 +544,114 @@ func TestDashboardDockerfile(t *testing.T) {
 	}
 	if strings.Index(df, "RUN npm ci") > strings.Index(df, "COPY dashboard/ ./") {
 		t.Error("dashboard/Dockerfile: sources copied before npm ci")
+	}
+}
+
+// scaled are the services `docker compose up --scale classifier=3 --scale publisher=2`
+// runs several of, with the replica count that must work with nothing else changed.
+var scaled = map[string]int{"classifier": 3, "publisher": 2}
+
+// portRange parses a published port or range ("8071" or "8071-8073").
+func portRange(published string) (first, last int, err error) {
+	a, b, isRange := strings.Cut(published, "-")
+	if first, err = strconv.Atoi(a); err != nil {
+		return 0, 0, err
+	}
+	if !isRange {
+		return first, first, nil
+	}
+	last, err = strconv.Atoi(b)
+	return first, last, err
+}
+
+// Scaling the classifier to 3 and the publisher to 2 needs nothing else: no fixed container
+// name, hostname or replica id (the classifier's CLASSIFIER_ID defaults to <hostname>-<pid>,
+// and each container's hostname is its own id), one loopback host port per replica in ranges
+// that no other published port overlaps, and Prometheus scraping every replica (DNS service
+// discovery of the service name) rather than one address.
+func TestServicesScaleWithDistinctIdentities(t *testing.T) {
+	p := project(t)
+	type span struct {
+		service     string
+		first, last int
+	}
+	var spans []span
+	for name, s := range p.Services {
+		for _, port := range s.Ports {
+			first, last, err := portRange(port.Published)
+			if err != nil {
+				t.Errorf("%s: published port %q: %v", name, port.Published, err)
+				continue
+			}
+			spans = append(spans, span{name, first, last})
+		}
+	}
+	for name, replicas := range scaled {
+		s, ok := p.Services[name]
+		if !ok {
+			t.Fatalf("no service %s", name)
+		}
+		if s.ContainerName != "" || s.Hostname != "" {
+			t.Errorf("%s: container_name %q, hostname %q: every replica would share them", name, s.ContainerName, s.Hostname)
+		}
+		for _, k := range []string{"CLASSIFIER_ID", "HOSTNAME"} {
+			if v, ok := s.Environment[k]; ok {
+				t.Errorf("%s: environment sets %s=%v for every replica alike", name, k, v)
+			}
+		}
+		if s.Scale != nil && *s.Scale > 1 {
+			t.Errorf("%s: scale %d in the file; the default is one replica, --scale adds more", name, *s.Scale)
+		}
+		if len(s.Ports) != 1 {
+			t.Errorf("%s: %d port entries, want one (a range)", name, len(s.Ports))
+			continue
+		}
+		first, last, err := portRange(s.Ports[0].Published)
+		if err == nil && last-first+1 < replicas {
+			t.Errorf("%s: host ports %q give %d replicas a port, want at least %d", name, s.Ports[0].Published, last-first+1, replicas)
+		}
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.first <= b.last && b.first <= a.last {
+				t.Errorf("host ports of %s (%d-%d) and %s (%d-%d) overlap", a.service, a.first, a.last, b.service, b.first, b.last)
+			}
+		}
+	}
+
+	raw, err := os.ReadFile(path(t, "deploy/prometheus/prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prom struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []any  `yaml:"static_configs"`
+			DNSSDConfigs  []struct {
+				Names []string `yaml:"names"`
+				Type  string   `yaml:"type"`
+				Port  uint32   `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(raw, &prom); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	for name := range scaled {
+		found := false
+		for _, sc := range prom.ScrapeConfigs {
+			if sc.JobName != name {
+				continue
+			}
+			found = true
+			ok := len(sc.StaticConfigs) == 0 && len(sc.DNSSDConfigs) == 1 && sc.DNSSDConfigs[0].Type == "A" &&
+				slices.Equal(sc.DNSSDConfigs[0].Names, []string{name}) && sc.DNSSDConfigs[0].Port == goServices[name]
+			if !ok {
+				t.Errorf("prometheus.yml job %s: %+v, want dns_sd_configs type A of %q on port %d (every replica)", name, sc, name, goServices[name])
+			}
+		}
+		if !found {
+			t.Errorf("prometheus.yml has no job %s", name)
+		}
 	}
 }

@@ -95,6 +95,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 			Interval:  l.Duration("CLASSIFIER_DLQ_RETRY_INTERVAL", deadletter.RetryIntervalDefault),
 			Batch:     deadletter.RetryBatchDefault,
 			Lease:     deadletter.RetryLeaseDefault,
+			// One bad source cannot spend the retries of all the others.
+			SourceBudget: l.PositiveInt("CLASSIFIER_DLQ_SOURCE_RETRY_BUDGET", deadletter.SourceBudgetDefault),
+			BudgetWindow: l.Duration("CLASSIFIER_DLQ_SOURCE_RETRY_WINDOW", deadletter.BudgetWindowDefault),
 		},
 		DeadLetters: deadletter.RepositoryConfig{
 			PermanentAfter: l.PositiveInt("CLASSIFIER_DLQ_PERMANENT_AFTER", deadletter.PermanentAfterDefault),
@@ -118,6 +121,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.Poller.ClaimLease,
 		fmt.Sprintf("must be at most half of CLASSIFIER_CLAIM_LEASE (%s), so a claim is renewed before it expires (got %s)", c.Poller.ClaimLease, c.Heartbeat.Interval))
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))
+	l.Check("CLASSIFIER_DLQ_SOURCE_RETRY_WINDOW", c.Retry.BudgetWindow >= time.Minute && c.Retry.BudgetWindow <= 24*time.Hour,
+		fmt.Sprintf("must be from 1m to 24h (got %s)", c.Retry.BudgetWindow))
 	l.Check("CLASSIFIER_DLQ_PERMANENT_AFTER", c.DeadLetters.PermanentAfter >= 2 && c.DeadLetters.PermanentAfter <= 1000,
 		fmt.Sprintf("must be 2..1000 (got %d)", c.DeadLetters.PermanentAfter))
 	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))

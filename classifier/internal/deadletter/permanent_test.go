@@ -79,11 +79,11 @@ func (q *queue) makeDue(t *testing.T) {
 func (q *queue) retried(t *testing.T, doc string) bool {
 	t.Helper()
 	q.makeDue(t)
-	entries, err := q.repo.ClaimDue(context.Background(), 10, time.Minute)
+	claim, err := q.repo.ClaimDue(context.Background(), deadletter.ClaimRequest{Limit: 10, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
+	for _, e := range claim.Entries {
 		if e.ContentID == doc {
 			return true
 		}

@@ -209,25 +209,185 @@ func (r *Repository) account(ctx context.Context, rec Recorded, source, code str
 		"content_id", rec.ContentID, "index", rec.Index, "source", source, "error_code", code, "reason", rec.PermanentReason)
 }
 
-// ClaimDue returns up to limit entries whose retry is due, and moves their
-// next_retry_at lease ahead in the same statement, so that no other worker
-// or replica claims them while this one works. If the worker dies, the entry
-// is due again when the lease passes.
-func (r *Repository) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]Entry, error) {
-	rows, err := r.db.QueryContext(ctx, `
-		UPDATE dead_letter_queue SET next_retry_at = NOW() + make_interval(secs => $2), last_attempt_at = NOW()
-		WHERE id IN (
-			SELECT id FROM dead_letter_queue
-			WHERE next_retry_at <= NOW() AND retry_count < max_retries
-			ORDER BY next_retry_at
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED)
-		RETURNING `+entryColumns, limit, lease.Seconds())
+// ClaimRequest says what one ClaimDue may take.
+type ClaimRequest struct {
+	// Limit is the most entries claimed.
+	Limit int
+	// Lease keeps the claimed entries from other workers and replicas.
+	Lease time.Duration
+	// SourceBudget is the most retries one source may spend in a Window.
+	// Defaults to SourceBudgetDefault.
+	SourceBudget int
+	// Window is the budget's period; windows are aligned on the Unix epoch,
+	// so every replica agrees on them. Defaults to BudgetWindowDefault.
+	Window time.Duration
+}
+
+// Defaults of ClaimRequest.
+const (
+	SourceBudgetDefault = 100
+	BudgetWindowDefault = 10 * time.Minute
+)
+
+// deferBatch bounds how many due entries of a source over its budget one
+// claim moves to the next window; the next claims move the rest.
+const deferBatch = 1000
+
+// claimLockKey serializes the claims of every worker and replica (a
+// transaction-scoped advisory lock), so two never spend the same remaining
+// budget. Claims are short and come every few seconds per replica.
+const claimLockKey = 0x646c7163 // "dlqc"
+
+// Claim is what one ClaimDue took, and what it held back.
+type Claim struct {
+	// Entries are the claimed entries, leased to the caller.
+	Entries []Entry
+	// Deferred counts, per source that has spent its budget, the due
+	// entries moved to NextWindow.
+	Deferred map[string]int
+	// NextWindow is when the current budget window ends: the deferred
+	// entries' next_retry_at.
+	NextWindow time.Time
+}
+
+// ClaimDue takes up to req.Limit entries whose retry is due and moves
+// their next_retry_at lease ahead in the same transaction, so that no other
+// worker or replica claims them while this one works; if the worker dies,
+// an entry is due again when its lease passes.
+//
+// Each source spends at most req.SourceBudget retries per window: the
+// entries are taken in turns, one per source with due entries, each
+// source's oldest first, while its budget lasts. A source that has spent
+// its budget keeps its due entries waiting: they are moved to the start of
+// the next window (their next_retry_at says so), counted in
+// classifier_dlq_retries_deferred_total and logged, while the other
+// sources' entries are retried.
+func (r *Repository) ClaimDue(ctx context.Context, req ClaimRequest) (*Claim, error) {
+	if req.SourceBudget <= 0 {
+		req.SourceBudget = SourceBudgetDefault
+	}
+	if req.Window <= 0 {
+		req.Window = BudgetWindowDefault
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("claim due dead letters: %w", err)
 	}
+	defer func() { _ = tx.Rollback() }()
+	claim, err := r.claimDue(ctx, tx, req)
+	if err != nil {
+		return nil, fmt.Errorf("claim due dead letters: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim due dead letters: %w", err)
+	}
+	r.accountClaim(ctx, claim, req)
+	return claim, nil
+}
+
+func (r *Repository) claimDue(ctx context.Context, tx *sql.Tx, req ClaimRequest) (*Claim, error) {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, claimLockKey); err != nil {
+		return nil, err
+	}
+	var windowStart time.Time
+	claim := &Claim{Deferred: map[string]int{}}
+	secs := req.Window.Seconds()
+	if err := tx.QueryRowContext(ctx, `SELECT to_timestamp(floor(extract(epoch FROM NOW()) / $1) * $1),
+		to_timestamp((floor(extract(epoch FROM NOW()) / $1) + 1) * $1)`, secs).Scan(&windowStart, &claim.NextWindow); err != nil {
+		return nil, err
+	}
+	// The sources with retryable entries (a walk of the index, one step
+	// per source), each one's budget left in this window, and each one's
+	// oldest due entries within it; then turns across sources.
+	rows, err := tx.QueryContext(ctx, `
+		WITH RECURSIVE src AS (
+			(SELECT source_name FROM dead_letter_queue WHERE retry_count < max_retries ORDER BY source_name LIMIT 1)
+			UNION ALL
+			SELECT (SELECT d.source_name FROM dead_letter_queue d
+			         WHERE d.retry_count < d.max_retries AND d.source_name > src.source_name
+			         ORDER BY d.source_name LIMIT 1)
+			FROM src WHERE src.source_name IS NOT NULL
+		), budget AS (
+			SELECT src.source_name, GREATEST($3 - COALESCE(b.spent, 0), 0) AS remaining
+			FROM src LEFT JOIN dlq_retry_budgets b ON b.source_name = src.source_name AND b.window_start = $4
+			WHERE src.source_name IS NOT NULL
+		), picked AS (
+			SELECT c.id, c.next_retry_at, row_number() OVER (PARTITION BY budget.source_name ORDER BY c.next_retry_at, c.id) AS turn
+			FROM budget CROSS JOIN LATERAL (
+				SELECT d.id, d.next_retry_at FROM dead_letter_queue d
+				WHERE d.source_name = budget.source_name AND d.retry_count < d.max_retries AND d.next_retry_at <= NOW()
+				ORDER BY d.next_retry_at LIMIT LEAST(budget.remaining, $1)
+				FOR UPDATE SKIP LOCKED) c
+		)
+		UPDATE dead_letter_queue SET next_retry_at = NOW() + make_interval(secs => $2), last_attempt_at = NOW()
+		WHERE id IN (SELECT id FROM picked ORDER BY turn, next_retry_at LIMIT $1)
+		RETURNING `+entryColumns, req.Limit, req.Lease.Seconds(), req.SourceBudget, windowStart)
+	if err != nil {
+		return nil, err
+	}
+	claim.Entries, err = scanEntries(rows)
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	spent := map[string]int{}
+	for _, e := range claim.Entries {
+		spent[e.SourceName]++
+	}
+	if len(spent) > 0 {
+		sources, counts := make([]string, 0, len(spent)), make([]int64, 0, len(spent))
+		for s, n := range spent {
+			sources, counts = append(sources, s), append(counts, int64(n))
+		}
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO dlq_retry_budgets (source_name, window_start, spent)
+			SELECT s, $1, n FROM unnest($2::text[], $3::int[]) AS t(s, n)
+			ON CONFLICT (source_name) DO UPDATE SET
+				spent = CASE WHEN dlq_retry_budgets.window_start = EXCLUDED.window_start
+				             THEN dlq_retry_budgets.spent + EXCLUDED.spent ELSE EXCLUDED.spent END,
+				window_start = EXCLUDED.window_start`, windowStart, pq.Array(sources), pq.Array(counts)); err != nil {
+			return nil, err
+		}
+	}
+	// The sources that have spent their budget wait for the next window.
+	rows, err = tx.QueryContext(ctx, `
+		UPDATE dead_letter_queue SET next_retry_at = $3
+		WHERE id IN (
+			SELECT d.id FROM dlq_retry_budgets b CROSS JOIN LATERAL (
+				SELECT id FROM dead_letter_queue d
+				WHERE d.source_name = b.source_name AND d.retry_count < d.max_retries AND d.next_retry_at <= NOW()
+				ORDER BY d.next_retry_at LIMIT $4
+				FOR UPDATE SKIP LOCKED) d
+			WHERE b.window_start = $1 AND b.spent >= $2)
+		RETURNING source_name`, windowStart, req.SourceBudget, claim.NextWindow, deferBatch)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	return scanEntries(rows)
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		claim.Deferred[s]++
+	}
+	return claim, rows.Err()
+}
+
+// accountClaim counts and logs what one claim spent and held back.
+func (r *Repository) accountClaim(ctx context.Context, claim *Claim, req ClaimRequest) {
+	if r.cfg.Metrics != nil {
+		for _, e := range claim.Entries {
+			r.cfg.Metrics.DLQRetryClaims.Add(ctx, 1, metric.WithAttributes(attribute.String("source", e.SourceName)))
+		}
+	}
+	for source, n := range claim.Deferred {
+		if r.cfg.Metrics != nil {
+			r.cfg.Metrics.DLQRetriesDeferred.Add(ctx, int64(n), metric.WithAttributes(attribute.String("source", source)))
+		}
+		r.cfg.Logger.WarnContext(ctx, "source spent its dead-letter retry budget: its due entries wait for the next window",
+			"source", source, "deferred", n, "budget", req.SourceBudget, "window", req.Window.String(), "next_retry_at", claim.NextWindow)
+	}
 }
 
 // Resolve deletes the entries of documents that have now been classified

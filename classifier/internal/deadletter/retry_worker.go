@@ -32,6 +32,14 @@ type RetryConfig struct {
 	Batch int
 	// Lease keeps a claimed entry from other workers. Defaults to RetryLeaseDefault.
 	Lease time.Duration
+	// SourceBudget is the most retries one source may spend per
+	// BudgetWindow, across every replica, so one bad source cannot take the
+	// retry capacity of the others; its other due entries wait for the next
+	// window. Defaults to SourceBudgetDefault.
+	SourceBudget int
+	// BudgetWindow is the period of SourceBudget. Defaults to
+	// BudgetWindowDefault.
+	BudgetWindow time.Duration
 	// Breakers are the dependencies a retry needs (Elasticsearch and both
 	// databases). While any of them is not closed the worker claims no
 	// entry, so an outage spends no retry.
@@ -70,6 +78,12 @@ func NewRetryWorker(cfg RetryConfig, repo *Repository, store *storage.ContentSto
 	if cfg.Lease <= 0 {
 		cfg.Lease = RetryLeaseDefault
 	}
+	if cfg.SourceBudget <= 0 {
+		cfg.SourceBudget = SourceBudgetDefault
+	}
+	if cfg.BudgetWindow <= 0 {
+		cfg.BudgetWindow = BudgetWindowDefault
+	}
 	w := &RetryWorker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry")}
 	w.loop = lifecycle.Loop{Name: "dead-letter retry worker", Logger: w.logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
 		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
@@ -97,10 +111,11 @@ func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 		w.logger.DebugContext(ctx, "dead-letter retries paused: dependency unavailable", "dependency", b.Name())
 		return 0, nil
 	}
-	entries, err := w.repo.ClaimDue(ctx, size, w.cfg.Lease)
-	if err != nil || len(entries) == 0 {
+	claim, err := w.repo.ClaimDue(ctx, ClaimRequest{Limit: size, Lease: w.cfg.Lease, SourceBudget: w.cfg.SourceBudget, Window: w.cfg.BudgetWindow})
+	if err != nil || len(claim.Entries) == 0 {
 		return 0, err
 	}
+	entries := claim.Entries
 	refs := make([]domain.DocKey, len(entries))
 	byKey := make(map[domain.DocKey]Entry, len(entries))
 	for i, e := range entries {

@@ -50,6 +50,12 @@ type Metrics struct {
 	// DLQPermanent counts entries that failed the same way on consecutive
 	// attempts and stopped retrying early, by source and error_code.
 	DLQPermanent metric.Int64Counter
+	// DLQRetryClaims counts dead-letter entries claimed for a retry, by
+	// source: each spends one retry of its source's budget.
+	DLQRetryClaims metric.Int64Counter
+	// DLQRetriesDeferred counts due entries of a source that had spent its
+	// retry budget, moved to the next budget window, by source.
+	DLQRetriesDeferred metric.Int64Counter
 
 	// IndexPollFailing is 1 while the poller skips a raw index that failed
 	// (its search, its mapping or its claims) and 0 once it polls again;
@@ -117,6 +123,8 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.DLQProcessed = counter("classifier_dlq_processed_total", "Total documents successfully processed from DLQ")
 	m.DLQExhausted = counter("classifier_dlq_exhausted_total", "Total documents that exhausted all retries")
 	m.DLQEntries = counter("classifier_dlq_entries_total", "Documents that entered the dead-letter queue (first failures), by source and error code")
+	m.DLQRetryClaims = counter("classifier_dlq_retry_claims_total", "Dead-letter entries claimed for a retry, by source (each spends one retry of the source's budget)")
+	m.DLQRetriesDeferred = counter("classifier_dlq_retries_deferred_total", "Due dead-letter entries of a source over its retry budget, moved to the next budget window, by source")
 	m.DLQPermanent = counter("classifier_dlq_permanent_total", "Dead-letter entries that failed the same way on consecutive attempts and stopped retrying, by source and error code")
 
 	if gauges.QueueDepth != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // Defaults of BatchProcessorConfig.
@@ -93,13 +94,14 @@ type BatchProcessor struct {
 	logger   *slog.Logger
 
 	queue    chan *domain.RawContent
-	stopping chan struct{}
+	stopping chan struct{} // closed by the first Stop: wakes blocked Submits
 	stopOnce sync.Once
 
-	mu      sync.RWMutex // guards started/closed against Submit
-	started bool
-	closed  bool
-	wg      sync.WaitGroup
+	base lifecycle.Base // owns the workers
+
+	mu        sync.RWMutex // guards accepting and closed against Submit
+	accepting bool         // started and not stopped
+	closed    bool         // the queue is closed
 }
 
 // NewBatchProcessor returns a processor that sends results to out.
@@ -113,51 +115,56 @@ func NewBatchProcessor(cfg BatchProcessorConfig, p Pipeline, out Output, metrics
 	}
 }
 
-// Start launches the workers.
+// Start launches the workers. Starting a started processor does nothing; a
+// stopped one does not start again (ErrStopped).
 func (b *BatchProcessor) Start(ctx context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.started {
+	err := b.base.StartFunc(ctx, func(run context.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.closed {
+			return ErrStopped
+		}
+		work := context.WithoutCancel(run) // Stop, by closing the queue, ends the work
+		for i := range b.cfg.Concurrency {
+			b.base.Go(func() { b.worker(work, i) })
+		}
+		b.accepting = true
 		return nil
-	}
-	if b.closed {
+	})
+	switch {
+	case errors.Is(err, lifecycle.ErrStopped):
 		return ErrStopped
-	}
-	b.started = true
-	workCtx := context.WithoutCancel(ctx) // Stop, not the signal, ends the work
-	for i := range b.cfg.Concurrency {
-		b.wg.Add(1)
-		go b.worker(workCtx, i)
+	case err != nil:
+		return fmt.Errorf("start batch processor: %w", err)
 	}
 	b.logger.InfoContext(ctx, "batch processor started", "workers", b.cfg.Concurrency, "max_queue_depth", b.cfg.MaxQueueDepth)
 	return nil
 }
 
 // Stop refuses new work, lets the workers finish everything already queued,
-// and waits for them, bounded by ctx. The results still reach out.
+// and waits for them, bounded by ctx. The results still reach out. It is
+// idempotent and safe before Start.
 func (b *BatchProcessor) Stop(ctx context.Context) error {
 	// Wake Submit calls blocked on a full queue first: they hold the read
 	// lock that the write lock below waits for.
 	b.stopOnce.Do(func() { close(b.stopping) })
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
+	first := !b.closed
+	if first {
+		b.closed, b.accepting = true, false
+		close(b.queue)
 	}
-	b.closed = true
-	close(b.queue)
 	b.mu.Unlock()
-	b.logger.InfoContext(ctx, "draining work queue", "remaining_items", len(b.queue))
-
-	done := make(chan struct{})
-	go func() { b.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		b.logger.InfoContext(ctx, "batch processor stopped")
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop batch processor with %d documents queued: %w", len(b.queue), ctx.Err())
+	if first {
+		b.logger.InfoContext(ctx, "draining work queue", "remaining_items", len(b.queue))
 	}
+	if err := b.base.Stop(ctx); err != nil {
+		return fmt.Errorf("stop batch processor with %d documents queued: %w", len(b.queue), err)
+	}
+	if first {
+		b.logger.InfoContext(ctx, "batch processor stopped")
+	}
+	return nil
 }
 
 // Submit queues a document, waiting at most SubmitTimeout for room
@@ -166,7 +173,7 @@ func (b *BatchProcessor) Stop(ctx context.Context) error {
 func (b *BatchProcessor) Submit(ctx context.Context, item *domain.RawContent) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed || !b.started {
+	if !b.accepting {
 		return ErrStopped
 	}
 	timer := time.NewTimer(b.cfg.SubmitTimeout)
@@ -197,7 +204,6 @@ func (b *BatchProcessor) ShouldThrottle() bool {
 }
 
 func (b *BatchProcessor) worker(ctx context.Context, id int) {
-	defer b.wg.Done()
 	b.metrics.ActiveWorkers.Add(ctx, 1)
 	defer b.metrics.ActiveWorkers.Add(ctx, -1)
 	for item := range b.queue {

@@ -14,6 +14,8 @@ import (
 	"github.com/north-cloud/classifier/internal/pipeline"
 	classtel "github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -185,11 +187,55 @@ func TestStopUnderDeadlineDropsLateResultsWithoutPanic(t *testing.T) {
 		t.Fatalf("committer stop: %v", err)
 	}
 	close(g.release) // the workers finish after the committer is gone
-	done := make(chan struct{})
-	go func() { proc.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-proc.base.Stopped():
 	case <-time.After(10 * time.Second):
 		t.Fatal("workers still blocked 10 s after the committer stopped")
 	}
+}
+
+// submitting starts its processor and submits a few documents, so that
+// Submit races Stop in the stress test.
+type submitting struct{ *BatchProcessor }
+
+func (s submitting) Start(ctx context.Context) error {
+	err := s.BatchProcessor.Start(ctx)
+	for i := range 4 {
+		if serr := s.Submit(ctx, doc(string(rune('a'+i)))); serr != nil && !errors.Is(serr, ErrStopped) {
+			return serr
+		}
+	}
+	return err
+}
+
+// Start, Submit and Stop from many goroutines at once keep the contract: no
+// error, no restart after a stop, no send on the closed queue, no race (run
+// with -race); every Stop drains what was queued.
+func TestBatchProcessorStartStopStress(t *testing.T) {
+	t.Parallel()
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		out := make(chan Result, 1024)
+		metrics, err := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		close(release)
+		return submitting{NewBatchProcessor(BatchProcessorConfig{Concurrency: 3, MaxQueueDepth: 8, SubmitTimeout: time.Second},
+			gate{release: release}, Output{C: out}, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))}
+	})
+}
+
+// The committer keeps the same contract; a committer without results to
+// commit needs no store.
+func TestCommitterStartStopStress(t *testing.T) {
+	t.Parallel()
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		metrics, err := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewCommitter(CommitterConfig{Batch: 4, Linger: time.Millisecond, Workers: 3}, Stores{}, Breakers{}, metrics,
+			tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	})
 }

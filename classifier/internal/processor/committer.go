@@ -2,10 +2,8 @@ package processor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,12 +20,14 @@ import (
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
 // Defaults of CommitterConfig.
 const (
-	CommitBatchDefault  = 200
-	CommitLingerDefault = 50 * time.Millisecond
+	CommitBatchDefault   = 200
+	CommitLingerDefault  = 50 * time.Millisecond
+	CommitWorkersDefault = 4
 )
 
 // Stores are the committer's outputs. DeadLetters and Reputation may be nil
@@ -42,6 +42,10 @@ type Stores struct {
 	// takes each document out of it before its status flip, so the
 	// heartbeat stops renewing it and its version is final.
 	Claims *claim.Registry
+	// Hygiene, when set, decides which documents are duplicates and which
+	// outcomes are news (their version); without it every document is
+	// published as version 1.
+	Hygiene *Hygiene
 }
 
 // Breakers guard the committer's dependencies. A nil breaker is replaced by
@@ -62,6 +66,13 @@ type CommitterConfig struct {
 	// Linger is how long the first result of a batch waits for company.
 	// Defaults to CommitLingerDefault.
 	Linger time.Duration
+	// Workers is the number of batches committed at once. A commit is a
+	// chain of round trips (Elasticsearch, the two databases, Elasticsearch
+	// again); one at a time, each dependency idles while the others work
+	// and the committer, not the dependencies, bounds the throughput.
+	// Batches hold distinct documents, so they commit independently.
+	// Defaults to CommitWorkersDefault.
+	Workers int
 }
 
 // Committer receives results from the workers and commits them in batches.
@@ -82,11 +93,7 @@ type Committer struct {
 	logger   *slog.Logger
 	in       chan Result
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	stopping chan struct{}
-	done     chan struct{}
+	base lifecycle.Base // owns the batching loop and the commit workers
 }
 
 // NewCommitter returns a committer; its Output is what the workers write to.
@@ -97,6 +104,9 @@ func NewCommitter(cfg CommitterConfig, stores Stores, breakers Breakers, metrics
 	if cfg.Linger <= 0 {
 		cfg.Linger = CommitLingerDefault
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = CommitWorkersDefault
+	}
 	for _, b := range []struct {
 		p    **breaker.Breaker
 		name string
@@ -106,57 +116,56 @@ func NewCommitter(cfg CommitterConfig, stores Stores, breakers Breakers, metrics
 		}
 	}
 	return &Committer{cfg: cfg, stores: stores, breakers: breakers, metrics: metrics, tracer: tracer,
-		logger: logger.With("component", "committer"), in: make(chan Result, cfg.Batch*2),
-		stopping: make(chan struct{}), done: make(chan struct{})}
+		logger: logger.With("component", "committer"), in: make(chan Result, cfg.Batch*2)}
 }
 
 // Output is where the workers send their results. Its Done channel closes
 // when the committer takes no more: a worker still running then (a stop
 // past its deadline) drops its result, and the document's claim is
 // released or returns after the lease.
-func (c *Committer) Output() Output { return Output{C: c.in, Done: c.done} }
+func (c *Committer) Output() Output { return Output{C: c.in, Done: c.base.Stopped()} }
 
-// Start launches the commit loop.
+// Start launches the batching loop and the commit workers. Starting a
+// started committer does nothing; a stopped one does not start again.
 func (c *Committer) Start(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return errors.New("start committer: already stopped")
-	}
-	if c.started {
+	err := c.base.StartFunc(ctx, func(run context.Context) error {
+		// Stop cancels run; the commits themselves go on, on a context
+		// Stop does not cancel, so what has arrived is committed.
+		work := context.WithoutCancel(run)
+		batches := make(chan []Result)
+		for range c.cfg.Workers {
+			c.base.Go(func() {
+				for batch := range batches {
+					c.commit(work, run.Done(), batch)
+				}
+			})
+		}
+		c.base.Go(func() { c.gather(run, batches) })
 		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("start committer: %w", err)
 	}
-	c.started = true
-	go c.run(context.WithoutCancel(ctx))
 	return nil
 }
 
 // Stop commits what has arrived and ends the loop, bounded by ctx. It never
 // closes the input, so a worker that is still running cannot panic on it.
+// It is idempotent and safe before Start.
 func (c *Committer) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		return nil
+	if err := c.base.Stop(ctx); err != nil {
+		return fmt.Errorf("stop committer: %w", err)
 	}
-	c.stopped = true
-	started := c.started
-	close(c.stopping)
-	c.mu.Unlock()
-	if !started {
-		close(c.done)
-		return nil
-	}
-	select {
-	case <-c.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop committer: %w", ctx.Err())
-	}
+	return nil
 }
 
-func (c *Committer) run(ctx context.Context) {
-	defer close(c.done)
+// gather cuts the results into batches of at most Batch, or what came
+// within Linger of a batch's first result, and hands each to a commit
+// worker; when all are busy it waits, and the workers' sends wait in turn.
+// Once run is cancelled it takes what the workers have already sent, hands
+// it on, and closes batches.
+func (c *Committer) gather(run context.Context, batches chan<- []Result) {
+	defer close(batches)
 	batch := make([]Result, 0, c.cfg.Batch)
 	var linger <-chan time.Time
 	for {
@@ -170,26 +179,27 @@ func (c *Committer) run(ctx context.Context) {
 				continue
 			}
 		case <-linger:
-		case <-c.stopping:
-			// Take what the workers have already sent, commit it, and go.
+		case <-run.Done():
 			for {
 				select {
 				case r := <-c.in:
 					batch = append(batch, r)
 					if len(batch) >= c.cfg.Batch {
-						c.Commit(ctx, batch)
-						batch = batch[:0]
+						batches <- batch
+						batch = make([]Result, 0, c.cfg.Batch)
 					}
 					continue
 				default:
 				}
 				break
 			}
-			c.Commit(ctx, batch)
+			if len(batch) > 0 {
+				batches <- batch
+			}
 			return
 		}
-		c.Commit(ctx, batch)
-		batch = batch[:0]
+		batches <- batch
+		batch = make([]Result, 0, c.cfg.Batch)
 		linger = nil
 	}
 }
@@ -198,9 +208,16 @@ func (c *Committer) run(ctx context.Context) {
 // Elasticsearch, then history and outbox rows for those written; only then
 // are they flipped to classified. Failures go to the dead-letter queue and
 // are flipped to failed with their reason. Each step that meets an outage
-// waits for the dependency and is retried, unless the committer is stopping:
-// then the batch is left claimed (the heartbeat releases it at stop).
+// waits for the dependency and is retried, until ctx ends: then the batch
+// is left claimed (the heartbeat releases it at stop, or the lease returns
+// it). The requests themselves are not bound by ctx.
 func (c *Committer) Commit(ctx context.Context, results []Result) {
+	c.commit(context.WithoutCancel(ctx), ctx.Done(), results)
+}
+
+// commit is Commit with its requests on ctx, held batches given up when
+// stop closes.
+func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []Result) {
 	if len(results) == 0 {
 		return
 	}
@@ -219,7 +236,7 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 	for pending := ok; len(pending) > 0; {
 		w, f, retry, dep := c.write(ctx, pending)
 		written, failed = append(written, w...), append(failed, f...)
-		if pending = retry; len(pending) > 0 && !c.await(ctx, dep, len(pending)) {
+		if pending = retry; len(pending) > 0 && !c.await(ctx, stop, dep, len(pending)) {
 			return
 		}
 	}
@@ -227,7 +244,7 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 	for pending := failed; len(pending) > 0; {
 		p, retry, dep := c.deadLetter(ctx, pending)
 		parked = append(parked, p...)
-		if pending = retry; len(pending) > 0 && !c.await(ctx, dep, len(pending)) {
+		if pending = retry; len(pending) > 0 && !c.await(ctx, stop, dep, len(pending)) {
 			return
 		}
 	}
@@ -248,7 +265,7 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 	for pending := changes; len(pending) > 0; {
 		f, retry := c.flip(ctx, pending)
 		flipped = append(flipped, f...)
-		if pending = retry; len(pending) > 0 && !c.await(ctx, c.breakers.Elasticsearch, len(pending)) {
+		if pending = retry; len(pending) > 0 && !c.await(ctx, stop, c.breakers.Elasticsearch, len(pending)) {
 			break
 		}
 	}
@@ -257,15 +274,15 @@ func (c *Committer) Commit(ctx context.Context, results []Result) {
 
 // await waits until dep may be tried again: a short pause, then until its
 // breaker lets a call through (the retry is the probe). It returns false
-// when the committer is stopping.
-func (c *Committer) await(ctx context.Context, dep *breaker.Breaker, held int) bool {
+// once stop closes (the committer is stopping).
+func (c *Committer) await(ctx context.Context, stop <-chan struct{}, dep *breaker.Breaker, held int) bool {
 	c.logger.WarnContext(ctx, "commit paused: dependency unavailable; the batch is held, no retry is charged",
 		"dependency", dep.Name(), "documents", held, "breaker_state", dep.State().String())
 	pause := 100 * time.Millisecond
 	for {
 		t := time.NewTimer(pause)
 		select {
-		case <-c.stopping:
+		case <-stop:
 			t.Stop()
 			c.logger.WarnContext(ctx, "stopping with a held batch: its claims are released or return after the lease",
 				"dependency", dep.Name(), "documents", held)
@@ -287,6 +304,13 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 	docs := make([]*domain.ClassifiedContent, len(ok))
 	for i, r := range ok {
 		docs[i] = r.Doc
+	}
+	if err := c.stores.Hygiene.decide(ctx, docs); err != nil {
+		if fault.Postgres(err) == fault.Dependency {
+			c.breakers.Postgres.Failure(err)
+			return nil, nil, ok, c.breakers.Postgres
+		}
+		return nil, withError(ok, domain.ErrorCodeDB, err), nil, nil
 	}
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.WriteClassified(ctx, docs)
@@ -324,14 +348,38 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 		return nil, failed, append(retry, esWritten...), c.breakers.Postgres
 	}
 	c.breakers.Postgres.Success()
-	written, f, err = c.insertIsolated(ctx, written, c.stores.Outbox.WriteBatch)
+	// Only news goes to the outbox: a duplicate held back or an unchanged
+	// outcome is written and flipped like the rest, without a row.
+	var news, quiet []Result
+	for _, r := range written {
+		if r.Doc.Publish {
+			news = append(news, r)
+		} else {
+			quiet = append(quiet, r)
+		}
+	}
+	news, f, err = c.insertIsolated(ctx, news, c.stores.Outbox.WriteBatch)
 	failed = append(failed, f...)
 	if err != nil {
 		c.breakers.Outbox.Failure(err)
 		return nil, failed, append(retry, esWritten...), c.breakers.Outbox
 	}
 	c.breakers.Outbox.Success()
-	return written, failed, retry, dep
+	published := make([]*domain.ClassifiedContent, len(news))
+	for i, r := range news {
+		published[i] = r.Doc
+	}
+	if err := c.stores.Hygiene.record(ctx, published); err != nil {
+		// The rows are in the outbox; written again, they are absorbed
+		// (same version) and the record is tried again.
+		if fault.Postgres(err) == fault.Dependency {
+			c.breakers.Postgres.Failure(err)
+			return nil, failed, append(retry, esWritten...), c.breakers.Postgres
+		}
+		return nil, append(failed, withError(esWritten, domain.ErrorCodeDB, err)...), retry, dep
+	}
+	c.countHygiene(ctx, written)
+	return append(news, quiet...), failed, retry, dep
 }
 
 // insertIsolated inserts the documents of rs with insert, one statement for

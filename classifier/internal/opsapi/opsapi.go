@@ -18,6 +18,7 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/reputation"
+	"github.com/north-cloud/classifier/internal/sourcestats"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
@@ -41,6 +42,9 @@ type Deps struct {
 	// (poller.Poller.IndexStatus); GET /sources/poll-status answers 503
 	// without it.
 	PollStatus func() []poller.IndexStatus
+	// SourceStats computes the per-source figures of GET /sources/stats,
+	// which answers 503 without it.
+	SourceStats *sourcestats.Reader
 }
 
 type handler struct{ Deps }
@@ -55,6 +59,7 @@ func Register(router gin.IRouter, d Deps) error {
 	h := &handler{d}
 	router.GET("/sources", h.listSources)
 	router.GET("/sources/poll-status", h.pollStatus)
+	router.GET("/sources/stats", h.sourceStats)
 	router.GET("/sources/:name", h.getSource)
 	router.GET("/stats", h.stats)
 	return nil

@@ -36,6 +36,13 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with more dependencies: deps, when set, completes
+// the Deps main would give, over the test's database.
+func setupWith(t *testing.T, deps func(db *sql.DB, d *Deps)) *bundle {
+	t.Helper()
 	dsn := testenv.Postgres(t)
 	logger := testenv.Logger(t)
 	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
@@ -62,9 +69,11 @@ func setup(t *testing.T) *bundle {
 	}
 	router := srv.Router()
 	dlq := deadletter.NewRepository(db)
-	if err := Register(router.Group("/api/v1", authn.Middleware()), Deps{
-		DeadLetters: dlq, Sources: reputation.NewRepository(db), History: storage.NewHistoryRepository(db), Logger: logger,
-	}); err != nil {
+	d := Deps{DeadLetters: dlq, Sources: reputation.NewRepository(db), History: storage.NewHistoryRepository(db), Logger: logger}
+	if deps != nil {
+		deps(db, &d)
+	}
+	if err := Register(router.Group("/api/v1", authn.Middleware()), d); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := openapi.Load()

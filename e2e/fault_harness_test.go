@@ -417,6 +417,7 @@ type delivery struct {
 	count int
 	first message
 	at    time.Time // first arrival
+	all   []message // every message, in arrival order
 }
 
 // subscriber counts the messages on every publisher channel per document
@@ -470,6 +471,7 @@ func subscribe(t testing.TB, rdb *redis.Client, prefix string) *subscriber {
 				s.byKey[k] = d
 			}
 			d.count++
+			d.all = append(d.all, body)
 			s.total++
 			s.last = now
 			s.mu.Unlock()
@@ -486,6 +488,16 @@ func subscribe(t testing.TB, rdb *redis.Client, prefix string) *subscriber {
 		}
 	})
 	return s
+}
+
+// Messages returns every message of a document, in arrival order.
+func (s *subscriber) Messages(key string) []message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.byKey[key]; d != nil {
+		return append([]message(nil), d.all...)
+	}
+	return nil
 }
 
 // Count returns how many messages arrived for a document.
@@ -756,7 +768,7 @@ type rawState struct {
 
 // rawStates reads the state of every raw document matching pattern (up to
 // 10,000), after a refresh, keyed by docKey. Text fields are not fetched.
-func rawStates(t *testing.T, es *elasticsearch.Client, pattern string, query map[string]any) map[string]rawState {
+func rawStates(t testing.TB, es *elasticsearch.Client, pattern string, query map[string]any) map[string]rawState {
 	t.Helper()
 	out, err := tryRawStates(es, pattern, query)
 	if err != nil {

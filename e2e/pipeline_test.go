@@ -32,7 +32,15 @@ type message struct {
 	Body             string   `json:"body"`
 	URL              string   `json:"url"`
 	PublishedDate    *string  `json:"published_date"`
-	Publisher        struct {
+	Version          int      `json:"version"`
+	ChangedFields    []string `json:"changed_fields"`
+	CanonicalURL     *string  `json:"canonical_url"`
+	DuplicateOf      *struct {
+		Index string `json:"index"`
+		ID    string `json:"id"`
+		Kind  string `json:"kind"`
+	} `json:"duplicate_of"`
+	Publisher struct {
 		OutboxID    string `json:"outbox_id"`
 		PublishedAt string `json:"published_at"`
 		Channel     string `json:"channel"`

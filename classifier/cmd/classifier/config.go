@@ -9,8 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/north-cloud/classifier/internal/admission"
+	"github.com/north-cloud/classifier/internal/canonical"
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
 	"github.com/north-cloud/classifier/internal/rules"
@@ -52,6 +54,11 @@ type Config struct {
 	DLQEnabled bool
 	// ReputationRefresh is how often cached source reputations are reloaded.
 	ReputationRefresh time.Duration
+	// Duplicates configures duplicate detection (windows, the content
+	// duplicate policy).
+	Duplicates dedup.Config
+	// Canonical says which URL parts do not identify an article.
+	Canonical canonical.Config
 }
 
 func loadConfig(l *config.Loader) (Config, error) {
@@ -116,6 +123,13 @@ func loadConfig(l *config.Loader) (Config, error) {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
+	c.Duplicates = dedup.Config{
+		URLWindow:     l.Duration("CLASSIFIER_DUPLICATE_URL_WINDOW", dedup.DefaultURLWindow),
+		ContentWindow: l.Duration("CLASSIFIER_DUPLICATE_CONTENT_WINDOW", dedup.DefaultContentWindow),
+	}
+	policy := l.OneOf("CLASSIFIER_DUPLICATE_CONTENT_POLICY", string(dedup.Flag), string(dedup.Flag), string(dedup.Skip))
+	c.Duplicates.ContentPolicy, _ = dedup.ParsePolicy(policy)
+	c.Canonical.TrackingParams = trackingParams(l.String("CLASSIFIER_TRACKING_PARAMS", ""))
 	l.Check("CLASSIFIER_ID", utf8.ValidString(replica) && len(replica) <= 200 && !strings.ContainsFunc(replica, unicode.IsControl),
 		"must be at most 200 bytes of UTF-8 without control characters (it is part of every claim id)")
 	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.Poller.ClaimLease,
@@ -127,6 +141,25 @@ func loadConfig(l *config.Loader) (Config, error) {
 		fmt.Sprintf("must be 2..1000 (got %d)", c.DeadLetters.PermanentAfter))
 	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))
 	return c, l.Err()
+}
+
+// trackingParams reads CLASSIFIER_TRACKING_PARAMS: empty means the
+// default list, "none" no parameter, otherwise comma-separated names (a
+// trailing * makes a prefix).
+func trackingParams(v string) []string {
+	switch strings.TrimSpace(v) {
+	case "":
+		return nil
+	case "none":
+		return []string{}
+	}
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func matcherKind(l *config.Loader, name, def string) rules.MatcherKind {

@@ -9,18 +9,21 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/north-cloud/classifier/internal/api"
+	"github.com/north-cloud/classifier/internal/canonical"
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
+	"github.com/north-cloud/classifier/internal/republish"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
-	"github.com/north-cloud/classifier/internal/sourcestats"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/classifier/migrations"
@@ -157,11 +160,13 @@ func serve(ctx context.Context, _ []string) error {
 		Reputation:  repCache.Score,
 		RuleCount:   engine.RuleCount,
 		OnRuleMatch: metrics.RecordRuleMatch,
+		Canonical:   canonical.New(cfg.Canonical),
 	})
 	if err != nil {
 		return err
 	}
 
+	duplicates := dedup.New(db, cfg.Duplicates)
 	claims := claim.NewRegistry()
 	stores := processor.Stores{
 		Content:    storage.NewContentStoreWith(es, cfg.Store),
@@ -169,6 +174,7 @@ func serve(ctx context.Context, _ []string) error {
 		Outbox:     storage.NewOutboxWriter(outboxDB),
 		Reputation: repRepo,
 		Claims:     claims,
+		Hygiene:    &processor.Hygiene{Duplicates: duplicates, Outcomes: republish.New(db)},
 	}
 	if cfg.DLQEnabled {
 		stores.DeadLetters = dlq
@@ -215,13 +221,9 @@ func serve(ctx context.Context, _ []string) error {
 	}); err != nil {
 		return err
 	}
-	sourceStats, err := sourcestats.New(sourcestats.Config{ES: es, DB: db, RawPattern: cfg.Poller.IndexPattern})
-	if err != nil {
-		return err
-	}
 	if err := opsapi.Register(v1, opsapi.Deps{
 		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
-		PollStatus: poll.IndexStatus, SourceStats: sourceStats,
+		PollStatus: poll.IndexStatus,
 	}); err != nil {
 		return err
 	}
@@ -239,6 +241,19 @@ func serve(ctx context.Context, _ []string) error {
 		lifecycle.Named("batch_processor", proc),
 		lifecycle.Named("http", srv),
 		lifecycle.Named("poller", poll),
+		lifecycle.Named("duplicate_cleanup", &lifecycle.Loop{Name: "duplicate_cleanup", Logger: log,
+			Step: func(ctx context.Context) time.Duration {
+				n, err := duplicates.Cleanup(ctx, 10_000)
+				if err != nil {
+					log.WarnContext(ctx, "duplicate windows not cleaned up; tried again later", "error", err)
+					return 10 * time.Minute
+				}
+				if n > 0 {
+					log.InfoContext(ctx, "duplicate windows cleaned up", "rows", n)
+					return time.Second // more may be waiting
+				}
+				return 10 * time.Minute
+			}}),
 	}
 	if cfg.DLQEnabled {
 		cfg.Retry.Breakers = allBreakers

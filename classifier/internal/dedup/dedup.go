@@ -141,87 +141,151 @@ func (s *Store) Check(ctx context.Context, docs []Doc) ([]Verdict, error) {
 	return verdicts, nil
 }
 
-// checkURLs claims every canonical URL for its document. A URL already
-// held, inside the window, by another document makes this one a URL
-// duplicate of the holder. The first of several documents of a batch with
-// one URL claims it for all of them.
+// checkURLs gives every canonical URL of the batch its holder: the
+// document that holds it inside the window, or else the batch's document
+// with the smallest key, which claims it. Every other document with that
+// URL is a URL duplicate of the holder. Claims are race-free across
+// replicas: the statement takes a URL only when it is free, expired or
+// already this document's, and a lost race reads the winner.
 func (s *Store) checkURLs(ctx context.Context, docs []Doc, verdicts []Verdict) error {
-	first := make(map[string]int, len(docs)) // canonical URL -> first doc in the batch
-	var hashes [][]byte
-	var urls, indices, ids, sources []string
+	byURL := map[string][]int{}
 	for i, d := range docs {
-		if d.CanonicalURL == "" {
-			continue
+		if d.CanonicalURL != "" {
+			byURL[d.CanonicalURL] = append(byURL[d.CanonicalURL], i)
 		}
-		if j, ok := first[d.CanonicalURL]; ok {
-			if docs[j].Key != d.Key {
-				verdicts[i] = Verdict{Kind: URL, Of: docs[j].Key}
-			}
-			continue
-		}
-		first[d.CanonicalURL] = i
-		h := sha256.Sum256([]byte(d.CanonicalURL))
-		hashes = append(hashes, h[:])
-		urls, indices, ids, sources = append(urls, d.CanonicalURL), append(indices, d.Key.Index), append(ids, d.Key.ID), append(sources, d.Source)
 	}
-	if len(urls) == 0 {
+	if len(byURL) == 0 {
 		return nil
 	}
-	// The holder after the statement: this document when it claimed the
-	// URL (new, expired, or its own), otherwise the row as it stands.
-	rows, err := s.db.QueryContext(ctx, `
-		WITH claimed AS (
-			INSERT INTO canonical_urls AS c (url_hash, canonical_url, index_name, content_id, source_name)
-			SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $5::text[])
-			ON CONFLICT (url_hash) DO UPDATE
-			   SET index_name = EXCLUDED.index_name, content_id = EXCLUDED.content_id,
-			       source_name = EXCLUDED.source_name,
-			       first_seen_at = CASE WHEN c.index_name = EXCLUDED.index_name AND c.content_id = EXCLUDED.content_id
-			                            THEN c.first_seen_at ELSE NOW() END
-			 WHERE c.first_seen_at < NOW() - $6::interval
-			    OR (c.index_name = EXCLUDED.index_name AND c.content_id = EXCLUDED.content_id)
-			RETURNING canonical_url, index_name, content_id)
-		SELECT canonical_url, index_name, content_id FROM claimed
-		UNION ALL
-		SELECT u.canonical_url, u.index_name, u.content_id
-		  FROM canonical_urls u
-		 WHERE u.url_hash = ANY($1::bytea[])
-		   AND u.canonical_url NOT IN (SELECT canonical_url FROM claimed)`,
-		pq.Array(hashes), pq.Array(urls), pq.Array(indices), pq.Array(ids), pq.Array(sources), interval(s.cfg.URLWindow))
+	holders, err := s.holders(ctx, keys(byURL))
 	if err != nil {
-		return fmt.Errorf("check canonical urls: %w", err)
+		return err
+	}
+	var claim []Doc
+	for u, idx := range byURL {
+		if _, ok := holders[u]; ok {
+			continue
+		}
+		first := idx[0]
+		for _, i := range idx[1:] {
+			if keyLess(docs[i].Key, docs[first].Key) {
+				first = i
+			}
+		}
+		claim = append(claim, docs[first])
+	}
+	if err := s.claimURLs(ctx, claim, holders); err != nil {
+		return err
+	}
+	for u, idx := range byURL {
+		holder, ok := holders[u]
+		if !ok {
+			return fmt.Errorf("check canonical urls: %w: no holder for %q", errMissing, u)
+		}
+		for _, i := range idx {
+			if docs[i].Key != holder {
+				verdicts[i] = Verdict{Kind: URL, Of: holder} // not published
+			}
+		}
+	}
+	return nil
+}
+
+// holders reads the documents holding urls inside the window.
+func (s *Store) holders(ctx context.Context, urls []string) (map[string]domain.DocKey, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT canonical_url, index_name, content_id FROM canonical_urls
+		 WHERE url_hash = ANY($1::bytea[]) AND first_seen_at >= NOW() - $2::interval`,
+		pq.Array(hashes(urls)), interval(s.cfg.URLWindow))
+	if err != nil {
+		return nil, fmt.Errorf("read canonical urls: %w", err)
 	}
 	defer rows.Close()
-	holders := make(map[string]domain.DocKey, len(urls))
+	out := make(map[string]domain.DocKey, len(urls))
 	for rows.Next() {
 		var u string
 		var k domain.DocKey
 		if err := rows.Scan(&u, &k.Index, &k.ID); err != nil {
-			return fmt.Errorf("check canonical urls: %w", err)
+			return nil, fmt.Errorf("read canonical urls: %w", err)
+		}
+		out[u] = k
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read canonical urls: %w", err)
+	}
+	return out, nil
+}
+
+// claimURLs claims each document's canonical URL for it when the URL is
+// free or expired, and adds the holders (the claimant, or the winner of a
+// race with another replica) to holders.
+func (s *Store) claimURLs(ctx context.Context, claim []Doc, holders map[string]domain.DocKey) error {
+	if len(claim) == 0 {
+		return nil
+	}
+	urls := make([]string, len(claim))
+	indices, ids, sources := make([]string, len(claim)), make([]string, len(claim)), make([]string, len(claim))
+	for i, d := range claim {
+		urls[i], indices[i], ids[i], sources[i] = d.CanonicalURL, d.Key.Index, d.Key.ID, d.Source
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		INSERT INTO canonical_urls AS c (url_hash, canonical_url, index_name, content_id, source_name)
+		SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $5::text[])
+		ON CONFLICT (url_hash) DO UPDATE
+		   SET index_name = EXCLUDED.index_name, content_id = EXCLUDED.content_id,
+		       source_name = EXCLUDED.source_name, first_seen_at = NOW()
+		 WHERE c.first_seen_at < NOW() - $6::interval
+		RETURNING canonical_url, index_name, content_id`,
+		pq.Array(hashes(urls)), pq.Array(urls), pq.Array(indices), pq.Array(ids), pq.Array(sources), interval(s.cfg.URLWindow))
+	if err != nil {
+		return fmt.Errorf("claim canonical urls: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u string
+		var k domain.DocKey
+		if err := rows.Scan(&u, &k.Index, &k.ID); err != nil {
+			return fmt.Errorf("claim canonical urls: %w", err)
 		}
 		holders[u] = k
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check canonical urls: %w", err)
+		return fmt.Errorf("claim canonical urls: %w", err)
 	}
-	for i, d := range docs {
-		if d.CanonicalURL == "" || verdicts[i].Kind != None {
-			continue
-		}
-		holder, ok := holders[d.CanonicalURL]
-		if !ok {
-			return fmt.Errorf("check canonical urls: %w: no holder for %q", errMissing, d.CanonicalURL)
-		}
-		if holder != d.Key {
-			verdicts[i] = Verdict{Kind: URL, Of: holder}
+	var lost []string
+	for _, u := range urls {
+		if _, ok := holders[u]; !ok {
+			lost = append(lost, u)
 		}
 	}
-	for i := range docs {
-		if verdicts[i].Kind == URL {
-			verdicts[i].Publish = false
-		}
+	if len(lost) == 0 {
+		return nil
+	}
+	winners, err := s.holders(ctx, lost) // another replica claimed them first
+	if err != nil {
+		return err
+	}
+	for u, k := range winners {
+		holders[u] = k
 	}
 	return nil
+}
+
+func keys(m map[string][]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func hashes(urls []string) [][]byte {
+	out := make([][]byte, len(urls))
+	for i, u := range urls {
+		h := sha256.Sum256([]byte(u))
+		out[i] = h[:]
+	}
+	return out
 }
 
 var errMissing = errors.New("statement returned no row")
@@ -237,10 +301,16 @@ type candidate struct {
 }
 
 // checkContent compares each document that is not already a URL duplicate
-// with the stored fingerprints inside the window and with the documents
-// before it in the batch, then records the batch's fingerprints.
+// with the texts seen before it, then records the batch's fingerprints.
+//
+// "Before" is one order for every check, so that a document classified
+// again gets the verdict it got the first time: by first_seen_at, then by
+// raw index and id. A document new to the store comes after every stored
+// one; documents new in the same batch are ordered by their keys (they
+// are recorded with the same first_seen_at). The original of a duplicate
+// is the earliest near text before it.
 func (s *Store) checkContent(ctx context.Context, docs []Doc, verdicts []Verdict) error {
-	cands, err := s.candidates(ctx, docs)
+	cands, isNew, err := s.candidates(ctx, docs)
 	if err != nil {
 		return err
 	}
@@ -248,42 +318,68 @@ func (s *Store) checkContent(ctx context.Context, docs []Doc, verdicts []Verdict
 		if verdicts[i].Kind != None {
 			continue
 		}
-		if of, ok := earliestNear(d, cands[i]); ok {
-			verdicts[i] = Verdict{Kind: Content, Of: of, Publish: s.cfg.ContentPolicy == Flag}
-			continue
+		of, ok := earliestNear(d, cands[i])
+		if !ok && isNew[i] {
+			of, ok = earliestNewNear(docs, verdicts, isNew, i)
 		}
-		for j := range i {
-			if docs[j].Key != d.Key && fingerprint.Near(docs[j].Fingerprint, d.Fingerprint) {
-				verdicts[i] = Verdict{Kind: Content, Of: docs[j].Key, Publish: s.cfg.ContentPolicy == Flag}
-				break
-			}
+		if ok {
+			verdicts[i] = Verdict{Kind: Content, Of: of, Publish: s.cfg.ContentPolicy == Flag}
 		}
 	}
-	return s.record(ctx, docs)
+	// A URL duplicate is never an original: its text is not recorded.
+	var originals []Doc
+	for i, d := range docs {
+		if verdicts[i].Kind != URL {
+			originals = append(originals, d)
+		}
+	}
+	return s.record(ctx, originals)
 }
 
+// earliestNear returns the first of the stored candidates (they come in
+// order) whose text is near d's.
 func earliestNear(d Doc, cands []candidate) (domain.DocKey, bool) {
-	var best *candidate
-	for i := range cands {
-		c := &cands[i]
+	for _, c := range cands {
 		stored := fingerprint.Fingerprint{Exact: hex.EncodeToString(c.exact), Sim: uint64(c.sim.Int64), Sketch: c.sketch}
 		if c.sim.Valid {
 			stored.Words = fingerprint.MinWords // compared as a long text
 		}
-		if fingerprint.Near(stored, d.Fingerprint) && (best == nil || c.seenAt.Before(best.seenAt)) {
-			best = c
+		if fingerprint.Near(stored, d.Fingerprint) {
+			return c.key, true
 		}
 	}
-	if best == nil {
-		return domain.DocKey{}, false
-	}
-	return best.key, true
+	return domain.DocKey{}, false
 }
 
-// candidates reads, in one statement for the batch, the stored
-// fingerprints that share a document's exact hash or a value of its
-// sketch, inside the window, other than the document itself.
-func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, error) {
+// earliestNewNear returns, among the batch's other new documents with a
+// smaller key that are not URL duplicates, the smallest whose text is near
+// docs[i]'s.
+func earliestNewNear(docs []Doc, verdicts []Verdict, isNew []bool, i int) (domain.DocKey, bool) {
+	var best domain.DocKey
+	found := false
+	for j, o := range docs {
+		if j == i || !isNew[j] || verdicts[j].Kind == URL || !keyLess(o.Key, docs[i].Key) || (found && !keyLess(o.Key, best)) {
+			continue
+		}
+		if fingerprint.Near(o.Fingerprint, docs[i].Fingerprint) {
+			best, found = o.Key, true
+		}
+	}
+	return best, found
+}
+
+func keyLess(a, b domain.DocKey) bool {
+	if a.Index != b.Index {
+		return a.Index < b.Index
+	}
+	return a.ID < b.ID
+}
+
+// candidates reads, in one statement for the batch, each document's own
+// stored row (none: it is new) and the stored fingerprints before it that
+// share its exact hash or a value of its sketch, inside the window, in
+// order.
+func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, []bool, error) {
 	ords := make([]int64, len(docs))
 	hasSketch := make([]bool, len(docs))
 	exacts := make([][]byte, len(docs))
@@ -299,41 +395,56 @@ func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, erro
 		copy(sk, d.Fingerprint.Sketch)
 		sketch = append(sketch, sk...)
 	}
+	// Index and id compare in the C collation, as Go compares strings.
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT q.ord, f.index_name, f.content_id, f.exact_hash, f.simhash, f.sketch, f.first_seen_at
+		SELECT q.ord, own.first_seen_at IS NULL, f.index_name, f.content_id, f.exact_hash, f.simhash, f.sketch, f.first_seen_at
 		  FROM unnest($1::bigint[], $2::bytea[], $3::text[], $4::text[], $9::bool[]) AS q(ord, exact, idx, id, has_sketch)
-		  CROSS JOIN LATERAL (
+		  LEFT JOIN content_fingerprints own ON own.index_name = q.idx AND own.content_id = q.id
+		  LEFT JOIN LATERAL (
 		       SELECT index_name, content_id, exact_hash, simhash, sketch, first_seen_at
 		         FROM content_fingerprints f
 		        WHERE (f.exact_hash = q.exact
 		               OR (q.has_sketch AND f.sketch && ($5::bigint[])[q.ord*$6+1 : q.ord*$6+$6]))
 		          AND f.first_seen_at >= NOW() - $7::interval
-		          AND NOT (f.index_name = q.idx AND f.content_id = q.id)
-		        ORDER BY f.first_seen_at
-		        LIMIT $8) f`,
+		          AND (f.first_seen_at, f.index_name COLLATE "C", f.content_id COLLATE "C")
+		              < (COALESCE(own.first_seen_at, 'infinity'), q.idx COLLATE "C", q.id COLLATE "C")
+		        ORDER BY f.first_seen_at, f.index_name COLLATE "C", f.content_id COLLATE "C"
+		        LIMIT $8) f ON TRUE`,
 		pq.Array(ords), pq.Array(exacts), pq.Array(indices), pq.Array(ids), pq.Array(sketch),
 		fingerprint.SketchSize, interval(s.cfg.ContentWindow), s.cfg.MaxCandidates, pq.Array(hasSketch))
 	if err != nil {
-		return nil, fmt.Errorf("read near fingerprints: %w", err)
+		return nil, nil, fmt.Errorf("read near fingerprints: %w", err)
 	}
 	defer rows.Close()
 	out := make([][]candidate, len(docs))
+	isNew := make([]bool, len(docs))
 	for rows.Next() {
 		var c candidate
-		if err := rows.Scan(&c.doc, &c.key.Index, &c.key.ID, &c.exact, &c.sim, (*pq.Int64Array)(&c.sketch), &c.seenAt); err != nil {
-			return nil, fmt.Errorf("read near fingerprints: %w", err)
+		var fresh bool
+		var index, id sql.NullString
+		var seenAt sql.NullTime
+		if err := rows.Scan(&c.doc, &fresh, &index, &id, &c.exact, &c.sim, (*pq.Int64Array)(&c.sketch), &seenAt); err != nil {
+			return nil, nil, fmt.Errorf("read near fingerprints: %w", err)
 		}
+		isNew[c.doc] = fresh
+		if !index.Valid {
+			continue // no candidate
+		}
+		c.key, c.seenAt = domain.DocKey{Index: index.String, ID: id.String}, seenAt.Time
 		out[c.doc] = append(out[c.doc], c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read near fingerprints: %w", err)
+		return nil, nil, fmt.Errorf("read near fingerprints: %w", err)
 	}
-	return out, nil
+	return out, isNew, nil
 }
 
-// record stores the batch's fingerprints; a document classified again
+// record stores the fingerprints of docs; a document classified again
 // keeps its first_seen_at.
 func (s *Store) record(ctx context.Context, docs []Doc) error {
+	if len(docs) == 0 {
+		return nil
+	}
 	seen := make(map[domain.DocKey]bool, len(docs))
 	var indices, ids, sources, sketches []string
 	var exacts [][]byte

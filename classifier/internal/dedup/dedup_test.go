@@ -182,3 +182,74 @@ func TestParsePolicy(t *testing.T) {
 		t.Error("ParsePolicy(drop) accepted")
 	}
 }
+
+// Two near copies new in one batch: the one with the smaller key is the
+// original, whatever their order in the batch, and checking either again
+// (a reprocess) gives the same verdict.
+func TestVerdictIsStableWhenClassifiedAgain(t *testing.T) {
+	db := openDB(t)
+	s := dedup.New(db, dedup.Config{})
+	c := canonical.New(canonical.Config{})
+	ctx := context.Background()
+	a := doc(c, "s_raw_content", "a", "s", "https://s.example/a", "Budget", article)
+	b := doc(c, "s_raw_content", "b", "s", "https://s.example/b", "Budget", article+" One more line.")
+	first, err := s.Check(ctx, []dedup.Doc{b, a}) // b first in the batch
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[1].Kind != dedup.None || first[0].Kind != dedup.Content || first[0].Of != a.Key {
+		t.Fatalf("first check: b %+v, a %+v; want a original, b its copy", first[0], first[1])
+	}
+	for _, d := range []dedup.Doc{a, b} {
+		again, err := s.Check(ctx, []dedup.Doc{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := first[1]
+		if d.Key == b.Key {
+			want = first[0]
+		}
+		if again[0] != want {
+			t.Errorf("%s checked again: %+v, first %+v", d.Key.ID, again[0], want)
+		}
+	}
+	// A text seen later is never the original of one seen earlier.
+	late := doc(c, "a_raw_content", "0", "a", "https://a.example/0", "Budget", article)
+	v, err := s.Check(ctx, []dedup.Doc{late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v[0].Kind != dedup.Content || v[0].Of != a.Key {
+		t.Fatalf("a later copy with a smaller key: %+v, want a copy of %v", v[0], a.Key)
+	}
+	again, err := s.Check(ctx, []dedup.Doc{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Kind != dedup.None {
+		t.Fatalf("the original after a later copy: %+v", again[0])
+	}
+}
+
+// A URL duplicate's text is nobody's original: the holder of the URL is
+// not made a content duplicate of its own variant.
+func TestURLDuplicateIsNeverAContentOriginal(t *testing.T) {
+	db := openDB(t)
+	s := dedup.New(db, dedup.Config{})
+	c := canonical.New(canonical.Config{})
+	ctx := context.Background()
+	holder := doc(c, "s_raw_content", "z", "s", "https://s.example/story", "Budget", article)
+	variant := doc(c, "s_raw_content", "a", "s", "https://s.example/story/?utm_source=x", "Budget", article)
+	if _, err := s.Check(ctx, []dedup.Doc{holder}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		v, err := s.Check(ctx, []dedup.Doc{variant, holder})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0].Kind != dedup.URL || v[0].Of != holder.Key || v[1].Kind != dedup.None {
+			t.Fatalf("variant %+v holder %+v; want the variant a URL duplicate and the holder an original", v[0], v[1])
+		}
+	}
+}

@@ -146,6 +146,9 @@ type ClassifiedContent struct {
 
 	// Index is the classified index the document is written to; not stored.
 	Index string `json:"-"`
+	// RawIndex is the raw index the document came from: with ID, its
+	// identity (DocKey). Not stored.
+	RawIndex string `json:"-"`
 	// ClaimID is the claim that produced it; not stored in Elasticsearch.
 	ClaimID string `json:"-"`
 }

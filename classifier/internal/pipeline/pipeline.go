@@ -148,6 +148,7 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		ClassifierVersion:     domain.Version,
 		ClassifiedAt:          p.cfg.Clock.Now().UTC(),
 		Index:                 contentindex.ClassifiedIndexFor(raw.Index),
+		RawIndex:              raw.Index,
 		ClaimID:               raw.ClaimID(),
 	}
 	// Matches come highest priority first, then best score: keep each

@@ -42,6 +42,10 @@ type Stores struct {
 	// takes each document out of it before its status flip, so the
 	// heartbeat stops renewing it and its version is final.
 	Claims *claim.Registry
+	// Hygiene, when set, decides which documents are duplicates and which
+	// outcomes are news (their version); without it every document is
+	// published as version 1.
+	Hygiene *Hygiene
 }
 
 // Breakers guard the committer's dependencies. A nil breaker is replaced by
@@ -301,6 +305,13 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 	for i, r := range ok {
 		docs[i] = r.Doc
 	}
+	if err := c.stores.Hygiene.decide(ctx, docs); err != nil {
+		if fault.Postgres(err) == fault.Dependency {
+			c.breakers.Postgres.Failure(err)
+			return nil, nil, ok, c.breakers.Postgres
+		}
+		return nil, withError(ok, domain.ErrorCodeDB, err), nil, nil
+	}
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.WriteClassified(ctx, docs)
 	if err != nil {
@@ -337,14 +348,38 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 		return nil, failed, append(retry, esWritten...), c.breakers.Postgres
 	}
 	c.breakers.Postgres.Success()
-	written, f, err = c.insertIsolated(ctx, written, c.stores.Outbox.WriteBatch)
+	// Only news goes to the outbox: a duplicate held back or an unchanged
+	// outcome is written and flipped like the rest, without a row.
+	var news, quiet []Result
+	for _, r := range written {
+		if r.Doc.Publish {
+			news = append(news, r)
+		} else {
+			quiet = append(quiet, r)
+		}
+	}
+	news, f, err = c.insertIsolated(ctx, news, c.stores.Outbox.WriteBatch)
 	failed = append(failed, f...)
 	if err != nil {
 		c.breakers.Outbox.Failure(err)
 		return nil, failed, append(retry, esWritten...), c.breakers.Outbox
 	}
 	c.breakers.Outbox.Success()
-	return written, failed, retry, dep
+	published := make([]*domain.ClassifiedContent, len(news))
+	for i, r := range news {
+		published[i] = r.Doc
+	}
+	if err := c.stores.Hygiene.record(ctx, published); err != nil {
+		// The rows are in the outbox; written again, they are absorbed
+		// (same version) and the record is tried again.
+		if fault.Postgres(err) == fault.Dependency {
+			c.breakers.Postgres.Failure(err)
+			return nil, failed, append(retry, esWritten...), c.breakers.Postgres
+		}
+		return nil, append(failed, withError(esWritten, domain.ErrorCodeDB, err)...), retry, dep
+	}
+	c.countHygiene(ctx, written)
+	return append(news, quiet...), failed, retry, dep
 }
 
 // insertIsolated inserts the documents of rs with insert, one statement for

@@ -22,10 +22,11 @@ func NewOutboxWriter(db *sql.DB) *OutboxWriter {
 	return &OutboxWriter{db: db}
 }
 
-// WriteBatch inserts one outbox row per document (outbox.InsertBatch). A
-// document already in the outbox is left as it is (ON CONFLICT DO NOTHING):
-// a document classified again after a crash before its commit point is not
-// published twice.
+// WriteBatch inserts one outbox row per document (outbox.InsertBatch), as
+// the version the committer decided (package republish). A version already
+// in the outbox is left as it is (ON CONFLICT DO NOTHING): a document
+// classified again after a crash before its commit point is not published
+// twice.
 func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.ClassifiedContent) error {
 	if len(docs) == 0 {
 		return nil
@@ -37,6 +38,10 @@ func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.Classified
 			ContentType: d.ContentType, Topics: d.Topics, QualityScore: d.QualityScore,
 			IsCrimeRelated: d.IsCrimeRelated, CrimeSubcategory: d.CrimeSubcategory,
 			Title: d.Title, Body: d.RawText, URL: d.URL, PublishedDate: d.PublishedDate,
+			Version: d.Version, ChangedFields: d.ChangedFields, CanonicalURL: d.CanonicalURL,
+		}
+		if d.DuplicateOf != nil {
+			msgs[i].DuplicateOf = &outbox.DocRef{Index: d.DuplicateOf.Index, ID: d.DuplicateOf.ID, Kind: d.DuplicateOf.Kind}
 		}
 	}
 	if err := outbox.InsertBatch(ctx, w.db, msgs); err != nil {

@@ -64,6 +64,15 @@ type Metrics struct {
 	// IndexPollFailures counts failed polls of one raw index, by index and
 	// reason (mapping, search_error, write_blocked, claim_rejected).
 	IndexPollFailures metric.Int64Counter
+
+	// Duplicates counts documents recorded as duplicates, by source and
+	// kind (url, content).
+	Duplicates metric.Int64Counter
+	// Publications counts classified documents by what reached the outbox,
+	// by source and decision: first (version 1), changed (a new version),
+	// unchanged (the same outcome again: nothing) or held (a duplicate not
+	// published).
+	Publications metric.Int64Counter
 }
 
 // Gauges are read at scrape time from their owners (the work queue, the
@@ -166,6 +175,8 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 		metric.WithDescription("1 while the poller skips a raw index that failed (search, mapping or claims), 0 while it polls it"))
 	errs = append(errs, err)
 	m.IndexPollFailures = counter("classifier_index_poll_failures_total", "Failed polls of one raw index, by index and reason")
+	m.Duplicates = counter("classifier_duplicates_total", "Documents recorded as duplicates of another, by source and kind (url, content)")
+	m.Publications = counter("classifier_publications_total", "Classified documents by what reached the outbox, by source and decision (first, changed, unchanged, held)")
 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

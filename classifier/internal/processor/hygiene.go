@@ -1,0 +1,121 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/north-cloud/classifier/internal/dedup"
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/republish"
+)
+
+// Hygiene decides, before a batch is written, which of its documents are
+// news to subscribers: a duplicate of another document (package dedup) is
+// marked with duplicate_of and, as its kind and the policy say, not
+// published; a document whose outcome equals its last published one
+// (package republish) is not published again, and one whose outcome
+// changed is published with the next version.
+type Hygiene struct {
+	Duplicates *dedup.Store
+	Outcomes   *republish.Store
+}
+
+// decide fills DuplicateOf, Version, ChangedFields and Publish on docs.
+// Its reads and writes are idempotent for a document classified again: the
+// same document gets the same verdict and, until its outbox row is
+// recorded, the same version.
+func (h *Hygiene) decide(ctx context.Context, docs []*domain.ClassifiedContent) error {
+	if h == nil {
+		for _, d := range docs {
+			d.Publish, d.Version = true, max(d.Version, 1)
+		}
+		return nil
+	}
+	candidates := make([]dedup.Doc, len(docs))
+	for i, d := range docs {
+		candidates[i] = dedup.Doc{Key: rawKey(d), Source: d.SourceName, CanonicalURL: d.CanonicalURL, Fingerprint: d.Fingerprint}
+	}
+	verdicts, err := h.Duplicates.Check(ctx, candidates)
+	if err != nil {
+		return fmt.Errorf("check duplicates: %w", err)
+	}
+	items := make([]republish.Item, len(docs))
+	for i, d := range docs {
+		d.DuplicateOf = nil
+		if v := verdicts[i]; v.Kind != dedup.None {
+			d.DuplicateOf = &domain.DuplicateRef{Index: v.Of.Index, ID: v.Of.ID, Kind: string(v.Kind)}
+		}
+		items[i] = republish.Item{Key: rawKey(d), Outcome: outcomeOf(d)}
+	}
+	decisions, err := h.Outcomes.Plan(ctx, items)
+	if err != nil {
+		return fmt.Errorf("plan publications: %w", err)
+	}
+	for i, d := range docs {
+		d.Version, d.ChangedFields = decisions[i].Version, decisions[i].Changed
+		d.Publish = verdicts[i].Publish && decisions[i].Publish
+		if !verdicts[i].Publish && decisions[i].Version == 1 && decisions[i].Publish {
+			d.Version = 0 // never published: no version yet
+		}
+	}
+	return nil
+}
+
+// record remembers the outcomes of the documents just inserted into the
+// outbox, so the same outcome is not published again.
+func (h *Hygiene) record(ctx context.Context, published []*domain.ClassifiedContent) error {
+	if h == nil || len(published) == 0 {
+		return nil
+	}
+	items := make([]republish.Item, len(published))
+	decisions := make([]republish.Decision, len(published))
+	for i, d := range published {
+		items[i] = republish.Item{Key: rawKey(d), Outcome: outcomeOf(d)}
+		decisions[i] = republish.Decision{Publish: true, Version: d.Version}
+	}
+	if err := h.Outcomes.Record(ctx, items, decisions); err != nil {
+		return fmt.Errorf("record publications: %w", err)
+	}
+	return nil
+}
+
+// rawKey is a classified document's identity: its raw index and id.
+func rawKey(d *domain.ClassifiedContent) domain.DocKey {
+	return domain.DocKey{Index: d.RawIndex, ID: d.ID}
+}
+
+// outcomeOf is what subscribers are told about d.
+func outcomeOf(d *domain.ClassifiedContent) republish.Outcome {
+	o := republish.Outcome{
+		ContentType: d.ContentType, Topics: d.Topics, QualityScore: d.QualityScore,
+		IsCrimeRelated: d.IsCrimeRelated, Title: d.Title, URL: d.URL, CanonicalURL: d.CanonicalURL,
+		TextHash: d.ContentHash,
+	}
+	if d.CrimeSubcategory != nil {
+		o.CrimeSubcategory = *d.CrimeSubcategory
+	}
+	if d.DuplicateOf != nil {
+		o.DuplicateOf = d.DuplicateOf.Index + "/" + d.DuplicateOf.ID
+	}
+	return o
+}
+
+// countHygiene logs the batch's duplicates and held-back outcomes.
+func (c *Committer) countHygiene(ctx context.Context, written []Result) {
+	for _, r := range written {
+		d := r.Doc
+		if d.DuplicateOf != nil {
+			c.logger.DebugContext(ctx, "duplicate recorded", "index", d.RawIndex, "id", d.ID,
+				"kind", d.DuplicateOf.Kind, "duplicate_of_index", d.DuplicateOf.Index, "duplicate_of_id", d.DuplicateOf.ID,
+				"published", d.Publish)
+		}
+		c.metrics.RecordHygiene(ctx, d.SourceName, duplicateKind(d), d.Publish, d.Version)
+	}
+}
+
+func duplicateKind(d *domain.ClassifiedContent) string {
+	if d.DuplicateOf == nil {
+		return ""
+	}
+	return d.DuplicateOf.Kind
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/classifier/internal/sourcestats"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/classifier/migrations"
@@ -221,9 +222,13 @@ func serve(ctx context.Context, _ []string) error {
 	}); err != nil {
 		return err
 	}
+	sourceStats, err := sourcestats.New(sourcestats.Config{ES: es, DB: db, RawPattern: cfg.Poller.IndexPattern})
+	if err != nil {
+		return err
+	}
 	if err := opsapi.Register(v1, opsapi.Deps{
 		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
-		PollStatus: poll.IndexStatus,
+		PollStatus: poll.IndexStatus, SourceStats: sourceStats,
 	}); err != nil {
 		return err
 	}

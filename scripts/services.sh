@@ -37,6 +37,9 @@
 #                                 NC_ES_CLUSTER_PORT+i-1           (9211)
 #   NC_ES_CLUSTER_TRANSPORT_PORT  transport port of node 1, likewise (9311)
 #   NC_ES_CLUSTER_HEAP            heap of each cluster node        (512m)
+#   NC_ES_CLUSTER_JAVA_OPTS       more JVM options of each cluster node, e.g.
+#                                 -XX:TieredStopAtLevel=1 (starts faster, runs
+#                                 slower: for tests, not measurements) (none)
 #   NC_REDIS_CLUSTER              1 runs a Redis Cluster of 3 masters, each
 #                                 with a replica, instead of the single Redis (0)
 #   NC_REDIS_CLUSTER_PORT         port of Redis Cluster node 1 of 6; node i uses
@@ -67,6 +70,7 @@ readonly ES_NODES="${NC_ES_NODES:-1}"
 readonly ES_CLUSTER_PORT="${NC_ES_CLUSTER_PORT:-9211}"
 readonly ES_CLUSTER_TRANSPORT_PORT="${NC_ES_CLUSTER_TRANSPORT_PORT:-9311}"
 readonly ES_CLUSTER_HEAP="${NC_ES_CLUSTER_HEAP:-512m}"
+readonly ES_CLUSTER_JAVA_OPTS="${NC_ES_CLUSTER_JAVA_OPTS:-}"
 readonly REDIS_CLUSTER="${NC_REDIS_CLUSTER:-0}"
 readonly REDIS_CLUSTER_PORT="${NC_REDIS_CLUSTER_PORT:-7101}"
 readonly REDIS_CLUSTER_NODE_TIMEOUT="${NC_REDIS_CLUSTER_NODE_TIMEOUT:-5000}"
@@ -656,7 +660,7 @@ es_node_launch() {
   log "elasticsearch cluster: starting node nc-es-$i on 127.0.0.1:$http (transport $transport, heap $ES_CLUSTER_HEAP)"
   (cd "$ES_HOME" && timeout "$WAIT_TIMEOUT" setsid -w runuser -u "$ES_USER" -- env \
     ES_PATH_CONF="$dir/config" ES_TMPDIR="$dir/tmp" ES_JAVA_HOME="$jhome" \
-    ES_JAVA_OPTS="-Xms$ES_CLUSTER_HEAP -Xmx$ES_CLUSTER_HEAP" \
+    ES_JAVA_OPTS="-Xms$ES_CLUSTER_HEAP -Xmx$ES_CLUSTER_HEAP${ES_CLUSTER_JAVA_OPTS:+ $ES_CLUSTER_JAVA_OPTS}" \
     "$ES_HOME/bin/elasticsearch" -d -p "$dir/es.pid") >"$dir/start.log" 2>&1 </dev/null 8>&- 9>&- &
 }
 

@@ -68,8 +68,56 @@ json=$(mktemp)
 trap 'rm -f "$json" "${dashlog:-}"' EXIT
 for m in $modules; do
   echo "-- $m" >&2
-  (cd "$m" && go test -race -count=1 -timeout 20m -json ./... >>"$json") || status=1
+  # The cluster tests (TestCluster*) run in the cluster stage below.
+  (cd "$m" && go test -race -count=1 -timeout 20m -json -skip '^TestCluster' ./... >>"$json") || status=1
 done
+
+# Cluster stage (docs/scaling.md): a 3-node Elasticsearch and a Redis Cluster of 3 masters
+# with replicas start beside the single-node services (scripts/services.sh, NC_ES_NODES=3,
+# NC_REDIS_CLUSTER=1); the end-to-end delivery test runs on the Elasticsearch cluster, and the
+# failover tests kill a node of each cluster mid-drain (TestCluster*, which need the cluster
+# settings and fail without a cluster under CI). The clusters stop afterwards to give their
+# memory back. A few minutes.
+step "clusters: delivery and failover tests on a 3-node Elasticsearch and a Redis Cluster"
+cluster_stage() {
+  local rc=0 out pid1 pid2
+  export NC_ES_CLUSTER_JAVA_OPTS=-XX:TieredStopAtLevel=1 # faster node (re)starts; not a measurement
+  NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up || return 1
+  out=$(mktemp -d)
+  # The Elasticsearch node kill first, with no other test on Elasticsearch (the node it
+  # kills serves them all), beside the Redis Cluster's client and sink tests (conformance,
+  # a master killed mid-publish), which use no Elasticsearch (and so restart their node
+  # without the Elasticsearch cluster's settings).
+  (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
+    cd e2e && go test -race -count=1 -timeout 6m -json -run '^TestClusterElasticsearchNodeKilledMidDrain$' . >"$out/1.json") &
+  pid1=$!
+  (eval "$(NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
+    (cd infrastructure && go test -race -count=1 -json -run '^(TestOpenClusterURL|TestNewConnectsAndPings)$' ./redisclient) >"$out/2.json" &&
+    (cd publisher && go test -race -count=1 -json -run '^TestCluster' ./internal/sink/) >"$out/3.json") &
+  pid2=$!
+  wait "$pid1" || rc=1
+  wait "$pid2" || rc=1
+  # Then the delivery test on the Elasticsearch cluster (with one Redis), beside a Redis
+  # master killed under the real publisher.
+  (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
+    (cd infrastructure && go test -race -count=1 -json -run '^TestReplicasFollowTheDataNodes$' ./contentindex) >"$out/4.json" &&
+    (cd e2e && go test -race -count=1 -timeout 6m -json -run '^TestPipelineDeliversEveryDocumentOnce$' .) >"$out/5.json") &
+  pid1=$!
+  (eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
+    cd e2e && go test -race -count=1 -timeout 6m -json -run '^TestClusterRedisMasterKilledMidDrain$' . >"$out/6.json") &
+  pid2=$!
+  wait "$pid1" || rc=1
+  wait "$pid2" || rc=1
+  cat "$out"/*.json >>"$json"
+  # The figures (documents, duplicates, time to recover) of each failover test.
+  grep -ho '"Output":"cluster-[a-z0-9-]*: [^"]*' "$out"/*.json | sed 's/^"Output":"//; s/\\n$//' >&2 || true
+  rm -rf "$out"
+  "$root/scripts/services.sh" down-clusters || rc=1
+  return $rc
+}
+cluster_start=$(date +%s)
+cluster_stage || status=1
+echo "cluster stage: $(( $(date +%s) - cluster_start ))s" >&2
 
 # Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
 # bounded run from its committed seeds, then schemathesis over each

@@ -45,7 +45,7 @@ CREATE TABLE classified_outbox (
     duplicate_kind VARCHAR(16),
     CONSTRAINT outbox_status_valid CHECK (status IN ('pending', 'publishing', 'published', 'failed')),
     CONSTRAINT outbox_version_positive CHECK (version >= 1),
-    CONSTRAINT unique_outbox_index_content_version UNIQUE (index_name, content_id, version)
+    CONSTRAINT unique_outbox_content_index_version UNIQUE (content_id, index_name, version)
 );
 
 CREATE OR REPLACE FUNCTION classified_outbox_notify() RETURNS trigger

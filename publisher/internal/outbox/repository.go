@@ -344,17 +344,22 @@ type Backlog struct {
 	OldestPendingAgeSeconds float64
 }
 
-// Backlog returns counts by status and the age of the oldest pending row in
-// one statement, for the observable gauges read at scrape time.
+// Backlog returns counts by status and the age of the oldest pending row,
+// for the observable gauges read at scrape time.
 func (r *Repository) Backlog(ctx context.Context) (Backlog, error) {
 	counts, err := r.CountByStatus(ctx)
 	if err != nil {
 		return Backlog{}, err
 	}
 	b := Backlog{Counts: counts}
+	// The oldest pending row is the oldest of the first crime row and the
+	// first other row of idx_outbox_claim: two index probes, not a scan of
+	// every pending row.
 	if err := r.db.QueryRowContext(ctx, `
-		SELECT COALESCE(EXTRACT(EPOCH FROM (NOW() - MIN(created_at))), 0)
-		FROM classified_outbox WHERE status = 'pending'`).Scan(&b.OldestPendingAgeSeconds); err != nil {
+		SELECT COALESCE(EXTRACT(EPOCH FROM (NOW() - LEAST(
+			(SELECT MIN(created_at) FROM classified_outbox WHERE status = 'pending' AND is_crime_related),
+			(SELECT MIN(created_at) FROM classified_outbox WHERE status = 'pending' AND NOT is_crime_related)))), 0)`).
+		Scan(&b.OldestPendingAgeSeconds); err != nil {
 		return b, fmt.Errorf("oldest pending age: %w", err)
 	}
 	return b, nil

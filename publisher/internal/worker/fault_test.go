@@ -277,6 +277,58 @@ func TestClaimTokenKeepsRescuedRowsWithNewClaim(t *testing.T) {
 	}
 }
 
+// MarkAndClaim marks the published rows of the previous claim and claims
+// the next batch in one statement. It marks only the rows named and still
+// held by that claim (a rescued row is left to whoever holds it now), and
+// the count of rows it marked comes back even when nothing is left to
+// claim.
+func TestMarkAndClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	outboxtest.Insert(t, b.db, outboxtest.Rows("mac", 6))
+	ids := func(batch outbox.Batch) []string {
+		out := make([]string, len(batch.Entries))
+		for i, e := range batch.Entries {
+			out[i] = e.ID
+		}
+		return out
+	}
+	first, err := b.repo.Claim(ctx, 3)
+	if err != nil || len(first.Entries) != 3 {
+		t.Fatalf("first claim: %d rows, %v", len(first.Entries), err)
+	}
+	// Two of the first batch went out, the third did not.
+	marked, second, err := b.repo.MarkAndClaim(ctx, outbox.Published{Token: first.Token, IDs: ids(first)[:2]}, 10)
+	if err != nil || marked != 2 || len(second.Entries) != 3 || second.Token == first.Token {
+		t.Fatalf("mark 2 and claim: marked %d, claimed %d (token %q, first %q), %v, want 2 marked and the 3 other rows",
+			marked, len(second.Entries), second.Token, first.Token, err)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'publishing' AND claim_token = $1`, first.Token); n != 1 {
+		t.Errorf("%d rows of the first claim still publishing, want the one not marked", n)
+	}
+	// One row of the second batch is rescued meanwhile: pending again, no token.
+	rescued := second.Entries[0].ID
+	if _, err := b.db.Exec(`UPDATE classified_outbox SET status = 'pending', claim_token = NULL WHERE id = $1`, rescued); err != nil {
+		t.Fatal(err)
+	}
+	marked, third, err := b.repo.MarkAndClaim(ctx, outbox.Published{Token: second.Token, IDs: ids(second)}, 10)
+	if err != nil || marked != 2 || len(third.Entries) != 1 || third.Entries[0].ID != rescued {
+		t.Fatalf("mark the second batch: marked %d, claimed %d, %v, want 2 marked (not the rescued row) and the rescued row claimed",
+			marked, len(third.Entries), err)
+	}
+	marked, fourth, err := b.repo.MarkAndClaim(ctx, outbox.Published{Token: third.Token, IDs: ids(third)}, 10)
+	if err != nil || marked != 1 || len(fourth.Entries) != 0 {
+		t.Fatalf("mark the last batch with nothing left: marked %d, claimed %d, %v, want 1 and none", marked, len(fourth.Entries), err)
+	}
+	if c := outboxtest.Counts(t, b.db); c["published"] != 5 || c["publishing"] != 1 {
+		t.Errorf("counts %v, want 5 published and the first batch's unmarked row publishing", c)
+	}
+	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published' AND (claim_token IS NOT NULL OR published_at IS NULL)`); n != 0 {
+		t.Errorf("%d published rows keep a claim token or lack published_at", n)
+	}
+}
+
 // The same with two running workers: A's batch hangs in its Redis (paused)
 // past the stale age; the rows are rescued and B claims them (B's Redis is
 // paused too). When A's publish finally returns, its outcome touches none of

@@ -42,22 +42,22 @@ func insertFresh(t testing.TB, es *elasticsearch.Client, source string, i int, r
 	return docKey(source, d.ID), time.Now()
 }
 
-// TestFreshDocumentsOvertakeTheBacklog loads a backlog of 20,000 documents
+// TestFreshDocumentsOvertakeTheBacklog loads a backlog of 6,000 documents
 // crawled two days ago, lets the pipeline start on it, then inserts 20
-// documents crawled now, one every 100 ms. Fresh news must not wait behind
+// documents crawled now, one every 50 ms. Fresh news must not wait behind
 // the backlog: every fresh document is delivered while at least a quarter
 // of the backlog is still on its way. (Oldest first, they came last.)
 func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	t.Parallel()
 	st := sharedStack(t)
 	source := st.prefix + "_backfill"
-	const backlog, fresh = 20_000, 20
+	const backlog, fresh = 6_000, 20
 	old := backfill(t, st.es, source, backlog)
 	sub := subscribe(t, st.rdb, st.prefix)
 	launch(t, "publisher", "publisher", st.publisherEnv(nil))
 	launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
 	oldKeys := keysOf(old)
-	if !sub.WaitDistinct(1_000, 3*time.Minute) {
+	if !sub.WaitDistinct(500, 3*time.Minute) {
 		t.Fatalf("the backlog did not start draining: %d delivered", sub.Distinct())
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -65,7 +65,7 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	for i := range fresh {
 		k, _ := insertFresh(t, st.es, source, i, rng)
 		freshKeys = append(freshKeys, k)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 	if missing := sub.WaitAll(freshKeys, 5*time.Minute); len(missing) > 0 {
 		t.Fatalf("%d fresh documents not delivered: %v", len(missing), missing)

@@ -97,6 +97,21 @@ func (l *Loader) PositiveInt(name string, def int) int {
 	return n
 }
 
+// Fraction returns name parsed as a number from 0 to 1, or def when unset
+// or invalid.
+func (l *Loader) Fraction(name string, def float64) float64 {
+	v, ok := l.get(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 || f != f {
+		l.add(name, fmt.Sprintf("must be a number from 0 to 1 (got %q)", v))
+		return def
+	}
+	return f
+}
+
 // Int64 returns name parsed as a base-10 int64, or def when unset or invalid.
 func (l *Loader) Int64(name string, def int64) int64 {
 	v, ok := l.get(name)

@@ -75,6 +75,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 			PollInterval: l.Duration("CLASSIFIER_POLL_INTERVAL", poller.PollIntervalDefault),
 			BatchSize:    l.PositiveInt("CLASSIFIER_BATCH_SIZE", poller.BatchSizeDefault),
 			ClaimLease:   l.Duration("CLASSIFIER_CLAIM_LEASE", claim.LeaseDefault),
+			BacklogShare: backlogShare(l.Fraction("CLASSIFIER_BACKLOG_SHARE", poller.BacklogShareDefault)),
+			RecencyScale: l.Duration("CLASSIFIER_PRIORITY_RECENCY_SCALE", poller.RecencyScaleDefault),
 		},
 		Heartbeat: claim.HeartbeatConfig{
 			ReplicaID: replica,
@@ -141,6 +143,15 @@ func loadConfig(l *config.Loader) (Config, error) {
 		fmt.Sprintf("must be 2..1000 (got %d)", c.DeadLetters.PermanentAfter))
 	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))
 	return c, l.Err()
+}
+
+// backlogShare maps CLASSIFIER_BACKLOG_SHARE onto poller.Config: 0 there
+// means its default, so "0" (oldest first, no priorities) becomes -1.
+func backlogShare(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // trackingParams reads CLASSIFIER_TRACKING_PARAMS: empty means the

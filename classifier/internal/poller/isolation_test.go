@@ -542,8 +542,9 @@ func TestRefusedDocumentDoesNotHideNewerOnes(t *testing.T) {
 	}
 	newer := h.addDocs(t, idx, "n", 3, base)
 
+	// Oldest first (no fresh lane), so the refused document comes first.
 	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 1, PollInterval: 50 * time.Millisecond,
-		IndexRetry: 100 * time.Millisecond, IndexRetryMax: 100 * time.Millisecond})
+		IndexRetry: 100 * time.Millisecond, IndexRetryMax: 100 * time.Millisecond, BacklogShare: -1})
 	if n, err := p.PollOnce(context.Background()); err != nil || n != 0 {
 		t.Fatalf("first poll = %d, %v; want the refused document only", n, err)
 	}

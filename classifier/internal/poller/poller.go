@@ -110,9 +110,30 @@ type Config struct {
 	// or answers 5xx, 429, 401 or 403 (other than an index block), a
 	// success otherwise. It also pauses the poller like Breakers.
 	ESBreaker *breaker.Breaker
+	// BacklogShare is the share of each poll that goes to the oldest
+	// pending documents whatever their priority (priority.go); the rest
+	// goes to the freshest. Defaults to BacklogShareDefault; negative (or
+	// 1) takes every document oldest first, without priorities.
+	BacklogShare float64
+	// RecencyScale is the age at which a document's recency score is
+	// half. Defaults to RecencyScaleDefault.
+	RecencyScale time.Duration
+	// LowSources, when set, returns the sources an operator marked low
+	// priority; it is called once per poll and must be quick (a cache).
+	LowSources func() []string
 }
 
 func (c *Config) setDefaults() {
+	switch {
+	case c.BacklogShare == 0:
+		c.BacklogShare = BacklogShareDefault
+	case c.BacklogShare < 0:
+		c.BacklogShare = 0
+	}
+	c.BacklogShare = min(c.BacklogShare, 1)
+	if c.RecencyScale <= 0 {
+		c.RecencyScale = RecencyScaleDefault
+	}
 	if c.IndexPattern == "" {
 		c.IndexPattern = IndexPatternDefault
 	}
@@ -155,8 +176,9 @@ type Poller struct {
 	now     func() time.Time
 
 	loop     lifecycle.Loop
-	failures int  // consecutive failed polls; touched by the loop only
-	paused   bool // a breaker held the last poll; touched by the loop only
+	failures int    // consecutive failed polls; touched by the loop only
+	paused   bool   // a breaker held the last poll; touched by the loop only
+	polls    uint64 // polls that searched; touched by the loop only
 
 	// beforeClaim, when set (tests), runs between the search and the claim.
 	beforeClaim func(found []*domain.RawContent)
@@ -295,12 +317,14 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	}
 	share := ceilDiv(size, len(indices))
 	p.refreshCrowded(ctx, indices)
-	pages, err := p.search(ctx, indices, 0, share, true)
+	p.polls++
+	fresh, backlog := p.cfg.lanes(share, p.polls)
+	pages, err := p.searchLanes(ctx, indices, fresh, backlog)
 	p.esOutcome(err)
 	if err != nil {
 		return pollResult{}, err
 	}
-	backlog := p.fillLeftover(ctx, pages, share, size)
+	more := p.fillLeftover(ctx, pages, share, fresh, size)
 
 	// Take the batch round-robin across the indices, so each gets its share.
 	var found []*domain.RawContent
@@ -351,7 +375,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "error", err)
 		}
 	}
-	return pollResult{won: len(won), more: len(won) > 0 && (backlog || total > len(found))}, nil
+	return pollResult{won: len(won), more: len(won) > 0 && (more || total > len(found))}, nil
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -359,8 +383,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // fillLeftover gives the room the indices left in the batch to those that
 // filled their share: one more search of them, each for its part of the
 // rest, so that one source's backlog still fills whole batches while the
-// others are idle. It reports whether an index may have more waiting.
-func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, size int) bool {
+// others are idle. The second search continues the fresh lane after its
+// first fresh documents. It reports whether an index may have more waiting.
+func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, fresh, size int) bool {
 	total := 0
 	var full []int
 	for i, pg := range pages {
@@ -378,7 +403,7 @@ func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, size int
 	for j, i := range full {
 		names[j] = pages[i].index
 	}
-	more, err := p.search(ctx, names, share, extra, false)
+	more, err := p.search(ctx, names, []lane{{from: fresh, size: extra, fresh: true}}, false)
 	p.esOutcome(err)
 	if err != nil {
 		// The first round's documents are still worth claiming.
@@ -575,20 +600,50 @@ func (p *Poller) pendingQuery(from, size int, exclude []string) map[string]any {
 	return q
 }
 
-// search sends one _msearch with one search per index, each for documents
-// from..from+size of the index's pending ones. An index whose search fails
-// is reported in its page, and marked failing when mark is set; the error is
-// that of the request as a whole.
-func (p *Poller) search(ctx context.Context, indices []string, from, size int, mark bool) ([]page, error) {
+// lane is one ranked search of an index: the fresh lane ranks pending
+// documents by priority, the backlog lane takes the oldest (priority.go).
+type lane struct {
+	from, size int
+	fresh      bool
+}
+
+// searchLanes searches every index in its fresh and backlog lanes.
+func (p *Poller) searchLanes(ctx context.Context, indices []string, fresh, backlog int) ([]page, error) {
+	var lanes []lane
+	if fresh > 0 {
+		lanes = append(lanes, lane{size: fresh, fresh: true})
+	}
+	if backlog > 0 {
+		lanes = append(lanes, lane{size: backlog})
+	}
+	return p.search(ctx, indices, lanes, true)
+}
+
+// search sends one _msearch with one search per index and lane. An index's
+// page holds its lanes' documents in lane order, each once. An index whose
+// search fails is reported in its page, and marked failing when mark is
+// set; the error is that of the request as a whole.
+func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mark bool) ([]page, error) {
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	now := p.now()
+	var low []string
+	if p.cfg.LowSources != nil {
+		low = p.cfg.LowSources()
+	}
 	for _, idx := range indices {
-		if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
-			return nil, fmt.Errorf("search pending: %w", err)
-		}
-		if err := enc.Encode(p.pendingQuery(from, size, append(p.asideIDs(idx, now), p.recentIDs(idx, now)...))); err != nil {
-			return nil, fmt.Errorf("search pending: %w", err)
+		exclude := append(p.asideIDs(idx, now), p.recentIDs(idx, now)...)
+		for _, l := range lanes {
+			q := p.pendingQuery(l.from, l.size, exclude)
+			if l.fresh {
+				q = p.freshOrder(q, low)
+			}
+			if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
+				return nil, fmt.Errorf("search pending: %w", err)
+			}
+			if err := enc.Encode(q); err != nil {
+				return nil, fmt.Errorf("search pending: %w", err)
+			}
 		}
 	}
 	res, err := p.es.Msearch(&body, p.es.Msearch.WithContext(ctx))
@@ -600,28 +655,39 @@ func (p *Poller) search(ctx context.Context, indices []string, from, size int, m
 	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
 		return nil, fmt.Errorf("search pending: decode: %w", err)
 	}
-	if len(parsed.Responses) != len(indices) {
-		return nil, fmt.Errorf("search pending: %d answers for %d indices", len(parsed.Responses), len(indices))
+	if len(parsed.Responses) != len(indices)*len(lanes) {
+		return nil, fmt.Errorf("search pending: %d answers for %d indices in %d lanes", len(parsed.Responses), len(indices), len(lanes))
 	}
 	pages := make([]page, len(indices))
-	for i, r := range parsed.Responses {
-		idx := indices[i]
+	for i, idx := range indices {
 		pages[i].index = idx
-		switch {
-		case r.Error != nil && r.Status == http.StatusTooManyRequests:
-			// The cluster is busy; the index is not at fault.
-			pages[i].err = "busy"
-		case r.Error != nil && r.Status == http.StatusNotFound:
-			// Deleted since it was listed: list again.
-			pages[i].err = "gone"
-			p.invalidate()
-		case r.Error != nil:
-			pages[i].err = fmt.Sprintf("search failed (status %d): %s", r.Status, r.Error.String())
-			if mark {
-				p.markFailing(ctx, idx, ReasonSearch, pages[i].err)
+		seen := map[string]bool{}
+		for j := range lanes {
+			r := parsed.Responses[i*len(lanes)+j]
+			switch {
+			case r.Error != nil && r.Status == http.StatusTooManyRequests:
+				// The cluster is busy; the index is not at fault.
+				pages[i].err = "busy"
+			case r.Error != nil && r.Status == http.StatusNotFound:
+				// Deleted since it was listed: list again.
+				pages[i].err = "gone"
+				p.invalidate()
+			case r.Error != nil:
+				pages[i].err = fmt.Sprintf("search failed (status %d): %s", r.Status, r.Error.String())
+				if mark {
+					p.markFailing(ctx, idx, ReasonSearch, pages[i].err)
+				}
+			default:
+				for _, d := range p.decodeHits(ctx, r.Hits.Hits) {
+					if !seen[d.ID] {
+						seen[d.ID] = true
+						pages[i].docs = append(pages[i].docs, d)
+					}
+				}
+				continue
 			}
-		default:
-			pages[i].docs = p.decodeHits(ctx, r.Hits.Hits)
+			pages[i].docs = nil // a lane that failed fails the index's page
+			break
 		}
 	}
 	return pages, nil

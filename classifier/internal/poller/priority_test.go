@@ -1,0 +1,77 @@
+package poller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/north-cloud/infrastructure/contentindex"
+)
+
+// Fresh documents are claimed before an old backlog, the oldest documents
+// still get their share, and a low-priority document (a backfill) or one
+// of a source marked low waits behind every normal one.
+func TestFreshFirstWithoutStarvingTheBacklog(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	idx := h.rawIndex(t, "news", false)
+	old := h.addDocs(t, idx, "old", 40, time.Now().Add(-72*time.Hour)) // oldest first
+	fresh := h.addDocs(t, idx, "fresh", 5, time.Now().Add(-10*time.Minute))
+	// Crawled now but low priority: a reprocess run.
+	var body bytes.Buffer
+	meta, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": idx, "_id": "low-00"}})
+	doc, _ := json.Marshal(map[string]any{"id": "low-00", "url": "https://example.org/low", "source_name": "news",
+		"title": "t", "raw_text": "x", "crawled_at": time.Now().UTC().Format(time.RFC3339),
+		"classification_status": contentindex.StatusPending, "priority": contentindex.PriorityLow})
+	body.Write(meta)
+	body.WriteByte('\n')
+	body.Write(doc)
+	body.WriteByte('\n')
+	h.bulk(t, &body)
+
+	p := h.poller(t, Config{BatchSize: 10, PollInterval: time.Second, BacklogShare: 0.2})
+	if _, err := p.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := h.sink.keys()
+	if len(got) != 10 {
+		t.Fatalf("first poll submitted %d documents, want 10: %v", len(got), got)
+	}
+	for _, k := range fresh {
+		if !slices.Contains(got, k) {
+			t.Errorf("fresh %s not in the first batch %v", k, got)
+		}
+	}
+	for _, k := range old[:2] { // the backlog lane: 20% of 10, oldest first
+		if !slices.Contains(got, k) {
+			t.Errorf("oldest %s not in the first batch %v: the backlog starves", k, got)
+		}
+	}
+	if slices.Contains(got, idx+"/low-00") {
+		t.Errorf("the low-priority document came before normal ones: %v", got)
+	}
+}
+
+func TestLaneSizes(t *testing.T) {
+	c := Config{BacklogShare: 0.2}
+	for _, tc := range []struct{ share, fresh, backlog int }{{100, 80, 20}, {10, 8, 2}, {4, 3, 1}, {2, 1, 1}} {
+		if f, b := c.lanes(tc.share, 1); f != tc.fresh || b != tc.backlog {
+			t.Errorf("lanes(%d) = %d, %d; want %d, %d", tc.share, f, b, tc.fresh, tc.backlog)
+		}
+	}
+	backlogPolls := 0
+	for n := range uint64(10) {
+		if _, b := c.lanes(1, n); b == 1 {
+			backlogPolls++
+		}
+	}
+	if backlogPolls != 2 {
+		t.Errorf("with a share of one, %d of 10 polls went to the backlog, want 2", backlogPolls)
+	}
+	if f, b := (&Config{}).lanes(10, 1); f != 0 || b != 10 {
+		t.Errorf("no priorities (share 0): %d, %d; want all oldest first", f, b)
+	}
+}

@@ -3,6 +3,8 @@
 //
 //	classifier [serve]              run the service
 //	classifier migrate up|down [N]|version
+//	classifier eval [flags] LABELS.ndjson
+//	classifier sweep [-index PATTERN] [-quarantine] [-limit N] [-json]
 package main
 
 import (
@@ -43,6 +45,7 @@ func main() {
 		"serve":   serve,
 		"migrate": service.MigrateCommand("classifier", "CLASSIFIER_DATABASE_URL", migrations.FS),
 		"eval":    evalCommand,
+		"sweep":   sweepCommand,
 	})
 }
 

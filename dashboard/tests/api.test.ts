@@ -109,6 +109,7 @@ describe('service clients', () => {
     await api.requeueDeadLetters({ error_code: 'VALIDATION_ERROR' })
     await api.deleteDeadLetter('x-1')
     await api.stats()
+    await api.sourceStats()
     const calls = f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}${i?.body ? ` ${String(i.body)}` : ''}`)
     expect(calls).toEqual([
       'GET /base/api/v1/rules?topic=crime&enabled=false',
@@ -121,6 +122,7 @@ describe('service clients', () => {
       'POST /base/api/v1/dlq/requeue {"error_code":"VALIDATION_ERROR"}',
       'DELETE /base/api/v1/dlq/x-1',
       'GET /base/api/v1/stats?window=1h&interval=1m',
+      'GET /base/api/v1/sources/stats',
     ])
   })
 

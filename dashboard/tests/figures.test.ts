@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { buildSourceRows, reputationTone, sortRows, sourceOfIndex } from '@/lib/sources'
+import { buildSourceRows, refusalReasons, reputationTone, sortRows, sourceOfIndex } from '@/lib/sources'
 import { fillBuckets, lastCompleteBucket } from '@/lib/series'
 import type { IndexSummary } from '@/types/indexManager'
-import type { SourceReputation } from '@/types/classifier'
+import type { SourceReputation, SourceStats } from '@/types/classifier'
 
 const idx = (name: string, doc_count: number) => ({ name, doc_count }) as IndexSummary
 const rep = (source_name: string, total: number, score: number): SourceReputation => ({
@@ -29,6 +29,23 @@ describe('sources', () => {
     expect(r.reputation).toBe(0.83)
     expect(rows[0]!.documents).toBeNull()
     expect(rows[0]!.reputation).toBe(1)
+  })
+  it('takes the classifier\'s figures from /sources/stats, absent kinds and statuses as 0', () => {
+    const st: SourceStats = {
+      source: 'reuters', raw_index: 'reuters_raw_content', processed: 70_004, by_status: { pending: 3, classified: 70_000, failed: 4 },
+      rejected_at_door: { total: 5, by_field: { url: 4, raw_text: 1 } }, duplicates: { url: 2 }, published: 69_990, dead_letters: 9,
+      dlq_rate: 9 / 70_004, oldest_pending_crawled_at: '2024-01-01T00:00:00Z', oldest_pending_age_seconds: 125,
+    }
+    const [r] = buildSourceRows([idx('reuters_raw_content', 70_007), idx('reuters_classified_content', 70_003)], [], { reuters: { failed: 1, crime: 10 } }, [st])
+    expect(r).toMatchObject({
+      classified: 70_004, failed: 4, crime: 10, pending: 3, rejected: 5, duplicatesUrl: 2, duplicatesContent: 0,
+      published: 69_990, deadLetters: 9, dlqRate: 9 / 70_004, oldestPendingAge: 125,
+    })
+    // A source the index list does not know yet still gets its row.
+    const only = buildSourceRows([], [], {}, [{ ...st, source: 'new', raw_index: 'new_raw_content', by_status: {} }])
+    expect(only.map((x) => [x.source, x.rawIndex, x.pending])).toEqual([['new', 'new_raw_content', 0]])
+    expect(refusalReasons(st)).toEqual([{ field: 'url', count: 4 }, { field: 'raw_text', count: 1 }])
+    expect(refusalReasons(undefined)).toEqual([])
   })
   it('tones the reputation on its 0..1 scale', () => {
     expect([reputationTone(0.9), reputationTone(0.5), reputationTone(0.1)]).toEqual(['success', 'warning', 'danger'])

@@ -2,7 +2,7 @@ import { bulkBody, createHttpClient, seg, type HttpClient, type HttpClientOption
 import type {
   ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
   DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
-  RuleTestResponse, SourceListResponse, SourceReputation, PollStatusResponse,
+  RuleTestResponse, SourceListResponse, SourceReputation, SourceStatsResponse, PollStatusResponse,
 } from '@/types/classifier'
 
 /** Root of the classifier behind the dashboard's same-origin proxy. */
@@ -31,6 +31,8 @@ export function createClassifierApi(http: HttpClient) {
     getSource: (name: string) => http.get<SourceReputation>(`/api/v1/sources/${seg(name)}`),
     /** The poll state of every raw index: which ones are skipped, and why. */
     pollStatus: () => http.get<PollStatusResponse>('/api/v1/sources/poll-status'),
+    /** Per source: processed, refused at the door, duplicates, published, dead letters, oldest pending. */
+    sourceStats: () => http.get<SourceStatsResponse>('/api/v1/sources/stats'),
     stats: (window = '1h', interval = '1m') => http.get<ClassificationStats>('/api/v1/stats', { window, interval }),
     /** Prometheus text of the classifier's /metrics. */
     metrics: () => http.text('/metrics'),

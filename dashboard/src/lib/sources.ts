@@ -3,7 +3,7 @@
 // index per source), never by adding up classification attempts. The
 // classifier's reputation table only supplies the reputation score, the
 // average quality and the attempt counts, which are shown as such.
-import type { SourceReputation } from '@/types/classifier'
+import type { SourceReputation, SourceStats } from '@/types/classifier'
 import type { IndexSummary } from '@/types/indexManager'
 
 const RAW = '_raw_content'
@@ -42,6 +42,19 @@ export interface SourceRow {
   reputation: number | null
   averageQuality: number | null
   lastSeen: string | null
+  // From the classifier's GET /sources/stats (null: not answered yet).
+  /** Raw documents waiting for classification. */
+  pending: number | null
+  /** Documents refused at the door, all reasons. */
+  rejected: number | null
+  duplicatesUrl: number | null
+  duplicatesContent: number | null
+  published: number | null
+  deadLetters: number | null
+  /** Dead letters over processed documents (0..1); null when nothing was processed. */
+  dlqRate: number | null
+  /** Age in seconds of the oldest pending raw document; null when none is pending. */
+  oldestPendingAge: number | null
 }
 
 /**
@@ -53,6 +66,7 @@ export function buildSourceRows(
   indices: IndexSummary[],
   reputations: SourceReputation[],
   counts: Record<string, SourceCounts> = {},
+  stats: SourceStats[] = [],
 ): SourceRow[] {
   const rows = new Map<string, SourceRow>()
   const row = (source: string): SourceRow => {
@@ -61,6 +75,8 @@ export function buildSourceRows(
       r = {
         source, rawIndex: null, classifiedIndex: null, documents: null, classified: null, failed: null, crime: null,
         attempts: null, failedAttempts: null, reputation: null, averageQuality: null, lastSeen: null,
+        pending: null, rejected: null, duplicatesUrl: null, duplicatesContent: null, published: null,
+        deadLetters: null, dlqRate: null, oldestPendingAge: null,
       }
       rows.set(source, r)
     }
@@ -93,12 +109,42 @@ export function buildSourceRows(
     if (c.failed !== undefined) r.failed = c.failed
     if (c.crime !== undefined) r.crime = c.crime
   }
+  // The classifier's figures: processed is the classified index's count,
+  // read by one search, so it replaces the index list's count.
+  for (const st of stats) {
+    if (!st.source.trim()) continue
+    const r = row(st.source)
+    r.rawIndex ??= st.raw_index
+    r.classified = st.processed
+    r.failed = st.by_status.failed ?? 0
+    r.pending = st.by_status.pending ?? 0
+    r.rejected = st.rejected_at_door.total
+    r.duplicatesUrl = st.duplicates.url ?? 0
+    r.duplicatesContent = st.duplicates.content ?? 0
+    r.published = st.published
+    r.deadLetters = st.dead_letters
+    r.dlqRate = st.dlq_rate
+    r.oldestPendingAge = st.oldest_pending_age_seconds
+  }
   return [...rows.values()].sort((a, b) => a.source.localeCompare(b.source))
 }
 
 function clamp01(x: number): number {
   if (!Number.isFinite(x)) return 0
   return Math.min(1, Math.max(0, x))
+}
+
+/**
+ * The DLQ rate alert's threshold (deploy/prometheus/alerts.yml,
+ * DeadLetterRateHighForSource): 0.5% of the documents processed.
+ */
+export const DLQ_RATE_ALERT = 0.005
+
+/** Refusal reasons of a source, most frequent first (ties by name). */
+export function refusalReasons(stats: SourceStats | undefined): { field: string; count: number }[] {
+  return Object.entries(stats?.rejected_at_door.by_field ?? {})
+    .map(([field, count]) => ({ field, count }))
+    .sort((a, b) => b.count - a.count || a.field.localeCompare(b.field))
 }
 
 /** Reputation tone on its 0..1 scale. */

@@ -203,3 +203,35 @@ export interface ClassificationStats {
   by_topic: Record<string, number>
   by_source: Record<string, number>
 }
+
+/**
+ * One source's figures (GET /api/v1/sources/stats): documents, never
+ * attempts. A source is the prefix of its raw index, {source}_raw_content.
+ */
+export interface SourceStats {
+  source: string
+  raw_index: string
+  /** Documents in the classified index: classified at least once. */
+  processed: number
+  /** Raw documents by classification_status (pending, processing, classified, failed). */
+  by_status: Record<string, number>
+  /** Documents refused at the door, by the raw field refused (url, id, raw_text, document, …). */
+  rejected_at_door: { total: number; by_field: Record<string, number> }
+  /** Classified documents recorded as duplicates, by kind (url, content). */
+  duplicates: Record<string, number>
+  /** Documents published at least once. */
+  published: number
+  /** The source's documents in the dead-letter queue. */
+  dead_letters: number
+  /** dead_letters / processed; null when nothing was processed. */
+  dlq_rate: number | null
+  oldest_pending_crawled_at: string | null
+  oldest_pending_age_seconds: number | null
+}
+
+export interface SourceStatsResponse {
+  sources: SourceStats[]
+  /** Some shards did not answer: the Elasticsearch figures of their indices may be low. */
+  partial: boolean
+  generated_at: string
+}

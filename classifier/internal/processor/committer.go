@@ -469,37 +469,106 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 }
 
 // flip performs the status changes and returns those that took effect, and
-// those to try again once Elasticsearch answers.
+// those to try again once Elasticsearch answers. A change refused as a
+// conflict is looked at once more (ownDrift): when the document still
+// carries this replica's claim, the conflict came from its own renewal (one
+// whose answer was lost to a timeout), and the change is made again at the
+// version the document holds.
 func (c *Committer) flip(ctx context.Context, changes []storage.StatusChange) (flipped, retry []storage.StatusChange) {
+	flipped, retry, conflicts := c.flipOnce(ctx, changes)
+	if again := c.ownDrift(ctx, conflicts); len(again) > 0 {
+		f, r, _ := c.flipOnce(ctx, again)
+		flipped, retry = append(flipped, f...), append(retry, r...)
+	}
+	return flipped, retry
+}
+
+// flipOnce sends the status changes once. It returns those that took
+// effect, those to try again once Elasticsearch answers, and those refused
+// as conflicts.
+func (c *Committer) flipOnce(ctx context.Context, changes []storage.StatusChange) (flipped, retry, conflicts []storage.StatusChange) {
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.FlipStatus(ctx, changes)
 	if err != nil {
 		if fault.Elasticsearch(err) == fault.Dependency {
 			es.Failure(err)
-			return nil, changes
+			return nil, changes, nil
 		}
 		c.logger.ErrorContext(ctx, "status flip failed; documents stay claimed and return after the lease",
 			"documents", len(changes), "error", err)
 		c.metrics.DocumentsFailed.Add(ctx, int64(len(changes)), metric.WithAttributes(attribute.String("error_code", "STATUS_FLIP")))
-		return nil, nil
+		return nil, nil, nil
 	}
 	es.Success()
 	for i, item := range items {
-		if item.Err == nil {
+		switch {
+		case item.Err == nil:
 			flipped = append(flipped, changes[i])
-			continue
-		}
-		if fault.ElasticsearchItem(item.Status, item.Err.Error()) == fault.Dependency {
+		case fault.ElasticsearchItem(item.Status, item.Err.Error()) == fault.Dependency:
 			es.Failure(item.Err)
 			retry = append(retry, changes[i])
+		case esclient.IsConflict(item.Err):
+			conflicts = append(conflicts, changes[i])
+		default:
+			// The document returns after the lease.
+			c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
+				"taken_over", false, "error", item.Err)
+		}
+	}
+	return flipped, retry, conflicts
+}
+
+// ownDrift reads the documents whose flip was refused as a conflict and
+// returns the changes of those still claimed by this replica (status
+// processing, claimed_by this replica, claimed_at not before this claim's),
+// set to the version each holds now. The others were taken over after the
+// lease (the new owner finishes them) or are gone: logged, never flipped.
+func (c *Committer) ownDrift(ctx context.Context, conflicts []storage.StatusChange) []storage.StatusChange {
+	if len(conflicts) == 0 {
+		return nil
+	}
+	refs := make([]domain.DocKey, len(conflicts))
+	for i, ch := range conflicts {
+		refs[i] = domain.DocKey{Index: ch.Raw.Index, ID: ch.Raw.ID}
+	}
+	current, _, err := c.stores.Content.GetRaw(ctx, refs)
+	if err != nil {
+		c.logger.WarnContext(ctx, "status flips refused as conflicts and their documents unreadable; they return after the lease",
+			"documents", len(conflicts), "error", err)
+		return nil
+	}
+	byKey := make(map[domain.DocKey]*domain.RawContent, len(current))
+	for _, cur := range current {
+		byKey[domain.DocKey{Index: cur.Index, ID: cur.ID}] = cur
+	}
+	var again []storage.StatusChange
+	for i, ch := range conflicts {
+		cur := byKey[refs[i]]
+		if cur != nil && stillOurs(ch.Raw, cur) {
+			ch.Raw.SeqNo, ch.Raw.PrimaryTerm = cur.SeqNo, cur.PrimaryTerm
+			again = append(again, ch)
 			continue
 		}
-		// 409: the claim was taken over after the lease; the new owner
-		// finishes the document. Anything else returns after the lease.
-		c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
-			"taken_over", esclient.IsConflict(item.Err), "error", item.Err)
+		// The claim was taken over after the lease; the new owner
+		// finishes the document.
+		c.logger.WarnContext(ctx, "status flip rejected", "content_id", ch.Raw.ID, "source", ch.Raw.SourceName,
+			"taken_over", true)
 	}
-	return flipped, retry
+	if len(again) > 0 {
+		c.logger.InfoContext(ctx, "status flips refused by this replica's own claim renewals; flipped at the current version",
+			"documents", len(again))
+	}
+	return again
+}
+
+// stillOurs reports whether cur, the document as Elasticsearch holds it
+// now, still carries the claim this replica made as claimed (or a renewal
+// of it): a renewal only moves claimed_at forward, and no other replica
+// writes this replica's claimed_by.
+func stillOurs(claimed, cur *domain.RawContent) bool {
+	return claimed.ClaimedBy != "" && claimed.ClaimedAt != nil &&
+		cur.ClassificationStatus == contentindex.StatusProcessing && cur.ClaimedBy == claimed.ClaimedBy &&
+		cur.ClaimedAt != nil && !cur.ClaimedAt.Before(*claimed.ClaimedAt)
 }
 
 // account records what a committed batch means: metrics, resolved

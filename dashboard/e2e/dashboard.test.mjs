@@ -20,6 +20,8 @@ const sports = `${h.prefix}_sports`
 const bulk = `${h.prefix}_bulk`
 const BULK = 2000
 let bulkLoad
+// A source of a few hand-written documents: a story, its duplicates and a refusal.
+const hygiene = `${h.prefix}_hygiene`
 
 async function shot(name) {
   await page.waitForTimeout(300) // let charts and toasts settle
@@ -485,7 +487,6 @@ describe('dashboard', { concurrency: false }, () => {
     // Sorting by a column header, kept in the URL.
     await page.getByRole('button', { name: /^Documents/ }).click()
     await page.waitForURL(/sort=documents/)
-    await shot('sources')
 
     // A raw index the poller cannot read (crawled_at mapped as keyword) is
     // reported on Sources with its reason; the others keep flowing.
@@ -502,6 +503,74 @@ describe('dashboard', { concurrency: false }, () => {
     await page.locator(`tr[data-audit="create:${h.prefix}_scratch_raw_content"]`).waitFor()
     await page.locator(`tr[data-audit="delete:${h.prefix}_scratch_raw_content"]`).waitFor()
     await shot('audit')
+  })
+
+  test('sources show the classifier figures: processed, published, refused at the door by reason, URL and content duplicates, DLQ rate, oldest pending', async () => {
+    // A story, then a re-crawl of it under a tracking-parameter variant of its
+    // URL (a URL duplicate), a syndicated copy of its text under another URL (a
+    // content duplicate, published flagged), and a document the door refuses.
+    const text = `Harbour authority ${h.id} says the night ferry will run again from Monday after repairs to the ramp. `.repeat(6)
+    const title = `Night ferry returns ${h.id}`
+    await h.writeRawDocument(hygiene, { url: `https://news.example.org/harbour/${h.id}/ferry`, title, raw_text: text })
+    await waitFor('the story classified', async () => (await h.es('GET', `/${hygiene}_classified_content/_count`)).count === 1, { timeout: 60_000, interval: 500 })
+    await h.writeRawDocument(hygiene, { url: `https://NEWS.example.org/harbour/${h.id}/ferry/?utm_source=newsletter&utm_medium=email#top`, title, raw_text: text })
+    await h.writeRawDocument(hygiene, { url: `https://wire.example.net/${h.id}/ferry-returns`, title, raw_text: text })
+    await h.writeRawDocument(hygiene, { url: 'ftp://files.example.org/ferry.txt', title: `Ferry timetable ${h.id}` })
+    const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    // What the API says, checked against Elasticsearch and the expectation.
+    const api = await waitFor('the four documents settled in /sources/stats', async () => {
+      const res = await h.api('classifier', 'GET', '/api/v1/sources/stats', undefined, token)
+      assert.equal(res.status, 200)
+      const st = res.body.sources.find((x) => x.source === hygiene)
+      return st && st.processed === 3 && st.rejected_at_door.total === 1 && st.published === 2 && (st.by_status.pending ?? 0) === 0 ? st : null
+    }, { timeout: 60_000, interval: 1000 })
+    const esCount = async (index, query) => (await h.es('POST', `/${index}/_count`, query ? { query } : undefined)).count
+    assert.equal(await esCount(`${hygiene}_classified_content`), api.processed)
+    assert.equal(await esCount(`${hygiene}_classified_content`, { term: { 'duplicate_of.kind': 'url' } }), 1)
+    assert.equal(await esCount(`${hygiene}_classified_content`, { term: { 'duplicate_of.kind': 'content' } }), 1)
+    assert.deepEqual([api.duplicates.url, api.duplicates.content, api.rejected_at_door.by_field, api.dead_letters], [1, 1, { url: 1 }, 1])
+    assert.equal(Number(h.sql('classifier', `SELECT count(*) FROM dead_letter_queue WHERE index_name = '${hygiene}_raw_content'`)), api.dead_letters)
+
+    // The view shows the same, sorted by a new column with the sort in the URL.
+    await goto(`/sources?q=${hygiene}`)
+    const row = page.locator(`tr[data-source="${hygiene}"]`)
+    const text$ = (id) => row.getByTestId(id).innerText()
+    await waitFor('the hygiene row to show the API figures', async () => {
+      await page.reload()
+      await row.waitFor()
+      return (await text$('classified')) === '3' && (await text$('published')) === '2'
+    }, { timeout: 60_000, interval: 2000 })
+    assert.deepEqual(
+      [await text$('documents'), await text$('pending'), await text$('rejected'), await text$('duplicates-url'), await text$('duplicates-content'), await text$('dlq-rate'), await text$('oldest-pending')],
+      ['4', '0', '1', '1', '1', '33.33%', 'none'],
+    )
+    await page.getByTestId('source-search').fill('')
+    await page.getByRole('button', { name: /^Rejected/ }).click()
+    await page.waitForURL(/sort=-rejected/)
+    assert.equal(await page.locator('th[aria-sort="descending"]').innerText(), 'Rejected')
+    const rejectedColumn = (await page.locator('tr[data-source] [data-testid="rejected"]').allInnerTexts()).map((t) => (/\d/.test(t) ? Number(t.replace(/\D/g, '')) : -1))
+    assert.deepEqual(rejectedColumn, [...rejectedColumn].sort((a, b) => b - a), 'rows sorted by refusals, most first')
+    await page.getByRole('button', { name: /^Rejected/ }).click()
+    await page.waitForURL(/sort=rejected/)
+    await shot('sources')
+
+    // The detail: refusal reasons and the rest, opened from the URL too.
+    await page.getByRole('button', { name: `Details of ${hygiene}` }).click()
+    await page.waitForURL(/open=/)
+    const detail = page.getByTestId('source-detail')
+    await detail.locator('[data-testid="refusal-reasons"] tr[data-field="url"]').filter({ hasText: '1' }).waitFor()
+    assert.equal(await detail.getByTestId('detail-duplicates-url').innerText(), '1')
+    assert.equal(await detail.getByTestId('detail-duplicates-content').innerText(), '1')
+    assert.equal(await detail.locator('dd[data-status="classified"]').innerText(), String(api.by_status.classified))
+    assert.deepEqual(await axeViolations(page), [])
+    await shot('source-detail')
+    const fresh = await page.context().newPage()
+    await fresh.goto(page.url())
+    await fresh.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()
+    await fresh.close()
+    await page.keyboard.press('Escape')
+    await detail.waitFor({ state: 'detached' })
+    await page.waitForURL((u) => !u.searchParams.has('open'))
   })
 
   test('dark mode', async () => {
@@ -523,6 +592,7 @@ describe('dashboard', { concurrency: false }, () => {
       ['dlq', '/dlq', () => page.getByTestId('dlq-entries').getByTestId('stat-value').filter({ hasText: /\d/ }).waitFor()],
       ['outbox', '/outbox', () => page.getByTestId('outbox-table').waitFor()],
       ['sources', '/sources', () => page.locator(`tr[data-source="${metro}"]`).waitFor()],
+      ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
       ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
       ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
     ]

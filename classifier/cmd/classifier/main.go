@@ -22,10 +22,12 @@ import (
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
+	"github.com/north-cloud/classifier/internal/reprocess"
 	"github.com/north-cloud/classifier/internal/republish"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/classifier/internal/sourcepriority"
 	"github.com/north-cloud/classifier/internal/sourcestats"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
@@ -229,9 +231,16 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// Reprocess requests run in the background on the replica that took
+	// them; the runner starts before the HTTP server takes requests.
+	reprocessor, err := reprocess.New(reprocess.Config{ES: es, DB: db, ReplicaID: cfg.Poller.ReplicaID, Logger: log, Metrics: metrics})
+	if err != nil {
+		return err
+	}
 	if err := opsapi.Register(v1, opsapi.Deps{
 		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
 		PollStatus: poll.IndexStatus, SourceStats: sourceStats,
+		Priorities: sourcepriority.NewStore(db), Reprocess: reprocessor,
 	}); err != nil {
 		return err
 	}
@@ -247,6 +256,7 @@ func serve(ctx context.Context, _ []string) error {
 		lifecycle.Named("claim_heartbeat", heartbeat),
 		lifecycle.Named("committer", committer),
 		lifecycle.Named("batch_processor", proc),
+		lifecycle.Named("reprocess", reprocessor),
 		lifecycle.Named("http", srv),
 		lifecycle.Named("poller", poll),
 		lifecycle.Named("duplicate_cleanup", &lifecycle.Loop{Name: "duplicate_cleanup", Logger: log,

@@ -1,8 +1,9 @@
 // Package opsapi serves the classifier's operations API under /api/v1: the
 // dead-letter queue (whose routes live with the rest of that feature, in
-// package deadletter, and are mounted here), source reputation, the poll
-// state of each raw index, and classification statistics. The caller mounts
-// it on a group guarded by the JWT middleware.
+// package deadletter, and are mounted here), source reputation, per-source
+// statistics, priority marks and reprocess requests, the poll state of each
+// raw index, and classification statistics. The caller mounts it on a group
+// guarded by the JWT middleware.
 package opsapi
 
 import (
@@ -17,7 +18,9 @@ import (
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/poller"
+	"github.com/north-cloud/classifier/internal/reprocess"
 	"github.com/north-cloud/classifier/internal/reputation"
+	"github.com/north-cloud/classifier/internal/sourcepriority"
 	"github.com/north-cloud/classifier/internal/sourcestats"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -45,11 +48,20 @@ type Deps struct {
 	// SourceStats computes the per-source figures of GET /sources/stats,
 	// which answers 503 without it.
 	SourceStats *sourcestats.Reader
+	// Priorities keeps the sources' priority marks
+	// (GET/PUT /sources/:name/priority answer 503 without it).
+	Priorities *sourcepriority.Store
+	// Reprocess runs reprocess requests (/sources/:name/reprocess answers
+	// 503 without it).
+	Reprocess *reprocess.Runner
 }
 
 type handler struct{ Deps }
 
-// Register mounts the routes on router (the /api/v1 group).
+// Register mounts the routes on router (the /api/v1 group). The routes on
+// one source are below /sources/:name/, so a source named like a fixed
+// route ("stats", "poll-status") still has its priority and reprocess
+// routes; only GET /sources/:name itself is shadowed for those names.
 func Register(router gin.IRouter, d Deps) error {
 	if d.DeadLetters != nil {
 		if err := deadletter.RegisterRoutes(router, deadletter.RoutesConfig{Repository: d.DeadLetters, Logger: d.Logger, DBTimeout: dbTimeout}); err != nil {
@@ -61,6 +73,11 @@ func Register(router gin.IRouter, d Deps) error {
 	router.GET("/sources/poll-status", h.pollStatus)
 	router.GET("/sources/stats", h.sourceStats)
 	router.GET("/sources/:name", h.getSource)
+	router.GET("/sources/:name/priority", h.getPriority)
+	router.PUT("/sources/:name/priority", h.putPriority)
+	router.POST("/sources/:name/reprocess", h.postReprocess)
+	router.GET("/sources/:name/reprocess", h.listReprocess)
+	router.GET("/sources/:name/reprocess/:task", h.getReprocess)
 	router.GET("/stats", h.stats)
 	return nil
 }

@@ -1,0 +1,194 @@
+package reprocess
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/rawscan"
+	"github.com/north-cloud/classifier/internal/rawtest"
+	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
+	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+type bundle struct {
+	es     *elasticsearch.Client
+	prefix string
+	db     *sql.DB
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	es, prefix := testenv.Elasticsearch(t)
+	dsn := testenv.Postgres(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return &bundle{es: es, prefix: prefix, db: db}
+}
+
+func (b *bundle) runner(t *testing.T, cfg Config) *Runner {
+	t.Helper()
+	cfg.ES, cfg.DB, cfg.ReplicaID, cfg.Logger = b.es, b.db, "replica-1", testenv.Logger(t)
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// classified writes n classified raw documents of source.
+func (b *bundle) classified(t *testing.T, source string, n int) string {
+	t.Helper()
+	docs := make([]contentindex.RawDocument, n)
+	for i := range docs {
+		docs[i] = rawtest.Doc(source, string(rune('a'+i)), time.Now())
+		docs[i].ClassificationStatus = contentindex.StatusClassified
+	}
+	index := contentindex.RawIndex(source)
+	rawtest.Write(t, b.es, index, docs...)
+	return index
+}
+
+// A document that changed after it was read (a classifier claimed it) is
+// left alone and counted as a conflict; the others are set back.
+func TestRequeueIsConditionalOnTheVersionRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	index := b.classified(t, b.prefix+"news", 3)
+	var read []*domain.RawContent
+	if err := rawscan.Scan(context.Background(), b.es, rawscan.Query{Indices: index}, func(_ context.Context, docs []*domain.RawContent) (bool, error) {
+		read = append(read, docs...)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.es.Update(index, "b", strings.NewReader(`{"doc":{"classification_status":"processing","claimed_by":"replica-2"}}`),
+		b.es.Update.WithRefresh("true"))
+	if err := esclient.CheckResponse("claim b", res, err); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+
+	requeued, conflicts, failed, _, err := b.runner(t, Config{}).requeue(context.Background(), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if requeued != 2 || conflicts != 1 || failed != 0 {
+		t.Fatalf("requeue: %d requeued, %d conflicts, %d refused; want 2, 1, 0", requeued, conflicts, failed)
+	}
+	if st := rawtest.Statuses(t, b.es, index); st["b"] != contentindex.StatusProcessing || st["a"] != contentindex.StatusPending {
+		t.Errorf("statuses = %v, want b still processing and a pending", st)
+	}
+}
+
+// max_docs bounds the documents set back, across pages.
+func TestMaxDocs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	source := b.prefix + "wire"
+	index := b.classified(t, source, 5)
+	r := b.runner(t, Config{PageSize: 2})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	task, err := r.Submit(context.Background(), Request{Source: source, MaxDocs: 3, By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitDone(t, r, source, task.ID)
+	pending := 0
+	for _, st := range rawtest.Statuses(t, b.es, index) {
+		if st == contentindex.StatusPending {
+			pending++
+		}
+	}
+	if got.Status != StatusCompleted || got.Requeued != 3 || got.Scanned != 3 || pending != 3 {
+		t.Fatalf("task = %+v with %d pending documents, want completed with 3 set back", got, pending)
+	}
+}
+
+// waitDone polls a task until it leaves running.
+func waitDone(t *testing.T, r *Runner, source, id string) *Task {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := r.Get(context.Background(), source, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != StatusRunning {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task still running after a minute: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Requests are refused before Start and after Stop, for an unknown source
+// and for a name that cannot be a source; New names what is missing.
+func TestRunnerRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	source := b.prefix + "metro"
+	b.classified(t, source, 1)
+	r := b.runner(t, Config{})
+	ctx := context.Background()
+	if _, err := r.Submit(ctx, Request{Source: source}); !errors.Is(err, ErrStopped) {
+		t.Errorf("Submit before Start = %v, want ErrStopped", err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Submit(ctx, Request{Source: b.prefix + "nothing"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Submit of a source without an index = %v, want ErrNotFound", err)
+	}
+	if _, err := r.Submit(ctx, Request{Source: "Not A Source"}); err == nil {
+		t.Error("Submit accepted a name that cannot be a source")
+	}
+	if _, err := r.Submit(ctx, Request{Source: source, Scope: "everything"}); err == nil {
+		t.Error("Submit accepted an unknown scope")
+	}
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Submit(ctx, Request{Source: source}); !errors.Is(err, ErrStopped) {
+		t.Errorf("Submit after Stop = %v, want ErrStopped", err)
+	}
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "ReplicaID is required") {
+		t.Errorf("New(Config{}) = %v, want the missing fields named", err)
+	}
+}
+
+// The runner keeps the start/stop contract when Start and Stop race from
+// many goroutines.
+func TestRunnerStartStopStress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		r, err := New(Config{ES: b.es, DB: b.db, ReplicaID: "stress", Logger: testenv.Logger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	})
+}

@@ -110,6 +110,11 @@ describe('service clients', () => {
     await api.deleteDeadLetter('x-1')
     await api.stats()
     await api.sourceStats()
+    await api.getSourcePriority('a_b')
+    await api.setSourcePriority('a_b', 'low')
+    await api.reprocessSource('a_b')
+    await api.listReprocessTasks('a_b')
+    await api.getReprocessTask('a_b', 't-1')
     const calls = f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}${i?.body ? ` ${String(i.body)}` : ''}`)
     expect(calls).toEqual([
       'GET /base/api/v1/rules?topic=crime&enabled=false',
@@ -123,6 +128,11 @@ describe('service clients', () => {
       'DELETE /base/api/v1/dlq/x-1',
       'GET /base/api/v1/stats?window=1h&interval=1m',
       'GET /base/api/v1/sources/stats',
+      'GET /base/api/v1/sources/a_b/priority',
+      'PUT /base/api/v1/sources/a_b/priority {"priority":"low"}',
+      'POST /base/api/v1/sources/a_b/reprocess {}',
+      'GET /base/api/v1/sources/a_b/reprocess',
+      'GET /base/api/v1/sources/a_b/reprocess/t-1',
     ])
   })
 

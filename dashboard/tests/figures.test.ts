@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { buildSourceRows, refusalReasons, reputationTone, sortRows, sourceOfIndex } from '@/lib/sources'
+import { buildSourceRows, refusalReasons, reprocessRefusal, reprocessSummary, reputationTone, sortRows, sourceOfIndex } from '@/lib/sources'
 import { fillBuckets, lastCompleteBucket } from '@/lib/series'
 import type { IndexSummary } from '@/types/indexManager'
 import type { SourceReputation, SourceStats } from '@/types/classifier'
@@ -46,6 +46,21 @@ describe('sources', () => {
     expect(only.map((x) => [x.source, x.rawIndex, x.pending])).toEqual([['new', 'new_raw_content', 0]])
     expect(refusalReasons(st)).toEqual([{ field: 'url', count: 4 }, { field: 'raw_text', count: 1 }])
     expect(refusalReasons(undefined)).toEqual([])
+  })
+  it('says why a reprocess was refused, keeping the service\'s message', () => {
+    expect(reprocessRefusal(409, 'a task of x_raw_content is running')).toBe('A reprocess of this source is already running: a task of x_raw_content is running')
+    expect(reprocessRefusal(429, 'busy')).toMatch(/^This classifier runs as many reprocess tasks as it may; try again in a minute/)
+    expect(reprocessRefusal(404, 'source x has no raw index x_raw_content')).toBe('Nothing to reprocess: source x has no raw index x_raw_content')
+    expect(reprocessRefusal(503, 'down')).toBe('The classifier refused the reprocess (503): down')
+  })
+  it('sums up a reprocess task against the documents it was expected to touch', () => {
+    const t = { status: 'running' as const, requeued: 1200, conflicts: 0, errors: 0, error: null }
+    expect(reprocessSummary(t, 2000)).toBe('Setting documents back to pending: 1,200 of about 2,000')
+    expect(reprocessSummary(t, 1000)).toBe('Setting documents back to pending: 1,200 so far')
+    expect(reprocessSummary({ ...t, status: 'completed', requeued: 1 }, null)).toBe('1 document set back to pending; classified again at low priority')
+    expect(reprocessSummary({ ...t, status: 'completed', conflicts: 2 }, 2000)).toBe('1,200 documents set back to pending (2 changed meanwhile, 0 refused by Elasticsearch); classified again at low priority')
+    expect(reprocessSummary({ ...t, status: 'failed', error: 'index closed' }, null)).toBe('Reprocess failed after 1,200 documents: index closed')
+    expect(reprocessSummary({ ...t, status: 'abandoned' }, null)).toMatch(/start it again to finish$/)
   })
   it('tones the reputation on its 0..1 scale', () => {
     expect([reputationTone(0.9), reputationTone(0.5), reputationTone(0.1)]).toEqual(['success', 'warning', 'danger'])

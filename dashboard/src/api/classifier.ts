@@ -3,6 +3,7 @@ import type {
   ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
   DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
   RuleTestResponse, SourceListResponse, SourceReputation, SourceStatsResponse, PollStatusResponse,
+  ReprocessRequest, ReprocessTask, ReprocessTaskList, SourcePriority, SourcePriorityLevel,
 } from '@/types/classifier'
 
 /** Root of the classifier behind the dashboard's same-origin proxy. */
@@ -33,6 +34,16 @@ export function createClassifierApi(http: HttpClient) {
     pollStatus: () => http.get<PollStatusResponse>('/api/v1/sources/poll-status'),
     /** Per source: processed, refused at the door, duplicates, published, dead letters, oldest pending. */
     sourceStats: () => http.get<SourceStatsResponse>('/api/v1/sources/stats'),
+    /** A source's priority mark; a source never marked is normal. */
+    getSourcePriority: (source: string) => http.get<SourcePriority>(`/api/v1/sources/${seg(source)}/priority`),
+    setSourcePriority: (source: string, priority: SourcePriorityLevel) =>
+      http.put<SourcePriority>(`/api/v1/sources/${seg(source)}/priority`, { priority }),
+    /** Starts a reprocess (202 with the running task); 409 while one of the source runs, 429 when the replica is busy. */
+    reprocessSource: (source: string, req: ReprocessRequest = {}) =>
+      http.post<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess`, req),
+    /** The source's latest reprocess tasks, newest first. */
+    listReprocessTasks: (source: string) => http.get<ReprocessTaskList>(`/api/v1/sources/${seg(source)}/reprocess`),
+    getReprocessTask: (source: string, id: string) => http.get<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess/${seg(id)}`),
     stats: (window = '1h', interval = '1m') => http.get<ClassificationStats>('/api/v1/stats', { window, interval }),
     /** Prometheus text of the classifier's /metrics. */
     metrics: () => http.text('/metrics'),

@@ -3,7 +3,7 @@
 // index per source), never by adding up classification attempts. The
 // classifier's reputation table only supplies the reputation score, the
 // average quality and the attempt counts, which are shown as such.
-import type { SourceReputation, SourceStats } from '@/types/classifier'
+import type { ReprocessTask, SourceReputation, SourceStats } from '@/types/classifier'
 import type { IndexSummary } from '@/types/indexManager'
 
 const RAW = '_raw_content'
@@ -55,6 +55,8 @@ export interface SourceRow {
   dlqRate: number | null
   /** Age in seconds of the oldest pending raw document; null when none is pending. */
   oldestPendingAge: number | null
+  /** Raw documents classified now: what a reprocess sets back to pending. */
+  reprocessable: number | null
 }
 
 /**
@@ -76,7 +78,7 @@ export function buildSourceRows(
         source, rawIndex: null, classifiedIndex: null, documents: null, classified: null, failed: null, crime: null,
         attempts: null, failedAttempts: null, reputation: null, averageQuality: null, lastSeen: null,
         pending: null, rejected: null, duplicatesUrl: null, duplicatesContent: null, published: null,
-        deadLetters: null, dlqRate: null, oldestPendingAge: null,
+        deadLetters: null, dlqRate: null, oldestPendingAge: null, reprocessable: null,
       }
       rows.set(source, r)
     }
@@ -125,6 +127,7 @@ export function buildSourceRows(
     r.deadLetters = st.dead_letters
     r.dlqRate = st.dlq_rate
     r.oldestPendingAge = st.oldest_pending_age_seconds
+    r.reprocessable = st.by_status.classified ?? 0
   }
   return [...rows.values()].sort((a, b) => a.source.localeCompare(b.source))
 }
@@ -170,3 +173,35 @@ export function sortRows<T extends object>(rows: T[], key: keyof T, dir: SortDir
     return sign * String(x).localeCompare(String(y))
   })
 }
+
+/** Why a reprocess request was refused, in the operator's words (the service's own message kept). */
+export function reprocessRefusal(status: number, message: string): string {
+  switch (status) {
+    case 409: return `A reprocess of this source is already running: ${message}`
+    case 429: return `This classifier runs as many reprocess tasks as it may; try again in a minute (${message})`
+    case 404: return `Nothing to reprocess: ${message}`
+    case 0: return `The dashboard could not reach the classifier: ${message}`
+    default: return `The classifier refused the reprocess (${status}): ${message}`
+  }
+}
+
+/** A reprocess task's state in a line; estimate is the documents it was expected to touch. */
+export function reprocessSummary(
+  task: Pick<ReprocessTask, 'status' | 'requeued' | 'conflicts' | 'errors' | 'error'>,
+  estimate: number | null,
+): string {
+  const n = formatCount(task.requeued)
+  const skipped = task.conflicts + task.errors > 0
+    ? ` (${formatCount(task.conflicts)} changed meanwhile, ${formatCount(task.errors)} refused by Elasticsearch)`
+    : ''
+  switch (task.status) {
+    case 'running': return estimate !== null && estimate >= task.requeued
+      ? `Setting documents back to pending: ${n} of about ${formatCount(estimate)}`
+      : `Setting documents back to pending: ${n} so far`
+    case 'completed': return `${n} document${task.requeued === 1 ? '' : 's'} set back to pending${skipped}; classified again at low priority`
+    case 'failed': return `Reprocess failed after ${n} document${task.requeued === 1 ? '' : 's'}: ${task.error ?? 'no reason given'}`
+    case 'abandoned': return `Reprocess abandoned after ${n} (its classifier stopped); start it again to finish`
+  }
+}
+
+const formatCount = (n: number) => new Intl.NumberFormat('en-US').format(n)

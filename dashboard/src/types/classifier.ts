@@ -235,3 +235,51 @@ export interface SourceStatsResponse {
   partial: boolean
   generated_at: string
 }
+
+export type SourcePriorityLevel = 'low' | 'normal'
+
+/** A source's priority mark (GET/PUT /api/v1/sources/{name}/priority); never marked: normal, updated_at null. */
+export interface SourcePriority {
+  source: string
+  priority: SourcePriorityLevel
+  updated_by: string
+  updated_at: string | null
+}
+
+export interface ReprocessRequest {
+  /** classified (the default): the classified documents; all: classified and failed. */
+  scope?: 'classified' | 'all'
+  max_docs?: number
+}
+
+/**
+ * A reprocess request (POST /api/v1/sources/{name}/reprocess): the source's
+ * raw documents set back to pending at low priority, in the background.
+ */
+export interface ReprocessTask {
+  id: string
+  source: string
+  raw_index: string
+  scope: 'classified' | 'all'
+  max_docs: number | null
+  /** abandoned: its replica stopped moving it for 5 minutes; request again to finish. */
+  status: 'running' | 'completed' | 'failed' | 'abandoned'
+  /** Documents read. */
+  scanned: number
+  /** Documents set back to pending with priority low. */
+  requeued: number
+  /** Documents left alone because they changed since they were read. */
+  conflicts: number
+  /** Documents Elasticsearch refused to change. */
+  errors: number
+  error: string | null
+  replica: string
+  requested_by: string
+  started_at: string
+  updated_at: string
+  finished_at: string | null
+}
+
+export interface ReprocessTaskList {
+  tasks: ReprocessTask[]
+}

@@ -32,6 +32,8 @@ type Config struct {
 	ES        esclient.Config
 	Poller    poller.Config
 	Processor processor.BatchProcessorConfig
+	// Urgent sizes the queue and workers of urgent documents (fresh news).
+	Urgent    processor.BatchProcessorConfig
 	Committer processor.CommitterConfig
 	Retry     deadletter.RetryConfig
 	Heartbeat claim.HeartbeatConfig
@@ -125,6 +127,10 @@ func loadConfig(l *config.Loader) (Config, error) {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
+	c.Urgent = processor.BatchProcessorConfig{
+		Concurrency:   l.PositiveInt("CLASSIFIER_URGENT_WORKERS", 2),
+		MaxQueueDepth: l.PositiveInt("CLASSIFIER_URGENT_QUEUE_DEPTH", 50),
+	}
 	c.Duplicates = dedup.Config{
 		URLWindow:     l.Duration("CLASSIFIER_DUPLICATE_URL_WINDOW", dedup.DefaultURLWindow),
 		ContentWindow: l.Duration("CLASSIFIER_DUPLICATE_CONTENT_WINDOW", dedup.DefaultContentWindow),

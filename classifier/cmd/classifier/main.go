@@ -190,6 +190,13 @@ func serve(ctx context.Context, _ []string) error {
 	// Every document the pool accepts is tracked until its commit, so the
 	// heartbeat renews its claim while it is in flight.
 	sink := claim.TrackingSink{Sink: proc, Registry: claims}
+	// Urgent documents (fresh news) get a small queue and workers of their
+	// own, so they never wait behind a full queue of backlog.
+	cfg.Urgent.SubmitTimeout = cfg.Processor.SubmitTimeout
+	urgentProc := processor.NewBatchProcessor(cfg.Urgent, classifier, committer.Output(), metrics, tracer, log.With("queue", "urgent"))
+	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims}
+	priorities := sourcepriority.NewCache(sourcepriority.NewStore(db), 0, log)
+	cfg.Poller.LowSources = priorities.Low
 	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)
 	if err != nil {
 		return err
@@ -256,6 +263,8 @@ func serve(ctx context.Context, _ []string) error {
 		lifecycle.Named("claim_heartbeat", heartbeat),
 		lifecycle.Named("committer", committer),
 		lifecycle.Named("batch_processor", proc),
+		lifecycle.Named("urgent_processor", urgentProc),
+		lifecycle.Named("source_priorities", priorities),
 		lifecycle.Named("reprocess", reprocessor),
 		lifecycle.Named("http", srv),
 		lifecycle.Named("poller", poll),

@@ -121,6 +121,14 @@ type Config struct {
 	// LowSources, when set, returns the sources an operator marked low
 	// priority; it is called once per poll and must be quick (a cache).
 	LowSources func() []string
+	// Urgent, when set, is a small work queue of its own for urgent
+	// documents (crawled within UrgentAge, not low priority), so they do
+	// not wait behind a full queue of backlog: while the main queue is
+	// full, the poller still claims urgent documents for it (priority.go).
+	Urgent Sink
+	// UrgentAge is how recent a document must be to be urgent. Defaults
+	// to three RecencyScales.
+	UrgentAge time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -133,6 +141,9 @@ func (c *Config) setDefaults() {
 	c.BacklogShare = min(c.BacklogShare, 1)
 	if c.RecencyScale <= 0 {
 		c.RecencyScale = RecencyScaleDefault
+	}
+	if c.UrgentAge <= 0 {
+		c.UrgentAge = 3 * c.RecencyScale
 	}
 	if c.IndexPattern == "" {
 		c.IndexPattern = IndexPatternDefault
@@ -295,14 +306,19 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	if ok, b := breaker.AllClosed(p.cfg.ESBreaker); !ok {
 		return pollResult{}, &pausedError{breaker: b}
 	}
-	if p.sink.ShouldThrottle() {
-		p.metrics.ThrottleCount.Add(ctx, 1)
-		return pollResult{}, errThrottled
-	}
 	size := min(p.cfg.BatchSize, p.sink.FreeSlots())
-	if size <= 0 {
-		p.metrics.ThrottleCount.Add(ctx, 1)
-		return pollResult{}, errThrottled
+	urgentOnly := false
+	if p.sink.ShouldThrottle() || size <= 0 {
+		// The main queue is full: only urgent documents, for their queue.
+		room := 0
+		if p.cfg.Urgent != nil && !p.cfg.Urgent.ShouldThrottle() {
+			room = p.cfg.Urgent.FreeSlots()
+		}
+		if room <= 0 {
+			p.metrics.ThrottleCount.Add(ctx, 1)
+			return pollResult{}, errThrottled
+		}
+		size, urgentOnly = min(p.cfg.BatchSize, room), true
 	}
 	ctx, span := p.tracer.Start(ctx, "classifier.poll")
 	defer span.End()
@@ -319,12 +335,18 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	p.refreshCrowded(ctx, indices)
 	p.polls++
 	fresh, backlog := p.cfg.lanes(share, p.polls)
-	pages, err := p.searchLanes(ctx, indices, fresh, backlog)
+	if urgentOnly {
+		fresh, backlog = share, 0
+	}
+	pages, err := p.searchLanes(ctx, indices, fresh, backlog, urgentOnly)
 	p.esOutcome(err)
 	if err != nil {
 		return pollResult{}, err
 	}
-	more := p.fillLeftover(ctx, pages, share, fresh, size)
+	more := true
+	if !urgentOnly {
+		more = p.fillLeftover(ctx, pages, share, fresh, size)
+	}
 
 	// Take the batch round-robin across the indices, so each gets its share.
 	var found []*domain.RawContent
@@ -368,8 +390,13 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
 	}
+	low := p.lowSources()
 	for _, doc := range won {
-		if err := p.sink.Submit(ctx, doc); err != nil {
+		sink := p.sink
+		if p.cfg.Urgent != nil && p.urgent(doc, low) && p.cfg.Urgent.FreeSlots() > 0 {
+			sink = p.cfg.Urgent
+		}
+		if err := sink.Submit(ctx, doc); err != nil {
 			// The document stays claimed; the lease returns it.
 			p.logger.WarnContext(ctx, "work queue refused a claimed document; it returns after the claim lease",
 				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "error", err)
@@ -605,13 +632,15 @@ func (p *Poller) pendingQuery(from, size int, exclude []string) map[string]any {
 type lane struct {
 	from, size int
 	fresh      bool
+	urgentOnly bool // only documents that are urgent (priority.go)
 }
 
-// searchLanes searches every index in its fresh and backlog lanes.
-func (p *Poller) searchLanes(ctx context.Context, indices []string, fresh, backlog int) ([]page, error) {
+// searchLanes searches every index in its fresh and backlog lanes; with
+// urgentOnly the fresh lane keeps only urgent documents.
+func (p *Poller) searchLanes(ctx context.Context, indices []string, fresh, backlog int, urgentOnly bool) ([]page, error) {
 	var lanes []lane
 	if fresh > 0 {
-		lanes = append(lanes, lane{size: fresh, fresh: true})
+		lanes = append(lanes, lane{size: fresh, fresh: true, urgentOnly: urgentOnly})
 	}
 	if backlog > 0 {
 		lanes = append(lanes, lane{size: backlog})
@@ -627,14 +656,14 @@ func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mar
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	now := p.now()
-	var low []string
-	if p.cfg.LowSources != nil {
-		low = p.cfg.LowSources()
-	}
+	low := p.lowSources()
 	for _, idx := range indices {
 		exclude := append(p.asideIDs(idx, now), p.recentIDs(idx, now)...)
 		for _, l := range lanes {
 			q := p.pendingQuery(l.from, l.size, exclude)
+			if l.urgentOnly {
+				p.onlyUrgent(q, low)
+			}
 			if l.fresh {
 				q = p.freshOrder(q, low)
 			}

@@ -3,8 +3,10 @@ package poller
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -85,4 +87,40 @@ func (p *Poller) freshOrder(q map[string]any, lowSources []string) map[string]an
 		map[string]any{"crawled_at": map[string]any{"order": "desc", "unmapped_type": "date", "numeric_type": "date"}},
 	}
 	return q
+}
+
+// lowSources is the operator's low-priority sources, if any.
+func (p *Poller) lowSources() []string {
+	if p.cfg.LowSources == nil {
+		return nil
+	}
+	return p.cfg.LowSources()
+}
+
+// urgent reports whether doc goes to the urgent queue: crawled within
+// UrgentAge and neither it nor its source low priority.
+func (p *Poller) urgent(doc *domain.RawContent, low []string) bool {
+	if doc.Priority == contentindex.PriorityLow || slices.Contains(low, doc.SourceName) {
+		return false
+	}
+	return !doc.CrawledAt.IsZero() && p.now().Sub(doc.CrawledAt) <= p.cfg.UrgentAge
+}
+
+// onlyUrgent narrows a pending-documents query to urgent documents.
+func (p *Poller) onlyUrgent(q map[string]any, low []string) {
+	b := q["query"].(map[string]any)["bool"].(map[string]any)
+	since := p.now().Add(-p.cfg.UrgentAge).UTC().Format(time.RFC3339)
+	b["filter"] = append(asSlice(b["filter"]), map[string]any{"range": map[string]any{"crawled_at": map[string]any{"gte": since}}})
+	notLow := []any{map[string]any{"term": map[string]any{"priority": contentindex.PriorityLow}}}
+	if len(low) > 0 {
+		notLow = append(notLow, map[string]any{"terms": map[string]any{"source_name": low}})
+	}
+	b["must_not"] = append(asSlice(b["must_not"]), notLow...)
+}
+
+func asSlice(v any) []any {
+	if s, ok := v.([]any); ok {
+		return s
+	}
+	return nil
 }

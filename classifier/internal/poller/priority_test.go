@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // Fresh documents are claimed before an old backlog, the oldest documents
@@ -73,5 +76,32 @@ func TestLaneSizes(t *testing.T) {
 	}
 	if f, b := (&Config{}).lanes(10, 1); f != 0 || b != 10 {
 		t.Errorf("no priorities (share 0): %d, %d; want all oldest first", f, b)
+	}
+}
+
+// With the main work queue full of backlog, fresh documents are still
+// claimed, for the urgent queue, and nothing else is.
+func TestUrgentDocumentsPassAFullQueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	idx := h.rawIndex(t, "wire", false)
+	h.addDocs(t, idx, "old", 30, time.Now().Add(-72*time.Hour))
+	fresh := h.addDocs(t, idx, "fresh", 2, time.Now().Add(-time.Minute))
+	template := h.poller(t, Config{}) // for its metrics
+	urgent := &collectSink{}
+	p, err := New(Config{ReplicaID: "r", IndexPattern: idx, BatchSize: 10, PollInterval: time.Second, Urgent: urgent},
+		h.es, fullSink{throttle: true}, template.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := urgent.keys(); !slices.Equal(got, fresh) {
+		t.Fatalf("urgent queue got %v, want only the fresh documents %v", got, fresh)
+	}
+	// Nothing old was claimed: it would be stuck behind the full queue.
+	for _, k := range h.sink.keys() {
+		t.Errorf("the full main queue was given %s", k)
 	}
 }

@@ -3,7 +3,9 @@ package sourcepriority_test
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/north-cloud/classifier/internal/sourcepriority"
 	"github.com/north-cloud/classifier/migrations"
@@ -52,5 +54,47 @@ func TestStore(t *testing.T) {
 		if _, err := sourcepriority.Parse(in); (err == nil) != ok {
 			t.Errorf("Parse(%q) error = %v, want ok=%t", in, err, ok)
 		}
+	}
+}
+
+func TestCacheFollowsTheMarks(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.Postgres(t)
+	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := sourcepriority.NewStore(db)
+	ctx := context.Background()
+	if _, err := store.Set(ctx, "slow_feed", sourcepriority.Low, "op"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Set(ctx, "wire", sourcepriority.Normal, "op"); err != nil {
+		t.Fatal(err)
+	}
+	c := sourcepriority.NewCache(store, 20*time.Millisecond, testenv.Logger(t))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(c.Low(), []string{"slow_feed"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Low() = %v, want [slow_feed]", c.Low())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := store.Set(ctx, "slow_feed", sourcepriority.Normal, "op"); err != nil {
+		t.Fatal(err)
+	}
+	for len(c.Low()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the mark was lifted Low() = %v", c.Low())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

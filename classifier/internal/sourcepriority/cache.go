@@ -1,0 +1,58 @@
+package sourcepriority
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/north-cloud/infrastructure/lifecycle"
+)
+
+// CacheRefreshDefault is how often a Cache reads the marks again.
+const CacheRefreshDefault = 10 * time.Second
+
+// Cache keeps the low-priority sources in memory for the poller, which
+// asks on every poll: a mark takes effect within one refresh. When a read
+// fails the last good list stays.
+type Cache struct {
+	loop lifecycle.Loop
+	low  atomic.Pointer[[]string]
+}
+
+// NewCache returns a cache over store refreshed every interval (default
+// CacheRefreshDefault); Start runs it.
+func NewCache(store *Store, interval time.Duration, logger *slog.Logger) *Cache {
+	if interval <= 0 {
+		interval = CacheRefreshDefault
+	}
+	c := &Cache{}
+	c.low.Store(&[]string{})
+	c.loop = lifecycle.Loop{Name: "source_priority_cache", Logger: logger, Step: func(ctx context.Context) time.Duration {
+		marks, err := store.List(ctx)
+		if err != nil {
+			logger.WarnContext(ctx, "source priorities not refreshed; the last ones stay", "error", err)
+			return interval
+		}
+		var low []string
+		for source, p := range marks {
+			if p == Low {
+				low = append(low, source)
+			}
+		}
+		slices.Sort(low)
+		c.low.Store(&low)
+		return interval
+	}}
+	return c
+}
+
+// Start begins refreshing; the first read happens at once.
+func (c *Cache) Start(ctx context.Context) error { return c.loop.Start(ctx) }
+
+// Stop ends the refreshing.
+func (c *Cache) Stop(ctx context.Context) error { return c.loop.Stop(ctx) }
+
+// Low returns the sources marked low priority (do not modify).
+func (c *Cache) Low() []string { return *c.low.Load() }

@@ -34,6 +34,8 @@ func run() error {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (the same seed writes the same corpus)")
 	batch := flag.Int("batch", 500, "documents per bulk request")
 	refresh := flag.Bool("refresh", false, "refresh the raw indices at the end so the documents are searchable at once")
+	priority := flag.String("priority", "", `"low" marks the documents as a backfill: the classifier takes them after fresh documents, with the share of capacity kept for the backlog`)
+	age := flag.Duration("age", 0, "crawl the documents this long ago (a backfill of old news), spread over the hour before")
 	flag.Parse()
 
 	l := config.New()
@@ -42,8 +44,11 @@ func run() error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if *count < 0 || *batch <= 0 {
-		return fmt.Errorf("-count must be >= 0 and -batch > 0")
+	if *count < 0 || *batch <= 0 || *age < 0 {
+		return fmt.Errorf("-count must be >= 0, -batch > 0 and -age >= 0")
+	}
+	if *priority != "" && *priority != contentindex.PriorityLow {
+		return fmt.Errorf("-priority must be %q or empty (got %q)", contentindex.PriorityLow, *priority)
 	}
 	names := strings.Split(*sources, ",")
 	for _, s := range names {
@@ -66,6 +71,8 @@ func run() error {
 	docs := make([]contentindex.RawDocument, *count)
 	for i := range docs {
 		docs[i] = gen.Document(names[i%len(names)], i)
+		docs[i].Priority = *priority
+		docs[i].CrawledAt = docs[i].CrawledAt.Add(-*age)
 	}
 	start := time.Now()
 	lastReport := time.Time{}

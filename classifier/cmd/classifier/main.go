@@ -188,13 +188,14 @@ func serve(ctx context.Context, _ []string) error {
 	committer := processor.NewCommitter(cfg.Committer, stores, breakers, metrics, tracer, log)
 	proc = processor.NewBatchProcessor(cfg.Processor, classifier, committer.Output(), metrics, tracer, log)
 	// Every document the pool accepts is tracked until its commit, so the
-	// heartbeat renews its claim while it is in flight.
-	sink := claim.TrackingSink{Sink: proc, Registry: claims}
+	// heartbeat renews its claim while it is in flight; the poller holds off
+	// while claims wait longer than a quarter of a beat (claim.TrackingSink).
+	sink := claim.TrackingSink{Sink: proc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
 	// Urgent documents (fresh news) get a small queue and workers of their
 	// own, so they never wait behind a full queue of backlog.
 	cfg.Urgent.SubmitTimeout = cfg.Processor.SubmitTimeout
 	urgentProc := processor.NewBatchProcessor(cfg.Urgent, classifier, committer.Output(), metrics, tracer, log.With("queue", "urgent"))
-	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims}
+	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: -1}
 	priorities := sourcepriority.NewCache(sourcepriority.NewStore(db), 0, log)
 	cfg.Poller.LowSources = priorities.Low
 	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)

@@ -111,23 +111,33 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 	return err
 }
 
+// renewChunk bounds the claims renewed in one request, each under its own
+// Timeout: one request for thousands of claims on a busy cluster outlived
+// its timeout, and its answer was lost.
+const renewChunk = 500
+
 // Renew renews the tracked claims that are due: those last claimed or
 // renewed at least half an Interval ago. Beats are at most an Interval
 // apart, so a claim is renewed within one and a half Intervals of its last
 // renewal, inside the lease (at least two Intervals); a claim finished
 // sooner, the common case, costs no renewal at all. A renewal refused with
-// 409 is checked: when the document holds the claimed_at this replica sent
-// last (a renewal that timed out but went through), the claim is still ours
-// and its version is adopted; otherwise another replica took the document
-// over (or it is gone) and it is dropped from the registry, never committed
+// 409 is checked: a document that still carries this replica's claimed_by,
+// in status processing, with a claimed_at not before the one known, is
+// still this replica's (a renewal whose answer was lost went through) and
+// its version is adopted; otherwise another replica took the document over
+// (or it is gone) and it is dropped from the registry, never committed
 // here. The registry stays open meanwhile: only a Take of a claim being
-// renewed waits.
+// renewed waits, and only for its own chunk.
 func (h *Heartbeat) Renew(ctx context.Context) {
 	now := time.Now().UTC()
 	rn := h.registry.begin(now.Add(-h.cfg.Interval / 2))
-	if len(rn.docs) == 0 {
-		return
+	for i := 0; i < len(rn.docs); i += renewChunk {
+		h.renew(ctx, rn.slice(i, min(i+renewChunk, len(rn.docs))), now)
 	}
+}
+
+// renew renews one chunk of claims at now and ends its renewal.
+func (h *Heartbeat) renew(ctx context.Context, rn renewal, now time.Time) {
 	rctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	results, err := h.store.Renew(rctx, rn.docs, now)
@@ -135,38 +145,37 @@ func (h *Heartbeat) Renew(ctx context.Context) {
 		if ctx.Err() == nil {
 			h.logger.WarnContext(ctx, "claim renewal failed; retrying at the next beat", "documents", len(rn.docs), "error", err)
 		}
-		// Whether it reached Elasticsearch is unknown.
-		h.registry.end(rn, now, nil, rn.docs, nil)
+		// Whether it went through is unknown: the next beat's renewal is
+		// refused if it did, and the claim is then recognized as ours.
+		h.registry.end(rn, nil, nil)
 		return
 	}
 	held := make(map[*domain.RawContent]time.Time, len(rn.docs))
-	var refused []*domain.RawContent
-	var refusedSent []time.Time
+	var refused renewal
 	for i, r := range results {
 		switch {
 		case r.Err == nil:
 			held[rn.docs[i]] = now
 		case esclient.IsConflict(r.Err) || r.Status == 404:
-			refused = append(refused, rn.docs[i])
-			refusedSent = append(refusedSent, rn.sent[i])
+			refused.docs = append(refused.docs, rn.docs[i])
+			refused.held = append(refused.held, rn.held[i])
 		}
 		// Any other refusal (429, 5xx) left the claim as it was: the next
 		// beat renews it.
 	}
-	drop := h.lost(rctx, refused, refusedSent, held)
-	h.registry.end(rn, now, held, nil, drop)
+	drop := h.lost(rctx, refused, held)
+	h.registry.end(rn, held, drop)
 }
 
-// lost sorts the refused claims: one that still carries the claimed_at of
-// an earlier renewal this replica sent (it timed out but went through) is
-// still this replica's, its current version adopted and added to held; the
+// lost sorts the refused claims: one still carrying this replica's claim
+// (ownClaim) has its current version adopted and is added to held; the
 // others are lost and returned.
-func (h *Heartbeat) lost(ctx context.Context, refused []*domain.RawContent, sent []time.Time, held map[*domain.RawContent]time.Time) (drop []*domain.RawContent) {
-	if len(refused) == 0 {
+func (h *Heartbeat) lost(ctx context.Context, refused renewal, held map[*domain.RawContent]time.Time) (drop []*domain.RawContent) {
+	if len(refused.docs) == 0 {
 		return nil
 	}
-	refs := make([]domain.DocKey, len(refused))
-	for i, d := range refused {
+	refs := make([]domain.DocKey, len(refused.docs))
+	for i, d := range refused.docs {
 		refs[i] = domain.DocKey{Index: d.Index, ID: d.ID}
 	}
 	current, _, err := h.store.GetRaw(ctx, refs)
@@ -177,11 +186,11 @@ func (h *Heartbeat) lost(ctx context.Context, refused []*domain.RawContent, sent
 	for _, c := range current {
 		byKey[domain.DocKey{Index: c.Index, ID: c.ID}] = c
 	}
-	for i, d := range refused {
+	for i, d := range refused.docs {
 		c := byKey[refs[i]]
-		if c != nil && ownRenewal(c, h.cfg.ReplicaID, sent[i]) {
+		if c != nil && ownClaim(c, h.cfg.ReplicaID, refused.held[i]) {
 			d.SeqNo, d.PrimaryTerm = c.SeqNo, c.PrimaryTerm
-			held[d] = sent[i]
+			held[d] = *c.ClaimedAt
 			continue
 		}
 		h.logger.WarnContext(ctx, "claim lost to another replica; this replica will not commit it",
@@ -191,11 +200,12 @@ func (h *Heartbeat) lost(ctx context.Context, refused []*domain.RawContent, sent
 	return drop
 }
 
-// ownRenewal reports whether cur still carries the claim this replica
-// renewed last, at sent.
-func ownRenewal(cur *domain.RawContent, replica string, sent time.Time) bool {
-	return !sent.IsZero() && cur.ClassificationStatus == contentindex.StatusProcessing &&
-		cur.ClaimedBy == replica && cur.ClaimedAt != nil && cur.ClaimedAt.Equal(sent)
+// ownClaim reports whether cur still carries this replica's claim, known to
+// hold claimed_at held: claimed_by is written by this replica only, and a
+// renewal only moves claimed_at forward.
+func ownClaim(cur *domain.RawContent, replica string, held time.Time) bool {
+	return cur.ClassificationStatus == contentindex.StatusProcessing && cur.ClaimedBy == replica &&
+		cur.ClaimedAt != nil && !cur.ClaimedAt.Before(held)
 }
 
 func (h *Heartbeat) releaseLeftovers(ctx context.Context) (int, error) {

@@ -136,15 +136,14 @@ func TestHeartbeatDropsAClaimTakenOver(t *testing.T) {
 
 // A renewal that timed out but went through left the document at a newer
 // version than the one held. The next renewal is refused; the heartbeat
-// finds its own claimed_at on the document, adopts the version, and the
-// claim is kept and committed.
+// finds its own claim on the document (claimed_by, a later claimed_at),
+// adopts the version, and the claim is kept and committed.
 func TestHeartbeatAdoptsARenewalThatWentThrough(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 2*time.Second)
 	d := b.claimed(t, "through", time.Now().Add(-time.Minute))
 	b.registry.Add(d)
 	sent := time.Now().Add(-5 * time.Second).UTC().Truncate(time.Millisecond)
-	b.registry.docs[d].sent = sent // the renewal sent at that time
 	copyOfD := *d
 	if res, err := b.store.Renew(context.Background(), []*domain.RawContent{&copyOfD}, sent); err != nil || res[0].Err != nil {
 		t.Fatalf("renewal that went through: %v %v", err, res)
@@ -184,10 +183,75 @@ func TestRegistryStaysOpenDuringARenewal(t *testing.T) {
 	other := &domain.RawContent{}
 	r.Add(other) // would wait forever if a renewal held the registry
 	r.Take(other)
-	r.end(rn, time.Now(), map[*domain.RawContent]time.Time{due: time.Now()}, nil, nil)
-	r.end(renewal{docs: []*domain.RawContent{notDue}}, time.Now(), nil, []*domain.RawContent{notDue}, nil)
+	r.end(rn, map[*domain.RawContent]time.Time{due: time.Now()}, nil)
+	r.end(renewal{docs: []*domain.RawContent{notDue}}, nil, nil)
 	r.Take(due, notDue)
 	if n := r.Len(); n != 0 {
 		t.Errorf("registry holds %d, want none", n)
+	}
+}
+
+// A renewal refused because the document went on to another replica drops
+// the claim even when an earlier renewal's answer was lost: only a document
+// still carrying this replica's claimed_by is kept.
+func TestHeartbeatDropsATakeoverAfterALostRenewal(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2*time.Second)
+	d := b.claimed(t, "lost-then-taken", time.Now().Add(-time.Minute))
+	b.registry.Add(d)
+	renewed := *d
+	if res, err := b.store.Renew(context.Background(), []*domain.RawContent{&renewed}, time.Now().UTC()); err != nil || res[0].Err != nil {
+		t.Fatalf("renewal whose answer was lost: %v %v", err, res)
+	}
+	later := time.Now().Add(time.Minute).UTC() // even a later claimed_at is not ours under another id
+	if won, err := b.store.Claim(context.Background(), "other", []*domain.RawContent{b.current(t, "lost-then-taken")}, later); err != nil || len(won) != 1 {
+		t.Fatalf("takeover: %d won, %v", len(won), err)
+	}
+
+	b.hb.Renew(context.Background())
+
+	if n := b.registry.Len(); n != 0 {
+		t.Errorf("registry holds %d claims, want the one taken over dropped", n)
+	}
+}
+
+// sink is a work queue with room, never throttled itself.
+type sink struct{}
+
+func (sink) Submit(context.Context, *domain.RawContent) error { return nil }
+func (sink) ShouldThrottle() bool                             { return false }
+func (sink) FreeSlots() int                                   { return 100 }
+
+// The poller is held off while the median claim in flight is older than
+// the pace, and not for one old claim among fresh ones.
+func TestTrackingSinkPacesOnTheMedianClaimAge(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	ts := TrackingSink{Sink: sink{}, Registry: r, Pace: time.Second}
+	ctx := context.Background()
+	if ts.ShouldThrottle() {
+		t.Fatal("throttled with no claim in flight")
+	}
+	old := &domain.RawContent{}
+	if err := ts.Submit(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second)
+	for range 2 {
+		if err := ts.Submit(ctx, &domain.RawContent{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ts.ShouldThrottle() {
+		t.Error("throttled by one old claim among two fresh ones")
+	}
+	now = now.Add(2 * time.Second)
+	if !ts.ShouldThrottle() {
+		t.Error("not throttled with every claim in flight older than the pace")
+	}
+	if (TrackingSink{Sink: sink{}, Registry: r, Pace: -1}).ShouldThrottle() {
+		t.Error("throttled with pacing off")
 	}
 }

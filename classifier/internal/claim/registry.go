@@ -14,6 +14,7 @@ package claim
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,17 +29,18 @@ type Registry struct {
 	mu      sync.Mutex
 	settled *sync.Cond // signalled when a renewal in flight ends
 	docs    map[*domain.RawContent]*tracked
+	now     func() time.Time
 }
 
 // tracked is the renewal state of one claim.
 type tracked struct {
+	// added is when the claim was tracked (its age paces the poller).
+	added time.Time
 	// held is the claimed_at the document is known to carry: that of the
-	// claim, or of the last renewal confirmed.
+	// claim, or of the last renewal confirmed. A renewal whose answer was
+	// lost leaves it as it was; the claim is this replica's as long as the
+	// document carries its claimed_by and a claimed_at not before held.
 	held time.Time
-	// sent is the claimed_at of the last renewal sent and not confirmed
-	// (zero when none), so a renewal that timed out but went through is
-	// recognized as this replica's own.
-	sent time.Time
 	// renewing is set while a renewal of the document is in flight: its
 	// version may still change, so Take waits.
 	renewing bool
@@ -46,7 +48,7 @@ type tracked struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	r := &Registry{docs: map[*domain.RawContent]*tracked{}}
+	r := &Registry{docs: map[*domain.RawContent]*tracked{}, now: time.Now}
 	r.settled = sync.NewCond(&r.mu)
 	return r
 }
@@ -58,8 +60,9 @@ func (r *Registry) Add(docs ...*domain.RawContent) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.now()
 	for _, d := range docs {
-		t := &tracked{}
+		t := &tracked{added: now}
 		if d.ClaimedAt != nil {
 			t.held = *d.ClaimedAt
 		}
@@ -95,12 +98,36 @@ func (r *Registry) Len() int {
 	return len(r.docs)
 }
 
+// MedianAge returns how long the median claim in flight has been tracked;
+// zero with none.
+func (r *Registry) MedianAge() time.Duration {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.docs) == 0 {
+		return 0
+	}
+	now := r.now()
+	ages := make([]time.Duration, 0, len(r.docs))
+	for _, t := range r.docs {
+		ages = append(ages, now.Sub(t.added))
+	}
+	slices.Sort(ages)
+	return ages[len(ages)/2]
+}
+
 // renewal is one renewal of some tracked claims, between begin and end.
 type renewal struct {
 	docs []*domain.RawContent
-	// sent is the claimed_at of the last renewal sent for each of docs and
-	// not confirmed (zero when none).
-	sent []time.Time
+	// held is the claimed_at each of docs is known to carry.
+	held []time.Time
+}
+
+// slice returns the part of rn from i to j.
+func (rn renewal) slice(i, j int) renewal {
+	return renewal{docs: rn.docs[i:j], held: rn.held[i:j]}
 }
 
 // begin marks the claims last known fresh before due as in flight and
@@ -113,28 +140,21 @@ func (r *Registry) begin(due time.Time) renewal {
 		if !t.renewing && t.held.Before(due) {
 			t.renewing = true
 			rn.docs = append(rn.docs, d)
-			rn.sent = append(rn.sent, t.sent)
+			rn.held = append(rn.held, t.held)
 		}
 	}
 	return rn
 }
 
-// end records how a renewal sent at at went: the claims in held are known
-// to carry the claimed_at given (confirmed, or found to be this replica's
-// own); the renewal of those in unknown may or may not have gone through;
-// those in drop are lost. The other claims of rn keep their state, and
-// every claim of rn is out of flight again.
-func (r *Registry) end(rn renewal, at time.Time, held map[*domain.RawContent]time.Time, unknown, drop []*domain.RawContent) {
+// end records how a renewal went: the claims in held are known to carry
+// the claimed_at given; those in drop are lost. The other claims of rn keep
+// their state, and every claim of rn is out of flight again.
+func (r *Registry) end(rn renewal, held map[*domain.RawContent]time.Time, drop []*domain.RawContent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for d, claimedAt := range held {
 		if t := r.docs[d]; t != nil {
-			t.held, t.sent = claimedAt, time.Time{}
-		}
-	}
-	for _, d := range unknown {
-		if t := r.docs[d]; t != nil {
-			t.sent = at
+			t.held = claimedAt
 		}
 	}
 	for _, d := range rn.docs {
@@ -182,12 +202,30 @@ type Sink interface {
 	FreeSlots() int
 }
 
+// PaceDefault is TrackingSink.Pace when zero: a quarter of the heartbeat's
+// default interval.
+const PaceDefault = IntervalDefault / 4
+
 // TrackingSink registers every document its Sink accepts, so the heartbeat
 // renews the claim until the committer takes it. A document the sink
 // refuses is not tracked: its lease returns it to the poll.
+//
+// It also paces the poller: while the median claim in flight is older than
+// Pace, it reports the sink as throttled, so no more is claimed until the
+// pipeline catches up. Claims then live about as long as it takes to
+// finish them: a pipeline slower than the poll does not pile up claims that
+// each cost a renewal (a re-index of the raw document) while they wait, and
+// documents not claimed stay free for other replicas. The median, not the
+// oldest, so one slow document does not hold the poll.
 type TrackingSink struct {
 	Sink
 	Registry *Registry
+	// Pace is the median age of the claims in flight above which the poller
+	// holds off. Defaults to PaceDefault; keep it well under half the
+	// heartbeat interval (a claim is renewed once it is that old). Negative:
+	// no pacing (a small queue of urgent documents, which the backlog's
+	// pace must not hold back).
+	Pace time.Duration
 }
 
 // Submit passes doc to the sink and tracks it when accepted.
@@ -198,4 +236,14 @@ func (t TrackingSink) Submit(ctx context.Context, doc *domain.RawContent) error 
 		return err
 	}
 	return nil
+}
+
+// ShouldThrottle reports the sink as throttled, or the median claim in
+// flight older than a positive Pace.
+func (t TrackingSink) ShouldThrottle() bool {
+	pace := t.Pace
+	if pace == 0 {
+		pace = PaceDefault
+	}
+	return t.Sink.ShouldThrottle() || (pace > 0 && t.Registry.MedianAge() > pace)
 }

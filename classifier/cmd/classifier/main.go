@@ -194,7 +194,7 @@ func serve(ctx context.Context, _ []string) error {
 	// Urgent documents (fresh news) get a small queue and workers of their
 	// own, so they never wait behind a full queue of backlog.
 	cfg.Urgent.SubmitTimeout = cfg.Processor.SubmitTimeout
-	urgentProc := processor.NewBatchProcessor(cfg.Urgent, classifier, committer.Output(), metrics, tracer, log.With("queue", "urgent"))
+	urgentProc := processor.NewBatchProcessor(cfg.Urgent, classifier, committer.UrgentOutput(), metrics, tracer, log.With("queue", "urgent"))
 	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: -1}
 	priorities := sourcepriority.NewCache(sourcepriority.NewStore(db), 0, log)
 	cfg.Poller.LowSources = priorities.Low

@@ -92,6 +92,10 @@ type Committer struct {
 	tracer   trace.Tracer
 	logger   *slog.Logger
 	in       chan Result
+	// urgent is the input of urgent documents' results (UrgentOutput): a
+	// batching loop and a commit worker of their own, so fresh news is not
+	// committed behind a queue of backlog.
+	urgent chan Result
 
 	base lifecycle.Base // owns the batching loop and the commit workers
 }
@@ -116,7 +120,7 @@ func NewCommitter(cfg CommitterConfig, stores Stores, breakers Breakers, metrics
 		}
 	}
 	return &Committer{cfg: cfg, stores: stores, breakers: breakers, metrics: metrics, tracer: tracer,
-		logger: logger.With("component", "committer"), in: make(chan Result, cfg.Batch*2)}
+		logger: logger.With("component", "committer"), in: make(chan Result, cfg.Batch*2), urgent: make(chan Result, cfg.Batch)}
 }
 
 // Output is where the workers send their results. Its Done channel closes
@@ -124,6 +128,10 @@ func NewCommitter(cfg CommitterConfig, stores Stores, breakers Breakers, metrics
 // past its deadline) drops its result, and the document's claim is
 // released or returns after the lease.
 func (c *Committer) Output() Output { return Output{C: c.in, Done: c.base.Stopped()} }
+
+// UrgentOutput is where the workers of urgent documents send their
+// results: committed by a worker of its own, never behind the backlog.
+func (c *Committer) UrgentOutput() Output { return Output{C: c.urgent, Done: c.base.Stopped()} }
 
 // Start launches the batching loop and the commit workers. Starting a
 // started committer does nothing; a stopped one does not start again.
@@ -140,7 +148,14 @@ func (c *Committer) Start(ctx context.Context) error {
 				}
 			})
 		}
-		c.base.Go(func() { c.gather(run, batches) })
+		c.base.Go(func() { c.gather(run, c.in, batches) })
+		urgent := make(chan []Result)
+		c.base.Go(func() {
+			for batch := range urgent {
+				c.commit(work, run.Done(), batch)
+			}
+		})
+		c.base.Go(func() { c.gather(run, c.urgent, urgent) })
 		return nil
 	})
 	if err != nil {
@@ -164,13 +179,13 @@ func (c *Committer) Stop(ctx context.Context) error {
 // worker; when all are busy it waits, and the workers' sends wait in turn.
 // Once run is cancelled it takes what the workers have already sent, hands
 // it on, and closes batches.
-func (c *Committer) gather(run context.Context, batches chan<- []Result) {
+func (c *Committer) gather(run context.Context, in <-chan Result, batches chan<- []Result) {
 	defer close(batches)
 	batch := make([]Result, 0, c.cfg.Batch)
 	var linger <-chan time.Time
 	for {
 		select {
-		case r := <-c.in:
+		case r := <-in:
 			batch = append(batch, r)
 			if len(batch) == 1 {
 				linger = time.After(c.cfg.Linger)
@@ -182,7 +197,7 @@ func (c *Committer) gather(run context.Context, batches chan<- []Result) {
 		case <-run.Done():
 			for {
 				select {
-				case r := <-c.in:
+				case r := <-in:
 					batch = append(batch, r)
 					if len(batch) >= c.cfg.Batch {
 						batches <- batch

@@ -118,6 +118,7 @@ func (e *env) refresh(t *testing.T) {
 type replica struct {
 	poller    *poller.Poller
 	processor *BatchProcessor
+	urgent    *BatchProcessor
 	committer *Committer
 	heartbeat *claim.Heartbeat
 	stores    Stores
@@ -152,23 +153,27 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) 
 	pattern := e.prefix + "*" + contentindex.RawSuffix
 	com := NewCommitter(CommitterConfig{Batch: 50, Linger: 20 * time.Millisecond}, stores, breakers, e.metrics, tracer, logger)
 	proc := NewBatchProcessor(BatchProcessorConfig{Concurrency: 4, MaxQueueDepth: 100, SubmitTimeout: 5 * time.Second}, c, com.Output(), e.metrics, tracer, logger)
+	// Urgent documents (fresh: the tests' documents are) take their own
+	// queue and commit worker, as in the service.
+	urgent := NewBatchProcessor(BatchProcessorConfig{Concurrency: 2, MaxQueueDepth: 20, SubmitTimeout: 5 * time.Second}, c, com.UrgentOutput(), e.metrics, tracer, logger)
 	hb, err := claim.NewHeartbeat(claim.HeartbeatConfig{ReplicaID: id, IndexPattern: pattern, Interval: max(lease/4, 10*time.Millisecond)},
 		registry, stores.Content, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
-		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: lease}, e.es, claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
+		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: lease, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
+		e.es, claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replica{poller: pol, processor: proc, committer: com, heartbeat: hb, stores: stores, breakers: breakers}
+	return &replica{poller: pol, processor: proc, urgent: urgent, committer: com, heartbeat: hb, stores: stores, breakers: breakers}
 }
 
 func (r *replica) start(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	for _, c := range []interface{ Start(context.Context) error }{r.heartbeat, r.committer, r.processor, r.poller} {
+	for _, c := range []interface{ Start(context.Context) error }{r.heartbeat, r.committer, r.processor, r.urgent, r.poller} {
 		if err := c.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +186,7 @@ func (r *replica) stop(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, c := range []interface{ Stop(context.Context) error }{r.poller, r.processor, r.committer, r.heartbeat} {
+	for _, c := range []interface{ Stop(context.Context) error }{r.poller, r.urgent, r.processor, r.committer, r.heartbeat} {
 		if err := c.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}

@@ -56,6 +56,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 		Worker: worker.Config{
 			PollInterval:   l.Duration("PUBLISHER_OUTBOX_POLL_INTERVAL", worker.PollIntervalDefault),
 			BatchSize:      l.PositiveInt("PUBLISHER_OUTBOX_BATCH_SIZE", worker.BatchSizeDefault),
+			ClaimLoops:     l.PositiveInt("PUBLISHER_OUTBOX_CLAIM_LOOPS", worker.ClaimLoopsDefault),
 			PublishTimeout: l.Duration("PUBLISHER_OUTBOX_PUBLISH_TIMEOUT", worker.PublishTimeoutDefault),
 			NotifyDebounce: l.Duration("PUBLISHER_OUTBOX_NOTIFY_DEBOUNCE", worker.NotifyDebounceDefault),
 			Retry: backoff.Policy{
@@ -80,6 +81,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 		},
 	}
 	l.Check("PUBLISHER_OUTBOX_BATCH_SIZE", c.Worker.BatchSize <= 5000, fmt.Sprintf("must be at most 5000 (got %d)", c.Worker.BatchSize))
+	l.Check("PUBLISHER_OUTBOX_CLAIM_LOOPS", c.Worker.ClaimLoops <= 16, fmt.Sprintf("must be at most 16 (got %d)", c.Worker.ClaimLoops))
 	l.Check("PUBLISHER_OUTBOX_RETRY_MAX", c.Worker.Retry.Max >= c.Worker.Retry.Initial,
 		fmt.Sprintf("must not be below PUBLISHER_OUTBOX_RETRY_INITIAL (got %s < %s)", c.Worker.Retry.Max, c.Worker.Retry.Initial))
 	l.Check("PUBLISHER_OUTBOX_STALE_AFTER", c.Rescuer.StaleAfter > c.Worker.PublishTimeout,
@@ -102,7 +104,7 @@ func serve(ctx context.Context, _ []string) error {
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting publisher", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
 		"redis", redisclient.Redact(cfg.Redis.URL), "auth", cfg.Auth.String(),
-		"batch_size", cfg.Worker.BatchSize, "poll_interval", cfg.Worker.PollInterval.String(),
+		"batch_size", cfg.Worker.BatchSize, "claim_loops", cfg.Worker.ClaimLoops, "poll_interval", cfg.Worker.PollInterval.String(),
 		"publish_timeout", cfg.Worker.PublishTimeout.String(), "notify_debounce", cfg.Worker.NotifyDebounce.String(),
 		"retry_initial", cfg.Worker.Retry.Initial.String(), "retry_max", cfg.Worker.Retry.Max.String(),
 		"breaker_threshold", cfg.Worker.BreakerThreshold, "breaker_cooldown", cfg.Worker.BreakerCooldown.String(),

@@ -20,6 +20,7 @@ import (
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outboxtest"
+	"github.com/north-cloud/publisher/internal/worker"
 )
 
 // buildBinary compiles the publisher into a temporary directory.
@@ -77,9 +78,9 @@ func startBinary(t *testing.T, bin string, env ...string) *proc {
 
 // A publisher killed with SIGKILL in the middle of a batch leaves its rows
 // publishing; the next publisher rescues them after the stale age and
-// publishes every row. Only rows of the killed batch may arrive twice.
+// publishes every row. Only rows of the killed batches may arrive twice.
 // Redis is paused for writes while the first process claims, so the kill
-// lands while its batch is in flight, every time.
+// lands while a batch of each claim loop is in flight, every time.
 func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
@@ -89,6 +90,7 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 	sub := outboxtest.Subscribe(t, rs.Client())
 	ctx := context.Background()
 	const n = 1500
+	killed := 500 * worker.ClaimLoopsDefault // a batch of 500 in each claim loop
 	outboxtest.Insert(t, db, outboxtest.Rows("kill", n))
 	if err := admin.Do(ctx, "CLIENT", "PAUSE", "120000", "WRITE").Err(); err != nil {
 		t.Fatal(err)
@@ -97,7 +99,7 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 	env := []string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_BATCH_SIZE=500",
 		"PUBLISHER_OUTBOX_PUBLISH_TIMEOUT=1s", "PUBLISHER_OUTBOX_STALE_AFTER=2s", "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms"}
 	first := startBinary(t, bin, env...)
-	outboxtest.WaitFor(t, time.Minute, "a batch in flight", func() bool { return outboxtest.Counts(t, db)["publishing"] == 500 })
+	outboxtest.WaitFor(t, time.Minute, "a batch in flight in each claim loop", func() bool { return outboxtest.Counts(t, db)["publishing"] == killed })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +115,8 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 		inFlight[id] = true
 	}
 	rows.Close()
-	if len(inFlight) != 500 {
-		t.Fatalf("%d rows publishing after the kill, want the batch of 500", len(inFlight))
+	if len(inFlight) != killed {
+		t.Fatalf("%d rows publishing after the kill, want the %d of the batches in flight", len(inFlight), killed)
 	}
 	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 		}
 	}
 	metrics := get(t, "http://"+second.addr+"/metrics")
-	for _, want := range []string{"publisher_outbox_rescued_total 500", `classifier_outbox_published_total{channel="articles:news"} `,
+	for _, want := range []string{fmt.Sprintf("publisher_outbox_rescued_total %d", killed), `classifier_outbox_published_total{channel="articles:news"} `,
 		"classifier_outbox_publish_lag_seconds_bucket", `classifier_outbox_backlog{status="pending"} 0`, "publisher_redis_breaker_state 0"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -32,6 +32,7 @@ import (
 const (
 	PollIntervalDefault       = 5 * time.Second
 	BatchSizeDefault          = 1000
+	ClaimLoopsDefault         = 2
 	PublishTimeoutDefault     = 10 * time.Second
 	NotifyDebounceDefault     = 0
 	RetryInitialDefault       = time.Minute
@@ -51,14 +52,18 @@ type Config struct {
 	// arrives, less up to a fifth at random (lifecycle.Jitter) so replicas
 	// do not poll together. Defaults to PollIntervalDefault.
 	PollInterval time.Duration
-	// BatchSize is the most rows claimed at once. The running worker claims
+	// BatchSize is the most rows claimed at once. Each claim loop claims
 	// BatchSize rows first, then twice what its last claim found, from
 	// BatchSizeStart up to BatchSize: a lone row goes out at once, a backlog
-	// in batches of BatchSize. A batch
-	// is claimed only when the previous one is published (its outcome may
-	// still be being written), so the worker holds at most two batches.
-	// Defaults to BatchSizeDefault.
+	// in batches of BatchSize. Defaults to BatchSizeDefault.
 	BatchSize int
+	// ClaimLoops is the number of loops that claim and publish batches
+	// side by side. Each holds at most one batch, claimed only once its
+	// previous batch is published, so the worker holds at most ClaimLoops
+	// batches. With two, a row inserted while one loop waits on its claim
+	// or its publish is claimed by the other at once, and the database
+	// works on two claims at a time. Defaults to ClaimLoopsDefault.
+	ClaimLoops int
 	// PublishTimeout bounds one pipelined publish of a batch.
 	// Defaults to PublishTimeoutDefault.
 	PublishTimeout time.Duration
@@ -106,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = BatchSizeDefault
+	}
+	if c.ClaimLoops <= 0 {
+		c.ClaimLoops = ClaimLoopsDefault
 	}
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = PublishTimeoutDefault
@@ -161,21 +169,17 @@ type OutboxWorker struct {
 	redisBreaker    *breaker.Breaker
 	postgresBreaker *breaker.Breaker
 	monitor         *breaker.Monitor
-	// wake is poked by a breaker closing.
+	// wake is poked by a breaker closing; it holds a wake-up for each
+	// claim loop.
 	wake chan struct{}
-	// limit is the next claim's limit, adapted to the backlog by drain, and
-	// recording the outcome being written, if any (see drain). Only the run
-	// loop's goroutine uses them.
-	limit     int
-	recording chan error
 
-	// notifier wakes the drain loop on inserts; nil when Config.ListenURL
-	// is empty.
+	// notifier wakes the claim loops on inserts; nil when
+	// Config.ListenURL is empty.
 	notifier *pgnotify.Notifier
 	// base holds the start/stop state; its run context is the fetch
 	// context: Stop cancels it first, so no new batch is claimed.
 	base lifecycle.Base
-	// workCtx carries the batch in flight; Stop cancels it only when its
+	// workCtx carries the batches in flight; Stop cancels it only when its
 	// deadline is near.
 	workCtx    context.Context
 	workCancel context.CancelFunc
@@ -195,8 +199,7 @@ func New(cfg Config, repo *outbox.Repository, snk sink.Sink, metrics *telemetry.
 		return nil, errors.New("new outbox worker: repo, sink, metrics, tracer and logger are required")
 	}
 	w := &OutboxWorker{cfg: cfg, repo: repo, sink: snk, metrics: metrics, tracer: tracer,
-		logger: logger.With("component", "outbox_worker"), wake: make(chan struct{}, 1)}
-	w.limit = cfg.BatchSize // a start often finds a backlog
+		logger: logger.With("component", "outbox_worker"), wake: make(chan struct{}, cfg.ClaimLoops)}
 	w.workCtx, w.workCancel = context.WithCancel(context.Background())
 	if cfg.ListenURL != "" {
 		n, err := pgnotify.New(pgnotify.Config{URL: cfg.ListenURL, Channels: []string{outbox.NotifyChannel},
@@ -237,7 +240,7 @@ func (w *OutboxWorker) Breakers() []*breaker.Breaker {
 // line: opening at error level, closing at info, and the probes of an open
 // breaker (open to half-open and back) at debug level, so an outage is one
 // error line followed by one line when the dependency is back. Closing wakes
-// the drain loop. It runs under the breaker's lock: nothing here may call
+// the claim loops. It runs under the breaker's lock: nothing here may call
 // the breaker.
 func (w *OutboxWorker) breakerChanged(name string, from, to breaker.State, cause error) {
 	ctx := context.Background()
@@ -259,15 +262,17 @@ func (w *OutboxWorker) breakerChanged(name string, from, to breaker.State, cause
 	}
 }
 
-// poke wakes the drain loop; a wake-up already pending absorbs it.
+// poke wakes every claim loop; a wake-up already pending absorbs its share.
 func (w *OutboxWorker) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	for range w.cfg.ClaimLoops {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// Start launches the drain loop (and the LISTEN connection when
+// Start launches the claim loops (and the LISTEN connection when
 // Config.ListenURL is set). Starting twice does nothing; a stopped worker
 // does not start again.
 func (w *OutboxWorker) Start(ctx context.Context) error {
@@ -282,9 +287,11 @@ func (w *OutboxWorker) Start(ctx context.Context) error {
 			}
 			wakeups = w.notifier.C()
 		}
-		w.base.Go(func() { w.run(fetchCtx, w.workCtx, wakeups) })
-		w.logger.InfoContext(ctx, "outbox worker started", "batch_size", w.cfg.BatchSize, "poll_interval", w.cfg.PollInterval.String(),
-			"listen", w.notifier != nil)
+		for range w.cfg.ClaimLoops {
+			w.base.Go(func() { w.run(fetchCtx, w.workCtx, wakeups) })
+		}
+		w.logger.InfoContext(ctx, "outbox worker started", "batch_size", w.cfg.BatchSize, "claim_loops", w.cfg.ClaimLoops,
+			"poll_interval", w.cfg.PollInterval.String(), "listen", w.notifier != nil)
 		return nil
 	})
 	if err != nil {
@@ -293,9 +300,9 @@ func (w *OutboxWorker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, lets the batch in flight finish and returns. If ctx
-// is about to expire first, the batch is cancelled shortly before its
-// deadline and its claimed but unpublished rows are returned to pending.
+// Stop stops claiming, lets the batches in flight finish and returns. If ctx
+// is about to expire first, they are cancelled shortly before its deadline
+// and their claimed but unpublished rows are returned to pending.
 // Stop is idempotent and safe before Start; a second Stop waits for the
 // first one's drain, bounded by its own ctx.
 func (w *OutboxWorker) Stop(ctx context.Context) error {
@@ -330,7 +337,7 @@ func (w *OutboxWorker) Stop(ctx context.Context) error {
 			w.logger.InfoContext(ctx, "outbox worker stopped")
 			return nil
 		case <-cancelWork:
-			w.logger.WarnContext(ctx, "shutdown deadline near: cancelling the batch in flight")
+			w.logger.WarnContext(ctx, "shutdown deadline near: cancelling the batches in flight")
 			w.workCancel()
 			cancelWork = nil
 		case <-ctx.Done():
@@ -339,16 +346,12 @@ func (w *OutboxWorker) Stop(ctx context.Context) error {
 	}
 }
 
-// run is the drain loop: one select over the end of fetching, a wake-up
+// run is one claim loop: one select over the end of fetching, a wake-up
 // (a notification, or a breaker closing) and the jittered fallback poll.
 func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wakeups <-chan pgnotify.Wakeup) {
-	defer func() {
-		if err := w.waitRecorded(); err != nil {
-			w.drainFailed(workCtx, err)
-		}
-	}()
 	timer := time.NewTimer(0) // drain at once on start
 	defer timer.Stop()
+	limit := w.cfg.BatchSize // a start often finds a backlog
 	for {
 		select {
 		case <-fetchCtx.Done():
@@ -357,14 +360,14 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wakeups <-chan pgn
 		case <-wakeups:
 		case <-timer.C:
 		}
-		w.drain(fetchCtx, workCtx)
+		limit = w.drain(fetchCtx, workCtx, wakeups, limit)
 		timer.Reset(lifecycle.Jitter(w.cfg.PollInterval))
 	}
 }
 
-// drain publishes batch after batch until one comes back short, a breaker
-// is not closed (the monitor probes it; its closing wakes the loop) or
-// fetching stops.
+// drain publishes batch after batch while there is more to claim: until a
+// claim comes back short with no wake-up pending, a breaker is not closed
+// (the monitor probes it; its closing wakes the loop) or fetching stops.
 //
 // Two things keep a busy outbox moving and a quiet one quick:
 //
@@ -375,62 +378,53 @@ func (w *OutboxWorker) run(fetchCtx, workCtx context.Context, wakeups <-chan pgn
 //     is claimed; a burst after a quiet spell starts in small batches (its
 //     first rows go out without waiting for the whole burst to be claimed)
 //     that double up to Config.BatchSize.
-//   - The outcome of a batch (its rows marked published) is written while
-//     the next batch is claimed and published, on another connection, so
-//     neither a backlog nor a lone row waits for it: the database's work
-//     for batch N overlaps the claim and Redis's work for batch N+1. At most
-//     one outcome is in flight (w.recording); the run loop waits for it
-//     before it returns, so Stop still finds every outcome recorded.
-func (w *OutboxWorker) drain(fetchCtx, workCtx context.Context) {
+//   - A batch's published rows are marked by the statement that claims the
+//     next batch (outbox.Repository.MarkAndClaim): one round trip per batch
+//     while the outbox is busy. The batch is recorded on its own when no
+//     claim follows at once, and always before drain returns, so Stop finds
+//     every outcome recorded.
+func (w *OutboxWorker) drain(fetchCtx, workCtx context.Context, wakeups <-chan pgnotify.Wakeup, limit int) int {
+	var prev *sentBatch // published, its outcome not yet recorded
+	defer func() {
+		if prev != nil {
+			if err := w.record(prev); err != nil {
+				w.drainFailed(workCtx, err)
+			}
+		}
+	}()
 	for fetchCtx.Err() == nil {
 		if ok, _ := breaker.AllClosed(w.redisBreaker, w.postgresBreaker); !ok {
-			return
+			return limit
 		}
-		limit := w.limit
-		sent, err := w.claimAndPublish(workCtx, limit)
+		sent, err := w.claimAndPublish(workCtx, limit, prev)
+		prev = sent
 		if err != nil {
 			w.drainFailed(workCtx, err)
-			return
+			return limit
 		}
 		n := 0
 		if sent != nil {
 			n = sent.size()
 		}
-		w.limit = nextLimit(n, w.startLimit(), w.cfg.BatchSize)
-		if err := w.waitRecorded(); err != nil {
-			// The previous outcome could not be written: write this one
-			// before giving up, then wait for the next wake-up or poll.
-			w.drainFailed(workCtx, err)
-			if sent != nil {
-				if err := w.record(sent); err != nil {
-					w.drainFailed(workCtx, err)
-				}
-			}
-			return
-		}
-		if sent == nil {
-			return
-		}
-		done := make(chan error, 1)
-		w.recording = done
-		if !w.base.Go(func() { done <- w.record(sent) }) {
-			done <- w.record(sent) // stopped meanwhile: record it here
-		}
-		if n < limit {
-			return
+		asked := limit
+		limit = nextLimit(n, w.startLimit(), w.cfg.BatchSize)
+		if sent == nil || (n < asked && !w.woken(wakeups)) {
+			return limit
 		}
 	}
+	return limit
 }
 
-// waitRecorded waits for the outcome in flight, if any, and returns its
-// error.
-func (w *OutboxWorker) waitRecorded() error {
-	if w.recording == nil {
-		return nil
+// woken takes a wake-up that is already waiting, if any.
+func (w *OutboxWorker) woken(wakeups <-chan pgnotify.Wakeup) bool {
+	select {
+	case <-w.wake:
+		return true
+	case <-wakeups:
+		return true
+	default:
+		return false
 	}
-	err := <-w.recording
-	w.recording = nil
-	return err
 }
 
 func (w *OutboxWorker) drainFailed(ctx context.Context, err error) {
@@ -483,7 +477,7 @@ func (w *OutboxWorker) postgresFailed(err error) {
 // Config.BatchSize rows; the running worker adapts its claims to the
 // backlog instead (see drain).
 func (w *OutboxWorker) DrainOnce(ctx context.Context) (int, error) {
-	sent, err := w.claimAndPublish(ctx, w.cfg.BatchSize)
+	sent, err := w.claimAndPublish(ctx, w.cfg.BatchSize, nil)
 	if err != nil || sent == nil {
 		return 0, err
 	}
@@ -502,19 +496,49 @@ type sentBatch struct {
 
 func (s *sentBatch) size() int { return len(s.batch.Entries) }
 
-// claimAndPublish claims up to limit rows and publishes them. It returns nil
-// when there was nothing to claim.
-func (w *OutboxWorker) claimAndPublish(ctx context.Context, limit int) (*sentBatch, error) {
+// published returns the claim token and the ids of the rows that went out.
+func (s *sentBatch) published() outbox.Published {
+	p := outbox.Published{Token: s.batch.Token}
+	for i, e := range s.batch.Entries {
+		if s.outcomes[i].Err == nil {
+			p.IDs = append(p.IDs, e.ID)
+		}
+	}
+	return p
+}
+
+// claimAndPublish claims up to limit rows and publishes them. The claim
+// also marks prev's published rows, and the rest of prev's outcome is
+// recorded after it; should the claim fail, prev is recorded on its own.
+// It returns nil when there was nothing to claim.
+func (w *OutboxWorker) claimAndPublish(ctx context.Context, limit int, prev *sentBatch) (*sentBatch, error) {
+	var done outbox.Published
+	if prev != nil {
+		done = prev.published()
+	}
 	claimCtx, cancel := context.WithTimeout(ctx, w.claimTimeout())
-	batch, err := w.repo.Claim(claimCtx, limit)
+	marked, batch, err := w.repo.MarkAndClaim(claimCtx, done, limit)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			w.postgresFailed(err)
 		}
+		if prev != nil {
+			// Neither the mark nor the claim happened (a statement that
+			// committed as the client gave up leaves prev's rows published:
+			// they then count as lost to a rescue, the only miscount).
+			if rerr := w.record(prev); rerr != nil {
+				w.drainFailed(ctx, rerr)
+			}
+		}
 		return nil, err
 	}
 	w.postgresBreaker.Success()
+	if prev != nil {
+		if err := w.finish(prev, marked, nil); err != nil {
+			w.drainFailed(ctx, err)
+		}
+	}
 	entries := batch.Entries
 	if len(entries) == 0 {
 		return nil, nil
@@ -537,19 +561,31 @@ func (w *OutboxWorker) claimAndPublish(ctx context.Context, limit int) (*sentBat
 	return s, nil
 }
 
-// record writes the outcome of a sent batch: published rows marked in one
-// statement, failed rows charged a retry, rows Redis could not take
-// released. It ends the batch's span.
+// record writes the whole outcome of a sent batch on its own: published
+// rows marked in one statement, then the rest (see finish).
 func (w *OutboxWorker) record(s *sentBatch) error {
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), w.dbTimeout())
+	defer cancel()
+	p := s.published()
+	n, err := w.repo.MarkPublished(dbCtx, p.Token, p.IDs)
+	return w.finish(s, n, err)
+}
+
+// finish records the outcome of a sent batch whose published rows were
+// marked (marked of them) or failed to be (markErr): failed rows charged a
+// retry, rows Redis could not take released, rows rescued meanwhile
+// counted. It ends the batch's span.
+func (w *OutboxWorker) finish(s *sentBatch, marked int64, markErr error) error {
 	ctx, span, batch, outcomes, redisErr := s.ctx, s.span, s.batch, s.outcomes, s.redisErr
 	defer span.End()
 	entries := batch.Entries
-	var published, release []string
+	var published int
+	var release []string
 	var failures []outbox.Failure
 	for i, e := range entries {
 		switch o := outcomes[i]; {
 		case o.Err == nil:
-			published = append(published, e.ID)
+			published++
 		case o.Unavailable:
 			release = append(release, e.ID)
 		default:
@@ -565,13 +601,13 @@ func (w *OutboxWorker) record(s *sentBatch) error {
 	defer cancel()
 	var errs []error
 	var lost int64
-	if n, err := w.repo.MarkPublished(dbCtx, batch.Token, published); err != nil {
+	if markErr != nil {
 		// The messages went out; the rows stay publishing and are rescued
 		// after the stale age: a duplicate delivery, never a loss.
-		w.postgresFailed(err)
-		errs = append(errs, fmt.Errorf("mark %d rows published: %w", len(published), err))
+		w.postgresFailed(markErr)
+		errs = append(errs, fmt.Errorf("mark %d rows published: %w", published, markErr))
 	} else {
-		lost += int64(len(published)) - n
+		lost += int64(published) - marked
 		now := time.Now()
 		for i, e := range entries {
 			if outcomes[i].Err == nil {

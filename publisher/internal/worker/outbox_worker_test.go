@@ -222,7 +222,8 @@ func TestRetryBackoffToSuccessAndExhaustion(t *testing.T) {
 }
 
 // Stop while a batch is stuck in Redis: the batch is cancelled before the
-// deadline and its rows go back to pending with no retry used.
+// deadline and its rows go back to pending with no retry used. Each claim
+// loop holds a batch.
 func TestGracefulStopReleasesClaimedRows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -238,8 +239,8 @@ func TestGracefulStopReleasesClaimedRows(t *testing.T) {
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	outboxtest.WaitFor(t, time.Minute, "a batch in flight", func() bool {
-		return outboxtest.Counts(t, b.db)["publishing"] == 10
+	outboxtest.WaitFor(t, time.Minute, "a batch in flight in each claim loop", func() bool {
+		return outboxtest.Counts(t, b.db)["publishing"] == 10*worker.ClaimLoopsDefault
 	})
 	stopCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 	"github.com/north-cloud/publisher/internal/worker"
 )
@@ -27,7 +29,10 @@ import (
 // pattern subscriber: at the defaults (the claim grows to BatchSizeDefault)
 // and with the claim capped at 100 and 1000 rows. It measures
 // redis-benchmark's pipelined PUBLISH on the same Redis right after as the
-// ceiling, and reports the drain's share of it (x_of_redis_benchmark).
+// ceiling, and reports the drain's share of it (x_of_redis_benchmark), and
+// the CPU time per message of the test process and of the database's
+// backends (go_cpu_us/msg, pg_cpu_us/msg; see cpuMeter), the figures that
+// compare two builds when the machine's load changes from run to run.
 func BenchmarkDrain100k(b *testing.B) {
 	const rows = 100000
 	for _, batch := range []int{0, 100, 1000} {
@@ -37,6 +42,7 @@ func BenchmarkDrain100k(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			bn := setup(b)
+			bn.db.SetMaxIdleConns(postgres.MaxIdleConnsDefault) // the pool cmd/publisher opens
 			rs := outboxtest.StartRedis(b)
 			outboxtest.Insert(b, bn.db, outboxtest.Rows("drain", rows))
 			if _, err := bn.db.Exec(`VACUUM ANALYZE classified_outbox`); err != nil {
@@ -46,6 +52,7 @@ func BenchmarkDrain100k(b *testing.B) {
 			countMessages(b, rs.Client(), &received)
 
 			b.ResetTimer()
+			cpu := startCPUMeter(b, bn.db)
 			start := time.Now()
 			bn.startWorker(b, worker.Config{BatchSize: batch}, rs.Client())
 			outboxtest.WaitFor(b, 10*time.Minute, "all rows received", func() bool { return received.Load() >= rows })
@@ -54,6 +61,7 @@ func BenchmarkDrain100k(b *testing.B) {
 			if got := outboxtest.Counts(b, bn.db)["published"]; got != rows {
 				outboxtest.WaitFor(b, time.Minute, "all rows marked", func() bool { return outboxtest.Counts(b, bn.db)["published"] == rows })
 			}
+			cpu.report(b, rows)
 			rate := float64(rows) / elapsed.Seconds()
 			b.ReportMetric(rate, "msgs/s")
 			if ceiling := redisBenchmarkPublish(b, rs.Port); ceiling > 0 {
@@ -74,7 +82,8 @@ func BenchmarkDrain100k(b *testing.B) {
 // Redis PUBLISH to the subscriber's receipt (floor_pg_p99_ms,
 // floor_redis_p99_ms). A message takes at least four such steps (the
 // INSERT with its NOTIFY, the wake-up, the claim, the publish), so on a
-// loaded machine these say how much of the lag is the machine's.
+// loaded machine these say how much of the lag is the machine's. The CPU
+// time per message (cpuMeter) counts the inserts' backends too.
 func BenchmarkPublishLag(b *testing.B) {
 	seconds := 60
 	if v, err := strconv.Atoi(os.Getenv("PUBLISHER_BENCH_LAG_SECONDS")); err == nil && v > 0 {
@@ -83,6 +92,19 @@ func BenchmarkPublishLag(b *testing.B) {
 	const rate = 1000
 	total := seconds * rate
 	bn := setup(b)
+	// The publisher's pool as cmd/publisher opens it, and the inserts on a
+	// pool of their own (the classifier's): with database/sql's default of
+	// two idle connections, the eight inserters and the worker would open
+	// and close a connection (a backend) every few milliseconds.
+	bn.db.SetMaxIdleConns(postgres.MaxIdleConnsDefault)
+	const inserters = 8
+	insertDB, err := sql.Open("postgres", bn.dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	insertDB.SetMaxOpenConns(inserters)
+	insertDB.SetMaxIdleConns(inserters)
+	b.Cleanup(func() { _ = insertDB.Close() })
 	rs := outboxtest.StartRedis(b)
 	sent := make([]time.Time, total)
 	lags := make([]time.Duration, total)
@@ -116,16 +138,17 @@ func BenchmarkPublishLag(b *testing.B) {
 	floor := startFloorProbe(b, bn, rs)
 
 	b.ResetTimer()
+	cpu := startCPUMeter(b, bn.db)
 	jobs := make(chan int, 1000)
 	var wg sync.WaitGroup
 	var insertErr atomic.Value
-	for range 8 {
+	for range inserters {
 		wg.Go(func() {
 			for i := range jobs {
 				mu.Lock()
 				sent[i] = time.Now()
 				mu.Unlock()
-				if err := outboxtest.InsertErr(ctx, bn.db, rows[i:i+1]); err != nil {
+				if err := outboxtest.InsertErr(ctx, insertDB, rows[i:i+1]); err != nil {
 					insertErr.Store(err)
 				}
 			}
@@ -146,6 +169,7 @@ func BenchmarkPublishLag(b *testing.B) {
 	}
 	outboxtest.WaitFor(b, 2*time.Minute, "every message received", func() bool { return receivedN.Load() == int64(total) })
 	b.StopTimer()
+	cpu.report(b, total)
 
 	mu.Lock()
 	sorted := slices.Clone(lags)

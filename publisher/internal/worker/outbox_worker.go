@@ -705,7 +705,7 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 		channel := e.RoutingKey()
 		_, spans[i] = w.tracer.Start(ctx, "publisher.publish", trace.WithAttributes(
 			attribute.String("channel", channel), attribute.String("outbox_id", e.ID), attribute.String("source", e.SourceName)))
-		body, err := json.Marshal(e.ToPublishMessage(now))
+		body, err := json.Marshal(e.Message(now))
 		if err != nil {
 			out[i] = sink.Result{Err: fmt.Errorf("marshal message: %w", err)}
 			spans[i].RecordError(out[i].Err)

@@ -1,7 +1,7 @@
 // Package telemetry declares the publisher's metrics. The outbox metrics keep
-// the names of the spec's telemetry package (classifier_outbox_*, spec 3.1),
-// since alerts and dashboards are written against them; what the spec does
-// not name is prefixed publisher_.
+// the names the original design gave them (classifier_outbox_*, see
+// docs/architecture.md), since alerts and dashboards are written against
+// them; every other metric is prefixed publisher_.
 package telemetry
 
 import (

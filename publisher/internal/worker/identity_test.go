@@ -9,7 +9,7 @@ import (
 	"github.com/north-cloud/publisher/internal/worker"
 )
 
-// Content identity is (index, id) (DESIGN.md section 6): the same content
+// Content identity is (index, id) (docs/architecture.md): the same content
 // id under two classified indices is two rows, each published once, and
 // each message names its source and index next to the id; re-inserting
 // either changes nothing.

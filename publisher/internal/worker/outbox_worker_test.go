@@ -301,7 +301,7 @@ func TestMessageCarriesVersionCanonicalURLAndDuplicate(t *testing.T) {
 	}
 }
 
-// The subscriber sees the spec 4.2 message body, field by field, on the
+// The subscriber sees the ToPublishMessage body, field by field, on the
 // channel of each routing case; the channel column the API filters on
 // agrees with RoutingKey.
 func TestSubscriberReceivesSpecMessage(t *testing.T) {

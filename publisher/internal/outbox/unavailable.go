@@ -13,7 +13,7 @@ import (
 )
 
 // IsUnavailable reports whether err means the publisher's database itself
-// cannot be used (DESIGN.md section 6, a *dependency* fault), rather than
+// cannot be used (a *dependency* fault, docs/architecture.md), rather than
 // that one statement failed: the connection could not be made or was lost,
 // the server is starting up, shutting down or in recovery, refuses the
 // credentials or privileges, has no connection slots, memory or disk left,

@@ -1,4 +1,4 @@
--- Transactional outbox for guaranteed delivery (spec 4.1).
+-- Transactional outbox for guaranteed delivery (docs/architecture.md).
 CREATE TABLE IF NOT EXISTS classified_outbox (
     id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
 
@@ -54,7 +54,7 @@ COMMENT ON TABLE classified_outbox IS 'Transactional outbox for guaranteed Redis
 COMMENT ON COLUMN classified_outbox.status IS 'pending=awaiting publish, publishing=in-flight, published=done, failed=retry needed';
 
 -- The classifier writes here through its own role, which may INSERT and do
--- nothing else (DESIGN.md section 3). The role is created by the deployment
+-- nothing else (docs/architecture.md). The role is created by the deployment
 -- (scripts/services.sh, docker-compose); where it does not exist there is
 -- nothing to grant.
 DO $$

@@ -1,4 +1,4 @@
--- Wake publishers as soon as rows are inserted (DESIGN.md section 3): every
+-- Wake publishers as soon as rows are inserted (docs/architecture.md): every
 -- INSERT statement into classified_outbox sends one NOTIFY on the channel
 -- "classified_outbox". Publishers LISTEN on it and still poll
 -- (PUBLISHER_OUTBOX_POLL_INTERVAL) in case a notification is missed.

@@ -1,4 +1,4 @@
--- Content identity and claim ownership (DESIGN.md section 6).
+-- Content identity and claim ownership (docs/architecture.md).
 --
 -- 1. A content id is unique only inside its index: a_classified_content/1 and
 --    b_classified_content/1 are two documents, so they are two rows. The

@@ -1,4 +1,4 @@
--- Dead-letter queue (spec 3.2), with the claim lease of DESIGN.md section 4:
+-- Dead-letter queue (docs/architecture.md), with a claim lease:
 -- the retry worker claims due rows by moving next_retry_at forward in the
 -- same statement that selects them, so no lock has to outlive a statement.
 CREATE TABLE IF NOT EXISTS dead_letter_queue (

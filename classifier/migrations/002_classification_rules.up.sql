@@ -1,4 +1,4 @@
--- Topic rules of the rule engine (spec 3.4), edited through the API
+-- Topic rules of the rule engine (classifier/internal/rules), edited through the API
 -- (/api/v1/rules) and hot-reloaded by every classifier replica.
 --
 -- Hot reload: every statement that changes classification_rules (from the

@@ -4,7 +4,7 @@
 -- normalized by the engine (case, accents, punctuation), so "break-in" also
 -- matches "break in".
 --
--- Scoring (spec 3.4): score = 0.5*min(1, log1p(hits)/2.5) + 0.5*hits/keywords,
+-- Scoring (the original design's): score = 0.5*min(1, log1p(hits)/2.5) + 0.5*hits/keywords,
 -- hits being the distinct keywords found. With about 25 keywords a rule
 -- scores ~0.16 on one keyword, ~0.26 on two, ~0.34 on three and ~0.40 on
 -- four: min_confidence 0.25 asks for two distinct keywords, 0.3 for three.

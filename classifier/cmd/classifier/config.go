@@ -50,7 +50,7 @@ type Config struct {
 	// is Matcher, or ShadowMatcher for the shadow engine).
 	RuleOptions rules.Options
 	// ShadowMatcher, when set, runs beside the active engine and counts
-	// disagreements (spec 6.3 shadow mode).
+	// disagreements (shadow mode, docs/runbook.md).
 	ShadowMatcher rules.MatcherKind
 	// DLQEnabled sends failures to the dead-letter queue (spec rollout flag).
 	DLQEnabled bool

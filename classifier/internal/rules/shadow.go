@@ -10,8 +10,8 @@ import (
 // shadow engines are said to agree on a topic.
 const ShadowEpsilonDefault = 1e-9
 
-// Shadow runs a second engine beside the active one (the spec's rollout
-// story, section 6.3): every Match is answered by the active engine, also run
+// Shadow runs a second engine beside the active one (the rule-engine
+// rollout of docs/runbook.md): every Match is answered by the active engine, also run
 // on the shadow engine, and the two results compared. Disagreements are
 // counted and handed to a callback for the caller to log and record; Shadow
 // itself does no I/O. It is safe for concurrent use.

@@ -15,7 +15,7 @@ import (
 // The fault-injection tests run the real classifier and publisher binaries
 // against real services and break something on purpose: a poisoned document,
 // a broken index, a dead dependency, a killed or frozen replica. What they
-// hold in place is DESIGN.md section 6: a fault stays with what caused it,
+// hold in place is the failure model of docs/architecture.md: a fault stays with what caused it,
 // content identity is (index, id), nothing is lost and nothing is published
 // twice. Tests that kill a dependency run it privately (testenv.PrivateES,
 // testenv.PrivatePostgres): the shared services serve other tests.

@@ -18,7 +18,7 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// message is the body the publisher sends (spec 4.2, ToPublishMessage).
+// message is the body the publisher sends (ToPublishMessage).
 type message struct {
 	ID               string   `json:"id"`
 	Source           string   `json:"source"`
@@ -155,7 +155,7 @@ collect:
 	assertCount(t, classifierDB, `SELECT COUNT(DISTINCT content_id) FROM classification_history`, count)
 	assertCount(t, publisherDB, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published'`, count)
 
-	// Every metric of spec 3.1 is on /metrics under its exact name. The
+	// Every metric the original design named is on /metrics under its exact name. The
 	// outbox metrics come from the publisher, which owns the outbox table
 	// (the classifier may only insert into it). classifier_dlq_depth has a
 	// series per source with entries, so it is absent while the DLQ is empty.
@@ -233,7 +233,7 @@ func checkMessage(t *testing.T, raw contentindex.RawDocument, m message) {
 	}
 }
 
-// expectedChannel is spec 4.2's RoutingKey, restated independently.
+// expectedChannel is the publisher's RoutingKey, restated independently.
 func expectedChannel(m message) string {
 	switch {
 	case *m.IsCrimeRelated && m.CrimeSubcategory != nil:

@@ -391,9 +391,9 @@ func TestDashboardsUseProvisionedDatasource(t *testing.T) {
 	}
 }
 
-// TestSpecGrafanaQueriesOnDashboards checks every query of the spec's
-// Grafana section (6.1) is on a dashboard, verbatim, or as the documented
-// replacement where the spec's query is wrong for this system.
+// TestSpecGrafanaQueriesOnDashboards checks every Grafana query of the
+// original design (the spec) is on a dashboard, verbatim, or as the documented
+// replacement where that query is wrong for this system.
 func TestSpecGrafanaQueriesOnDashboards(t *testing.T) {
 	spec := map[string]string{
 		`rate(classifier_documents_processed_total[5m])`: "",

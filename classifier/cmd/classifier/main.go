@@ -195,7 +195,9 @@ func serve(ctx context.Context, _ []string) error {
 	// own, so they never wait behind a full queue of backlog.
 	cfg.Urgent.SubmitTimeout = cfg.Processor.SubmitTimeout
 	urgentProc := processor.NewBatchProcessor(cfg.Urgent, classifier, committer.UrgentOutput(), metrics, tracer, log.With("queue", "urgent"))
-	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: -1}
+	// Paced like the main queue: while claims wait, the pipeline behind both
+	// queues is behind, and more urgent claims would only wait as well.
+	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
 	priorities := sourcepriority.NewCache(sourcepriority.NewStore(db), 0, log)
 	cfg.Poller.LowSources = priorities.Low
 	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)

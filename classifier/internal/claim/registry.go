@@ -223,8 +223,7 @@ type TrackingSink struct {
 	// Pace is the median age of the claims in flight above which the poller
 	// holds off. Defaults to PaceDefault; keep it well under half the
 	// heartbeat interval (a claim is renewed once it is that old). Negative:
-	// no pacing (a small queue of urgent documents, which the backlog's
-	// pace must not hold back).
+	// no pacing.
 	Pace time.Duration
 }
 

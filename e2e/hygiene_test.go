@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -350,7 +351,8 @@ func TestNearCopyInAnotherSource(t *testing.T) {
 // rule that matches the 20 that mention a marker word, and reprocesses the
 // source (every raw document back to pending, as the reprocess API does):
 // exactly those 20 are published again, once each, with version 2 and the
-// changed fields; the other 20 are not published again.
+// changed fields; the other 20 are not published again. The reprocess is
+// the operator's: POST /api/v1/sources/{source}/reprocess.
 func TestRuleEditRepublishesOnlyChangedOutcomes(t *testing.T) {
 	t.Parallel()
 	st := sharedStack(t)
@@ -368,7 +370,7 @@ func TestRuleEditRepublishesOnlyChangedOutcomes(t *testing.T) {
 	loadDocs(t, st.es, docs)
 	sub := subscribe(t, st.rdb, st.prefix)
 	launch(t, "publisher", "publisher", st.publisherEnv(nil))
-	launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
+	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
 	keys := keysOf(docs)
 	if missing := sub.WaitAll(keys, 2*time.Minute); len(missing) > 0 {
 		t.Fatalf("%d documents not published", len(missing))
@@ -380,7 +382,9 @@ func TestRuleEditRepublishesOnlyChangedOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the rule watcher reloads on the NOTIFY
-	resetToPending(t, st.es, contentindex.RawIndex(source), docs)
+	if code, body := classifier.api(t, "POST", "/sources/"+source+"/reprocess", nil); code != http.StatusAccepted {
+		t.Fatalf("reprocess: %d %s", code, body)
+	}
 	var changed, unchanged []string
 	for i, k := range keys {
 		if i%2 == 0 {
@@ -461,29 +465,4 @@ func openDB(t testing.TB, dsn string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// resetToPending puts docs back to pending, as a reprocess run does (a
-// partial update per document: this Elasticsearch has no scripting).
-func resetToPending(t testing.TB, es *elasticsearch.Client, index string, docs []contentindex.RawDocument) {
-	t.Helper()
-	var b strings.Builder
-	for _, d := range docs {
-		meta, _ := json.Marshal(map[string]any{"update": map[string]any{"_index": index, "_id": d.ID}})
-		b.Write(meta)
-		b.WriteString("\n")
-		b.WriteString(`{"doc":{"classification_status":"pending","claimed_by":null,"claimed_at":null}}`)
-		b.WriteString("\n")
-	}
-	res, err := es.Bulk(strings.NewReader(b.String()), es.Bulk.WithRefresh("true"))
-	if err != nil || res.IsError() {
-		t.Fatalf("reset to pending: %v %v", err, res)
-	}
-	defer res.Body.Close()
-	var out struct {
-		Errors bool `json:"errors"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || out.Errors {
-		t.Fatalf("reset to pending: errors in the bulk response (%v)", err)
-	}
 }

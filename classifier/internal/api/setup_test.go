@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,11 +18,9 @@ import (
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -42,16 +41,8 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	dsn := testenv.Postgres(t)
+	db, dsn := dbtest.Migrated(t)
 	log := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", log); err != nil {
-		t.Fatalf("migrate up: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
 	repo := rulestore.NewRepository(db)
 	engine, err := rules.NewEngine(rules.MatcherTokenIndex, nil)
 	if err != nil {

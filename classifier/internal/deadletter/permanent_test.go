@@ -3,6 +3,7 @@ package deadletter_test
 import (
 	"context"
 	"database/sql"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,6 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/telemetry"
-	"github.com/north-cloud/classifier/migrations"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -29,15 +28,7 @@ type queue struct {
 
 func setupQueue(t *testing.T, cfg deadletter.RepositoryConfig) *queue {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatalf("migrate up: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, _ := dbtest.Migrated(t)
 	reader := sdkmetric.NewManualReader()
 	metrics, err := telemetry.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test"), telemetry.Gauges{})
 	if err != nil {

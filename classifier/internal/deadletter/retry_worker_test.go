@@ -2,17 +2,15 @@ package deadletter_test
 
 import (
 	"context"
-	"database/sql"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"testing"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/storage"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -20,15 +18,7 @@ import (
 // test's own.
 func openQueue(t *testing.T) *deadletter.Repository {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatalf("migrate up: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, _ := dbtest.Migrated(t)
 	return deadletter.NewRepository(db)
 }
 

@@ -8,26 +8,15 @@ import (
 	"testing"
 
 	"github.com/north-cloud/classifier/internal/canonical"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fingerprint"
-	"github.com/north-cloud/classifier/migrations"
-	"github.com/north-cloud/infrastructure/postgres"
-	"github.com/north-cloud/infrastructure/testenv"
 )
 
 func openDB(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	logger := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := dbtest.Migrated(t)
 	return db
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,11 +19,9 @@ import (
 	"github.com/north-cloud/classifier/internal/openapi"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -43,16 +42,8 @@ func setup(t *testing.T) *bundle {
 // the Deps main would give, over the test's database.
 func setupWith(t *testing.T, deps func(db *sql.DB, d *Deps)) *bundle {
 	t.Helper()
-	dsn := testenv.Postgres(t)
+	db, _ := dbtest.Migrated(t)
 	logger := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-test"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +14,10 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rawscan"
 	"github.com/north-cloud/classifier/internal/rawtest"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -31,15 +30,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, _ := dbtest.Migrated(t)
 	return &bundle{es: es, prefix: prefix, db: db}
 }
 

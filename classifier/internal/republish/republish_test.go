@@ -6,25 +6,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/republish"
-	"github.com/north-cloud/classifier/migrations"
-	"github.com/north-cloud/infrastructure/postgres"
-	"github.com/north-cloud/infrastructure/testenv"
 )
 
 func openDB(t *testing.T) *sql.DB {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	logger := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := dbtest.Migrated(t)
 	return db
 }
 

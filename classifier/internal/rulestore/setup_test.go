@@ -3,13 +3,11 @@ package rulestore_test
 import (
 	"context"
 	"database/sql"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"testing"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/rulestore"
-	"github.com/north-cloud/classifier/migrations"
-	"github.com/north-cloud/infrastructure/postgres"
-	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // bundle is what a test gets from setup: the repository under test over a
@@ -22,15 +20,7 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatalf("migrate up: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, dsn := dbtest.Migrated(t)
 	return bundle{repo: rulestore.NewRepository(db), db: db, dsn: dsn}
 }
 

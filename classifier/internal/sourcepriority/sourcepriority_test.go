@@ -2,14 +2,12 @@ package sourcepriority_test
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/sourcepriority"
-	"github.com/north-cloud/classifier/migrations"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -18,15 +16,7 @@ import (
 // touching the table.
 func TestStore(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := dbtest.Migrated(t)
 	s := sourcepriority.NewStore(db)
 	ctx := context.Background()
 	if marks, err := s.List(ctx); err != nil || len(marks) != 0 {
@@ -59,15 +49,7 @@ func TestStore(t *testing.T) {
 
 func TestCacheFollowsTheMarks(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := dbtest.Migrated(t)
 	store := sourcepriority.NewStore(db)
 	ctx := context.Background()
 	if _, err := store.Set(ctx, "slow_feed", sourcepriority.Low, "op"); err != nil {

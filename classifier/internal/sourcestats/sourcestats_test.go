@@ -3,6 +3,7 @@ package sourcestats_test
 import (
 	"context"
 	"database/sql"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,9 @@ import (
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/sourcestats"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -35,15 +34,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, _ := dbtest.Migrated(t)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	reader, err := sourcestats.New(sourcestats.Config{ES: es, DB: db, RawPattern: prefix + "*" + contentindex.RawSuffix,
 		Clock: clock.NewManual(now).Clock()})

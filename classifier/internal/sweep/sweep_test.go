@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +15,8 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/sweep"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -39,15 +38,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, _ := dbtest.Migrated(t)
 	b := &bundle{es: es, prefix: prefix, db: db, dlq: deadletter.NewRepository(db),
 		newsRaw: contentindex.RawIndex(prefix + "news"), metroRaw: contentindex.RawIndex(prefix + "metro")}
 

@@ -522,7 +522,7 @@ describe('dashboard', { concurrency: false }, () => {
       const res = await h.api('classifier', 'GET', '/api/v1/sources/stats', undefined, token)
       assert.equal(res.status, 200)
       const st = res.body.sources.find((x) => x.source === hygiene)
-      return st && st.processed === 3 && st.rejected_at_door.total === 1 && st.published === 2 && (st.by_status.pending ?? 0) === 0 ? st : null
+      return st && st.processed === 3 && st.rejected_at_door.total === 1 && st.published === 2 && st.by_status.classified === 3 && st.by_status.failed === 1 ? st : null
     }, { timeout: 60_000, interval: 1000 })
     const esCount = async (index, query) => (await h.es('POST', `/${index}/_count`, query ? { query } : undefined)).count
     assert.equal(await esCount(`${hygiene}_classified_content`), api.processed)
@@ -571,6 +571,90 @@ describe('dashboard', { concurrency: false }, () => {
     await page.keyboard.press('Escape')
     await detail.waitFor({ state: 'detached' })
     await page.waitForURL((u) => !u.searchParams.has('open'))
+  })
+
+  test('a source is reprocessed from its row: confirmed at low priority, its documents pending then classified again; a refusal is said; the priority toggles', async () => {
+    const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    await bulkLoad
+    const sourceStats = async (source) => (await h.api('classifier', 'GET', '/api/v1/sources/stats', undefined, token)).body.sources.find((x) => x.source === source)
+    await waitFor(`the ${BULK} documents of ${bulk} classified`, async () => (await sourceStats(bulk))?.by_status.classified === BULK, { timeout: 180_000, interval: 2000 })
+    await goto(`/sources?q=${bulk}`)
+    const row = page.locator(`tr[data-source="${bulk}"]`)
+    await row.getByTestId('classified').filter({ hasText: '2,000' }).waitFor()
+    await row.getByRole('button', { name: `Reprocess ${bulk}` }).click()
+    const dialog = page.getByTestId('confirm-dialog')
+    await dialog.getByTestId('reprocess-count').filter({ hasText: '2,000 classified documents' }).waitFor()
+    assert.match(await dialog.innerText(), /runs at low priority/)
+    assert.deepEqual(await axeViolations(page), [])
+    const started = new Date(Date.now() - 1000).toISOString()
+    // The row's Pending cell, read as fast as the page updates it: the
+    // documents show as pending, then none is left.
+    let maxPending = 0
+    const watchPending = setInterval(() => {
+      row.getByTestId('pending').innerText({ timeout: 1000 }).then((t) => { maxPending = Math.max(maxPending, Number(t.replace(/\D/g, '')) || 0) }, () => {})
+    }, 150)
+    try {
+      await dialog.getByTestId('confirm-action').click()
+      await dialog.waitFor({ state: 'detached' })
+      const status = row.getByTestId('reprocess-status')
+      await status.waitFor()
+      await shot('sources-reprocess')
+      await row.locator('[data-testid="reprocess-status"][data-status="completed"]').waitFor({ timeout: 120_000 })
+      assert.match(await status.innerText(), /^2,000 documents set back to pending; classified again at low priority/)
+      const [task] = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body.tasks
+      assert.deepEqual([task.status, task.scope, task.requeued, task.conflicts, task.errors, task.requested_by], ['completed', 'classified', BULK, 0, 0, h.username])
+      // Every raw document was set back to pending at low priority, and every
+      // one is classified again after the request.
+      await waitFor(`the ${BULK} documents classified again`, async () => {
+        const again = (await h.es('POST', `/${bulk}_classified_content/_count`, { query: { range: { classified_at: { gte: started } } } })).count
+        const left = (await h.es('POST', `/${bulk}_raw_content/_count`, { query: { terms: { classification_status: ['pending', 'processing'] } } })).count
+        return again === BULK && left === 0
+      }, { timeout: 180_000, interval: 2000 })
+      assert.equal((await h.es('POST', `/${bulk}_raw_content/_count`, { query: { term: { priority: 'low' } } })).count, BULK)
+      await waitFor('the row to show none pending and every document processed', async () => {
+        await page.reload()
+        await row.waitFor()
+        return (await row.getByTestId('pending').innerText()) === '0' && (await row.getByTestId('classified').innerText()) === '2,000'
+      }, { timeout: 60_000, interval: 2000 })
+    } finally {
+      clearInterval(watchPending)
+    }
+    assert.ok(maxPending > 0, 'the row showed the documents pending while they waited')
+    // The detail tells the last reprocess.
+    await page.getByRole('button', { name: `Details of ${bulk}` }).click()
+    await page.getByTestId('last-reprocess').filter({ hasText: new RegExp(`^2,000 documents set back to pending; classified again at low priority · requested by ${h.username} `) }).waitFor()
+    await page.keyboard.press('Escape')
+
+    // A refusal is said in the dialog: another task of the source is running
+    // (a row of the classifier's own table, as another replica leaves it).
+    h.sql('classifier', `INSERT INTO reprocess_tasks (source_name, raw_index, scope, replica) VALUES ('${sports}', '${sports}_raw_content', 'classified', 'another-replica')`)
+    try {
+      await goto(`/sources?q=${sports}`)
+      await page.getByRole('button', { name: `Reprocess ${sports}` }).click()
+      await dialog.getByTestId('confirm-action').click()
+      await dialog.getByTestId('reprocess-error').filter({ hasText: /^Refused, one is running already: .*already running/ }).waitFor()
+      assert.deepEqual(await axeViolations(page), [])
+      await shot('sources-reprocess-refused')
+      await dialog.getByRole('button', { name: 'Cancel' }).click()
+      await dialog.waitFor({ state: 'detached' })
+    } finally {
+      h.sql('classifier', `DELETE FROM reprocess_tasks WHERE replica = 'another-replica'`)
+    }
+
+    // The priority: low, kept by the classifier, shown after a reload; then normal again.
+    // (Cancel gave the focus back to Reprocess, which scrolled the table to its end.)
+    await page.getByRole('region', { name: 'Sources table' }).evaluate((el) => { el.scrollLeft = 0 })
+    const priority = page.locator(`tr[data-source="${sports}"]`).getByRole('group', { name: `Priority of ${sports}` })
+    await priority.locator('label').filter({ hasText: /^low$/i }).click()
+    await page.getByText(`${sports} is now low priority`).waitFor()
+    assert.equal((await h.api('classifier', 'GET', `/api/v1/sources/${sports}/priority`, undefined, token)).body.priority, 'low')
+    assert.equal(h.sql('classifier', `SELECT priority || ' ' || updated_by FROM source_priorities WHERE source_name = '${sports}'`), `low ${h.username}`)
+    await page.reload()
+    await page.locator(`tr[data-source="${sports}"] [data-testid="priority"][data-priority="low"]`).waitFor()
+    assert.equal(await priority.getByRole('radio', { name: /^low$/i }).isChecked(), true)
+    await priority.locator('label').filter({ hasText: /^normal$/i }).click()
+    await page.locator(`tr[data-source="${sports}"] [data-testid="priority"][data-priority="normal"]`).waitFor()
+    await waitFor('the classifier to keep normal', async () => h.sql('classifier', `SELECT priority FROM source_priorities WHERE source_name = '${sports}'`) === 'normal')
   })
 
   test('dark mode', async () => {
@@ -650,6 +734,14 @@ describe('dashboard', { concurrency: false }, () => {
     await ro.locator(`tr[data-index="${metro}_raw_content"]`).waitFor()
     assert.equal(await ro.getByRole('button', { name: /^Delete / }).count(), 0)
     assert.equal(await ro.getByRole('button', { name: 'Create index' }).count(), 0)
+    // Sources: the priority is shown, neither the toggle nor Reprocess.
+    await ro.goto(`http://${h.readOnlyDashboard.addr}/sources?q=${sports}`)
+    await ro.locator(`tr[data-source="${sports}"] [data-testid="priority"]`).filter({ hasText: 'normal' }).waitFor()
+    assert.equal(await ro.getByRole('button', { name: /^Reprocess / }).count(), 0)
+    assert.equal(await ro.getByRole('radio').count(), 0)
+    await ro.getByRole('button', { name: `Details of ${sports}` }).click()
+    await ro.getByTestId('source-detail').waitFor()
+    assert.equal(await ro.getByRole('button', { name: /^Reprocess / }).count(), 0)
     await ro.close()
   })
 })

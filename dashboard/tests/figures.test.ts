@@ -32,7 +32,7 @@ describe('sources', () => {
   })
   it('takes the classifier\'s figures from /sources/stats, absent kinds and statuses as 0', () => {
     const st: SourceStats = {
-      source: 'reuters', raw_index: 'reuters_raw_content', processed: 70_004, by_status: { pending: 3, classified: 70_000, failed: 4 },
+      source: 'reuters', raw_index: 'reuters_raw_content', processed: 70_004, by_status: { pending: 2, processing: 1, classified: 70_000, failed: 4 },
       rejected_at_door: { total: 5, by_field: { url: 4, raw_text: 1 } }, duplicates: { url: 2 }, published: 69_990, dead_letters: 9,
       dlq_rate: 9 / 70_004, oldest_pending_crawled_at: '2024-01-01T00:00:00Z', oldest_pending_age_seconds: 125,
     }
@@ -48,7 +48,7 @@ describe('sources', () => {
     expect(refusalReasons(undefined)).toEqual([])
   })
   it('says why a reprocess was refused, keeping the service\'s message', () => {
-    expect(reprocessRefusal(409, 'a task of x_raw_content is running')).toBe('A reprocess of this source is already running: a task of x_raw_content is running')
+    expect(reprocessRefusal(409, 'a reprocess of this source is already running: task t-1')).toBe('Refused, one is running already: a reprocess of this source is already running: task t-1')
     expect(reprocessRefusal(429, 'busy')).toMatch(/^This classifier runs as many reprocess tasks as it may; try again in a minute/)
     expect(reprocessRefusal(404, 'source x has no raw index x_raw_content')).toBe('Nothing to reprocess: source x has no raw index x_raw_content')
     expect(reprocessRefusal(503, 'down')).toBe('The classifier refused the reprocess (503): down')

@@ -19,6 +19,9 @@ export function followReprocess(task: ReprocessTask, estimate: number | null): v
   followed.set(task.source, { id: task.id, estimate, status: task.status })
 }
 
+/** Whether the dashboard follows a task of this source. */
+export const isFollowed = (source: string) => followed.has(source)
+
 /** Whether any followed task runs (the view then reads its figures more often). */
 export const anyReprocessRunning = computed(() => [...followed.values()].some((f) => f.status === 'running'))
 

@@ -43,7 +43,7 @@ export interface SourceRow {
   averageQuality: number | null
   lastSeen: string | null
   // From the classifier's GET /sources/stats (null: not answered yet).
-  /** Raw documents waiting for classification. */
+  /** Raw documents not classified yet: pending, or being classified. */
   pending: number | null
   /** Documents refused at the door, all reasons. */
   rejected: number | null
@@ -119,7 +119,7 @@ export function buildSourceRows(
     r.rawIndex ??= st.raw_index
     r.classified = st.processed
     r.failed = st.by_status.failed ?? 0
-    r.pending = st.by_status.pending ?? 0
+    r.pending = (st.by_status.pending ?? 0) + (st.by_status.processing ?? 0)
     r.rejected = st.rejected_at_door.total
     r.duplicatesUrl = st.duplicates.url ?? 0
     r.duplicatesContent = st.duplicates.content ?? 0
@@ -177,7 +177,7 @@ export function sortRows<T extends object>(rows: T[], key: keyof T, dir: SortDir
 /** Why a reprocess request was refused, in the operator's words (the service's own message kept). */
 export function reprocessRefusal(status: number, message: string): string {
   switch (status) {
-    case 409: return `A reprocess of this source is already running: ${message}`
+    case 409: return `Refused, one is running already: ${message}`
     case 429: return `This classifier runs as many reprocess tasks as it may; try again in a minute (${message})`
     case 404: return `Nothing to reprocess: ${message}`
     case 0: return `The dashboard could not reach the classifier: ${message}`

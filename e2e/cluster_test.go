@@ -201,7 +201,7 @@ func restartNode(t *testing.T) <-chan error {
 // historyTwice counts the documents with more than one classification in
 // the classifier's history: each is a claim that was classified, lost and
 // classified again under a new claim.
-func historyTwice(t *testing.T, classifierDB string) (docs, twice int) {
+func historyTwice(t testing.TB, classifierDB string) (docs, twice int) {
 	t.Helper()
 	db, err := sql.Open("postgres", classifierDB)
 	if err != nil {
@@ -217,7 +217,7 @@ func historyTwice(t *testing.T, classifierDB string) (docs, twice int) {
 }
 
 // outboxRows counts the outbox rows and the distinct documents among them.
-func outboxRows(t *testing.T, publisherDB string) (rows, distinct int) {
+func outboxRows(t testing.TB, publisherDB string) (rows, distinct int) {
 	t.Helper()
 	db, err := sql.Open("postgres", publisherDB)
 	if err != nil {

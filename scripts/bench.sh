@@ -37,6 +37,23 @@ for entry in "${BENCH_PACKAGES[@]}"; do
   fi
 done
 
+# The replica benchmark once more on the clusters (docs/scaling.md): a 3-node Elasticsearch
+# and a Redis Cluster started beside the single-node services, stopped afterwards; its
+# figures are named by the mode (e2e/Replicas/es3+redis-cluster/...). NC_BENCH_CLUSTERS=0
+# skips it.
+if [ "${NC_BENCH_CLUSTERS:-1}" != 0 ]; then
+  echo "== e2e BenchmarkReplicas on the clusters" >&2
+  NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up >&2
+  if ! (eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
+    cd "$root/e2e" && go test -run '^$' -bench '^BenchmarkReplicas$' -benchtime 1x -timeout 60m .) 2>&1 |
+    tee /dev/stderr | sed -n "s/^Benchmark/e2e Benchmark/p" >>"$lines"; then
+    echo "benchmark e2e BenchmarkReplicas on the clusters failed" >&2
+    "$root/scripts/services.sh" down-clusters >&2 || true
+    exit 1
+  fi
+  "$root/scripts/services.sh" down-clusters >&2
+fi
+
 # Lines look like: "<module> BenchmarkName-2  1  123 ns/op  4567 msgs/s ..."
 # A figure whose ceiling the same benchmark measured but did not divide by
 # gets its ratio too (derived below): the classifier's drain against bare

@@ -9,7 +9,7 @@
 # lines are read. For every figure of the baseline it prints the baseline
 # value, the new one, new/baseline, and a verdict from the figure's unit:
 # higher is better for rates and ratios (…/s, x_…), lower is better for
-# times and sizes (…ms, ns/…, …MB, x_of_steady, x_of_p99_goal,
+# times and sizes (…ms, ns/…, …_us/…, …MB, x_of_steady, x_of_p99_goal,
 # x_cpu_of_unstemmed);
 # anything else is only shown. A change within -tolerance percent (default
 # 10) is "same". Figures missing from either side are listed.
@@ -51,7 +51,7 @@ awk -v tol="$tolerance" -v fail="$fail" '
     if (unit == "x_of_steady" || unit == "x_of_p99_goal" || unit == "x_cpu_of_unstemmed") return -1
     if (unit == "x_faster_than_aho_corasick") return 0   # one engine against the other
     if (unit ~ /\/s$/ || unit ~ /^x_/) return 1
-    if (unit ~ /ms$/ || unit ~ /^ns\// || unit ~ /_ns\// || unit ~ /MB$/) return -1
+    if (unit ~ /ms$/ || unit ~ /^ns\// || unit ~ /_ns\// || unit ~ /_us\// || unit ~ /MB$/) return -1
     return 0
   }
   FNR == 1 { file++ }

@@ -32,6 +32,11 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 
 /** axe-core on the page as it is: violations of serious or critical impact. */
 async function axeViolations(p) {
+  // Finite animations first (a toast fading in is read at its final colours,
+  // not half transparent); spinners run forever and are not waited for.
+  await p.evaluate(() => Promise.all(document.getAnimations()
+    .filter((a) => a.effect?.getComputedTiming().iterations !== Infinity)
+    .map((a) => a.finished.catch(() => {}))))
   if (!(await p.evaluate(() => typeof window.axe === 'object'))) await p.addScriptTag({ content: axeSource })
   const res = await p.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
   return res.violations

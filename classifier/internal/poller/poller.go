@@ -190,6 +190,11 @@ type Poller struct {
 	failures int    // consecutive failed polls; touched by the loop only
 	paused   bool   // a breaker held the last poll; touched by the loop only
 	polls    uint64 // polls that searched; touched by the loop only
+	// claiming is the outcome of the claim in flight (claim.go), nil when
+	// none; claimingN is how many documents it carries. Touched by the
+	// loop only, and by Stop once the loop has ended.
+	claiming  chan claimOutcome
+	claimingN int
 
 	// beforeClaim, when set (tests), runs between the search and the claim.
 	beforeClaim func(found []*domain.RawContent)
@@ -228,18 +233,46 @@ func (p *Poller) Start(ctx context.Context) error {
 	return p.loop.Start(ctx)
 }
 
-// Stop ends the loop after the poll in hand and waits for it, bounded by
-// ctx. Documents already submitted are the work queue's; none is lost.
-func (p *Poller) Stop(ctx context.Context) error { return p.loop.Stop(ctx) }
+// Stop ends the loop after the poll in hand and waits for it and for the
+// claim in flight, bounded by ctx. Documents already submitted are the work
+// queue's; none is lost.
+func (p *Poller) Stop(ctx context.Context) error {
+	if err := p.loop.Stop(ctx); err != nil {
+		return err
+	}
+	if p.claiming == nil {
+		return nil
+	}
+	select {
+	case <-p.claiming:
+		p.claiming = nil
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop poller: claim in flight: %w", ctx.Err())
+	}
+}
 
-// step polls once and returns the wait before the next poll: none when it
-// won claims and more is waiting, a short one while the work queue is too
-// full or a breaker is open, a growing one after failures, the poll
-// interval otherwise (nothing found, or nothing won).
+// step polls once and returns the wait before the next poll: none when
+// claims are being won and more is waiting, a short one while the work
+// queue is too full or a breaker is open, a growing one after failures, the
+// poll interval otherwise (nothing found, or nothing won).
+//
+// Polls overlap: a step searches, then waits for the previous step's claim
+// to end, then starts its own claim in the background and returns; the next
+// search runs while it is claimed (claim.go). The documents found are left
+// out of the next search at once, so the two never overlap, and the room in
+// the work queue counts the documents being claimed.
 func (p *Poller) step(ctx context.Context) time.Duration {
-	r, err := p.poll(ctx)
+	b, err := p.find(ctx)
+	prev, perr := p.collect()
 	if ctx.Err() != nil {
 		return 0
+	}
+	if err == nil && perr != nil {
+		err = perr
+	}
+	if err == nil && len(b.docs) > 0 {
+		p.launch(ctx, b)
 	}
 	var paused *pausedError
 	if errors.As(err, &paused) {
@@ -262,7 +295,9 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		wait := min(p.cfg.PollInterval*time.Duration(1<<min(p.failures, 5)), time.Minute)
 		p.logger.ErrorContext(ctx, "poll failed", "error", err, "retry_in", wait.String())
 		return lifecycle.Jitter(wait)
-	case r.more:
+	case len(b.docs) > 0 && b.more && (prev == nil || prev.won > 0):
+		// More is waiting and claims are being won (the previous claim
+		// won some, or this is the first): search again while this claims.
 		p.failures = 0
 		return 0
 	default:
@@ -277,6 +312,15 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 func (p *Poller) PollOnce(ctx context.Context) (int, error) {
 	r, err := p.poll(ctx)
 	return r.won, err
+}
+
+// poll searches and claims in turn: one whole poll, for PollOnce.
+func (p *Poller) poll(ctx context.Context) (pollResult, error) {
+	b, err := p.find(ctx)
+	if err != nil || len(b.docs) == 0 {
+		return pollResult{}, err
+	}
+	return p.claim(ctx, b)
 }
 
 // pollResult is the outcome of one poll.
@@ -299,14 +343,26 @@ func (e *pausedError) Error() string {
 	return fmt.Sprintf("poll paused: %s circuit breaker %s", e.breaker.Name(), e.breaker.State())
 }
 
-func (p *Poller) poll(ctx context.Context) (pollResult, error) {
+// found is what one poll's search found, to claim.
+type found struct {
+	docs     []*domain.RawContent
+	searched map[string]bool // indices searched without error
+	// more is set when more documents may be waiting (an index filled its
+	// share, or the page had more than the batch).
+	more bool
+}
+
+// find searches for up to BatchSize documents to claim, never more than
+// the work queue has room for once the claim in flight is in it, and
+// leaves those it found out of the next searches.
+func (p *Poller) find(ctx context.Context) (found, error) {
 	if ok, b := breaker.AllClosed(p.cfg.Breakers...); !ok {
-		return pollResult{}, &pausedError{breaker: b}
+		return found{}, &pausedError{breaker: b}
 	}
 	if ok, b := breaker.AllClosed(p.cfg.ESBreaker); !ok {
-		return pollResult{}, &pausedError{breaker: b}
+		return found{}, &pausedError{breaker: b}
 	}
-	size := min(p.cfg.BatchSize, p.sink.FreeSlots())
+	size := min(p.cfg.BatchSize, p.sink.FreeSlots()-p.claimingN)
 	urgentOnly := false
 	if p.sink.ShouldThrottle() || size <= 0 {
 		// The main queue is full: only urgent documents, for their queue.
@@ -316,7 +372,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 		}
 		if room <= 0 {
 			p.metrics.ThrottleCount.Add(ctx, 1)
-			return pollResult{}, errThrottled
+			return found{}, errThrottled
 		}
 		size, urgentOnly = min(p.cfg.BatchSize, room), true
 	}
@@ -325,11 +381,11 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 
 	r, err := p.resolve(ctx)
 	if err != nil {
-		return pollResult{}, err
+		return found{}, err
 	}
 	indices := p.window(p.due(ctx, r), size)
 	if len(indices) == 0 {
-		return pollResult{}, nil
+		return found{}, nil
 	}
 	share := ceilDiv(size, len(indices))
 	p.refreshCrowded(ctx, indices)
@@ -341,7 +397,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	pages, err := p.searchLanes(ctx, indices, fresh, backlog, urgentOnly)
 	p.esOutcome(err)
 	if err != nil {
-		return pollResult{}, err
+		return found{}, err
 	}
 	more := true
 	if !urgentOnly {
@@ -349,19 +405,19 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 	}
 
 	// Take the batch round-robin across the indices, so each gets its share.
-	var found []*domain.RawContent
+	var docs []*domain.RawContent
 	total := 0
 	for _, pg := range pages {
 		total += len(pg.docs)
 	}
-	for round := 0; len(found) < size && len(found) < total; round++ {
+	for round := 0; len(docs) < size && len(docs) < total; round++ {
 		for _, pg := range pages {
-			if round < len(pg.docs) && len(found) < size {
-				found = append(found, pg.docs[round])
+			if round < len(pg.docs) && len(docs) < size {
+				docs = append(docs, pg.docs[round])
 			}
 		}
 	}
-	span.SetAttributes(attribute.Int("poll.indices", len(indices)), attribute.Int("poll.found", len(found)))
+	span.SetAttributes(attribute.Int("poll.indices", len(indices)), attribute.Int("poll.found", len(docs)))
 
 	searched := map[string]bool{}
 	for _, pg := range pages {
@@ -369,24 +425,32 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 			searched[pg.index] = true
 		}
 	}
-	if len(found) == 0 {
+	if len(docs) == 0 {
 		for idx := range searched {
 			p.markHealthy(ctx, idx)
 		}
-		return pollResult{}, nil
+		return found{}, nil
 	}
+	p.noteFound(docs)
+	return found{docs: docs, searched: searched, more: more || total > len(docs)}, nil
+}
+
+// claim claims what find found and submits the documents it won.
+func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
+	ctx, span := p.tracer.Start(ctx, "classifier.claim", trace.WithAttributes(attribute.Int("claim.documents", len(f.docs))))
+	defer span.End()
 	if p.beforeClaim != nil {
-		p.beforeClaim(found)
+		p.beforeClaim(f.docs)
 	}
-	results, err := p.store.ClaimEach(ctx, p.cfg.ReplicaID, found, p.now().UTC())
+	results, err := p.store.ClaimEach(ctx, p.cfg.ReplicaID, f.docs, p.now().UTC())
 	p.esOutcome(err)
 	if err != nil {
 		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
-	won := p.settleClaims(ctx, results, searched)
+	won := p.settleClaims(ctx, results, f.searched)
 	p.setAside(ctx, results)
 	p.noteClaims(results)
-	span.SetAttributes(attribute.Int("poll.won", len(won)))
+	span.SetAttributes(attribute.Int("claim.won", len(won)))
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
 	}
@@ -402,7 +466,7 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "error", err)
 		}
 	}
-	return pollResult{won: len(won), more: len(won) > 0 && (more || total > len(found))}, nil
+	return pollResult{won: len(won), more: len(won) > 0 && f.more}, nil
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

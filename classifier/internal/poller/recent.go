@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -25,24 +26,43 @@ import (
 // made before.
 const recentClaimsMax = 4000
 
-// noteClaims remembers the documents whose claims this poll won, or lost to
-// another writer: the next searches of their index must not offer them
-// again while the index has not been refreshed.
+// noteFound remembers the documents a search found, from now: the claim
+// that follows may not have reached Elasticsearch, let alone its index's
+// refresh, when the next search runs.
+func (p *Poller) noteFound(docs []*domain.RawContent) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range docs {
+		p.noteLocked(d, now)
+	}
+}
+
+// noteClaims remembers again, from now, the documents whose claims this
+// poll won, or lost to another writer: the searches of their index must
+// not offer them while the index has not been refreshed since. A document
+// whose claim was refused did not change: it is forgotten, and offered
+// again (or set aside, setaside.go) like before.
 func (p *Poller) noteClaims(results []storage.ClaimResult) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range results {
-		if r.Err != nil && !esclient.IsConflict(r.Err) {
-			continue
+		if r.Err == nil || esclient.IsConflict(r.Err) {
+			p.noteLocked(r.Doc, now)
+		} else if ids := p.recent[r.Doc.Index]; ids != nil {
+			delete(ids, r.Doc.ID)
 		}
-		ids := p.recent[r.Doc.Index]
-		if ids == nil {
-			ids = map[string]time.Time{}
-			p.recent[r.Doc.Index] = ids
-		}
-		ids[r.Doc.ID] = now
 	}
+}
+
+func (p *Poller) noteLocked(d *domain.RawContent, now time.Time) {
+	ids := p.recent[d.Index]
+	if ids == nil {
+		ids = map[string]time.Time{}
+		p.recent[d.Index] = ids
+	}
+	ids[d.ID] = now
 }
 
 // recentIDs returns the ids of index claimed within ClaimVisibility of now,

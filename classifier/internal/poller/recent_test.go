@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -109,5 +110,39 @@ func TestCrowdedIndexIsRefreshed(t *testing.T) {
 	p.mu.Unlock()
 	if remembered != 3 {
 		t.Errorf("remembers %d just-claimed documents, want the second poll's 3 (the first's were refreshed)", remembered)
+	}
+}
+
+// The running loop searches while the previous page is claimed: every
+// document is still claimed and submitted exactly once, with claims not
+// refreshed, and Stop waits for the claim in flight.
+func TestOverlappingPollsSubmitEachDocumentOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	base := time.Now().Add(-time.Hour)
+	var ids []string
+	for _, name := range []string{"lapa", "lapb"} {
+		idx := h.rawIndex(t, name, false)
+		ids = append(ids, h.addDocs(t, idx, name, 15, base)...)
+		h.disableRefresh(t, idx)
+	}
+	slices.Sort(ids)
+
+	p := h.poller(t, Config{IndexPattern: h.prefix + "lap*" + contentindex.RawSuffix, BatchSize: 4, PollInterval: 20 * time.Millisecond})
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(h.sink.keys()) < len(ids) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.claiming != nil {
+		t.Error("Stop returned with a claim in flight")
+	}
+	if got := h.sink.keys(); !slices.Equal(got, ids) {
+		t.Errorf("submitted %d documents %v, want each of the %d once", len(got), got, len(ids))
 	}
 }

@@ -239,3 +239,40 @@ func TestCommitterStartStopStress(t *testing.T) {
 			tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	})
 }
+
+// While every commit worker is busy, the batch in hand keeps taking results
+// (up to Batch), so a loaded committer sends fewer, fuller bulk requests.
+func TestBatchGrowsWhileTheWorkersAreBusy(t *testing.T) {
+	t.Parallel()
+	metrics, err := classtel.New(noop.NewMeterProvider().Meter("t"), classtel.Gauges{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCommitter(CommitterConfig{Batch: 10, Linger: time.Millisecond, Workers: 1}, Stores{}, Breakers{}, metrics,
+		tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	run, cancel := context.WithCancel(context.Background())
+	in := make(chan Result)
+	batches := make(chan []Result) // nobody takes a batch yet: the worker is busy
+	gathered := make(chan struct{})
+	go func() { c.gather(run, in, batches); close(gathered) }()
+
+	sent := make(chan struct{})
+	go func() {
+		for i := range 7 {
+			in <- Result{Raw: doc(string(rune('a' + i)))}
+		}
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("results not taken while the worker was busy")
+	}
+	if b := <-batches; len(b) != 7 {
+		t.Errorf("first batch has %d results, want all 7 that came while the worker was busy", len(b))
+	}
+	cancel()
+	for range batches {
+	}
+	<-gathered
+}

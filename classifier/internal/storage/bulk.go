@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
@@ -107,8 +109,37 @@ func encodeOp(o bulkOp) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// sendBulk sends one request and fills out, one result per op. On 413 it
-// splits the request in halves.
+// tooLargeForIndexingPressure reports a request refused because it alone
+// nearly fills the node's indexing-pressure budget (429 with
+// coordinating_operation_bytes close to max_coordinating_bytes: a 50 MB
+// half of a request refused as over 100 MB, on a node with a 512 MB heap).
+// Halves of it fit; a busy node refusing small requests is not split.
+func tooLargeForIndexingPressure(re *esclient.ResponseError) bool {
+	if re.Status != http.StatusTooManyRequests || !strings.Contains(re.Body, "es_rejected_execution_exception") {
+		return false
+	}
+	op, okOp := rejectedBytes(re.Body, "coordinating_operation_bytes=")
+	limit, okMax := rejectedBytes(re.Body, "max_coordinating_bytes=")
+	return okOp && okMax && limit > 0 && op*2 > limit
+}
+
+// rejectedBytes reads the number after key in an indexing-pressure refusal.
+func rejectedBytes(body, key string) (int64, bool) {
+	_, rest, found := strings.Cut(body, key)
+	if !found {
+		return 0, false
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(rest)
+	}
+	n, err := strconv.ParseInt(rest[:end], 10, 64)
+	return n, err == nil
+}
+
+// sendBulk sends one request and fills out, one result per op. On 413, or
+// a 429 because the request alone nearly fills the node's indexing-pressure
+// budget, it splits the request in halves.
 func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bulkOp, lines [][]byte, refresh string, out []BulkItemResult) error {
 	var body bytes.Buffer
 	for _, l := range lines {
@@ -121,7 +152,7 @@ func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bu
 	res, err := es.Bulk(&body, opts...)
 	if err := esclient.CheckResponse(op, res, err); err != nil {
 		var re *esclient.ResponseError
-		if errors.As(err, &re) && re.Status == http.StatusRequestEntityTooLarge {
+		if errors.As(err, &re) && (re.Status == http.StatusRequestEntityTooLarge || (len(ops) > 1 && tooLargeForIndexingPressure(re))) {
 			if len(ops) == 1 {
 				out[0] = BulkItemResult{ID: ops[0].id, Status: re.Status, Err: fmt.Errorf("%s %s: document of %d bytes refused as too large: %w", op, ops[0].id, len(lines[0]), err)}
 				return nil

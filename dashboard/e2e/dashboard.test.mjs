@@ -32,6 +32,10 @@ const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/
 
 /** axe-core on the page as it is: violations of serious or critical impact. */
 async function axeViolations(p) {
+  // Toasts leave on their own within seconds; one caught in its exit
+  // transition (half faded, over a dialog's backdrop) reads as a contrast
+  // failure of the page under it. Check the page once they are gone.
+  await p.locator('[data-sonner-toast]').last().waitFor({ state: 'detached', timeout: 15000 }).catch(() => {})
   // Finite animations first (a toast fading in is read at its final colours,
   // not half transparent); spinners run forever and are not waited for.
   await p.evaluate(() => Promise.all(document.getAnimations()

@@ -245,9 +245,9 @@ func validHost(host string) bool {
 }
 
 func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
+	const limit = 200
+	if len(s) <= limit {
 		return s
 	}
-	return s[:max] + "…"
+	return s[:limit] + "…"
 }

@@ -375,11 +375,50 @@ func keyLess(a, b domain.DocKey) bool {
 	return a.ID < b.ID
 }
 
-// candidates reads, in one statement for the batch, each document's own
-// stored row (none: it is new) and the stored fingerprints before it that
-// share its exact hash or a value of its sketch, inside the window, in
-// order.
-func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, []bool, error) {
+// candidatesQuery is the statement of candidates. Index and id compare
+// in the C collation, as Go compares strings; the bound (b) is the
+// document's own place in that order.
+//
+// Each lookup is a range of whole index keys, from (value, window start)
+// to (value, the document's place), read in key order: not "value = v",
+// which the planner may serve with a bitmap scan and a sort of every row
+// holding v when its statistics think v rare (before the first ANALYZE,
+// or when a flood of boilerplate has just made it common). A range of
+// unknown width makes the ordered index scan, which stops after the
+// LIMIT, the cheap plan with or without statistics.
+const candidatesQuery = `
+		SELECT q.ord, own.first_seen_at IS NULL, f.index_name, f.content_id, f.exact_hash, f.simhash, f.sketch, f.first_seen_at
+		  FROM unnest($1::bigint[], $2::bytea[], $3::text[], $4::text[], $9::bool[]) AS q(ord, exact, idx, id, has_sketch)
+		  LEFT JOIN content_fingerprints own ON own.index_name = q.idx AND own.content_id = q.id
+		  CROSS JOIN LATERAL (SELECT COALESCE(own.first_seen_at, 'infinity') AS seen, NOW() - $7::interval AS since) b
+		  LEFT JOIN LATERAL (
+		       SELECT DISTINCT m.first_seen_at, m.index_name, m.content_id
+		         FROM (
+		              (SELECT e.first_seen_at, e.index_name COLLATE "C" AS index_name, e.content_id COLLATE "C" AS content_id
+		                 FROM content_fingerprints e
+		                WHERE (e.exact_hash, e.first_seen_at, e.index_name COLLATE "C", e.content_id COLLATE "C") >= (q.exact, b.since, '', '')
+		                  AND (e.exact_hash, e.first_seen_at, e.index_name COLLATE "C", e.content_id COLLATE "C") < (q.exact, b.seen, q.idx COLLATE "C", q.id COLLATE "C")
+		                ORDER BY e.exact_hash, e.first_seen_at, e.index_name COLLATE "C", e.content_id COLLATE "C"
+		                LIMIT $8)
+		              UNION ALL
+		              SELECT p.first_seen_at, p.index_name, p.content_id
+		                FROM unnest(($5::bigint[])[q.ord*$6+1 : q.ord*$6+$6]) AS v(value)
+		                CROSS JOIN LATERAL (
+		                     SELECT p.first_seen_at, p.index_name COLLATE "C" AS index_name, p.content_id COLLATE "C" AS content_id
+		                       FROM content_sketch_postings p
+		                      WHERE q.has_sketch
+		                        AND (p.value, p.first_seen_at, p.index_name COLLATE "C", p.content_id COLLATE "C") >= (v.value, b.since, '', '')
+		                        AND (p.value, p.first_seen_at, p.index_name COLLATE "C", p.content_id COLLATE "C") < (v.value, b.seen, q.idx COLLATE "C", q.id COLLATE "C")
+		                      ORDER BY p.value, p.first_seen_at, p.index_name COLLATE "C", p.content_id COLLATE "C"
+		                      LIMIT $8) p
+		              ) m
+		        ORDER BY m.first_seen_at, m.index_name, m.content_id
+		        LIMIT $8) k ON TRUE
+		  LEFT JOIN content_fingerprints f ON f.index_name = k.index_name COLLATE "default" AND f.content_id = k.content_id COLLATE "default"
+		 ORDER BY q.ord, k.first_seen_at, k.index_name, k.content_id`
+
+// candidateArgs are candidatesQuery's parameters for docs.
+func (s *Store) candidateArgs(docs []Doc) []any {
 	ords := make([]int64, len(docs))
 	hasSketch := make([]bool, len(docs))
 	exacts := make([][]byte, len(docs))
@@ -395,23 +434,23 @@ func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, []bo
 		copy(sk, d.Fingerprint.Sketch)
 		sketch = append(sketch, sk...)
 	}
-	// Index and id compare in the C collation, as Go compares strings.
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT q.ord, own.first_seen_at IS NULL, f.index_name, f.content_id, f.exact_hash, f.simhash, f.sketch, f.first_seen_at
-		  FROM unnest($1::bigint[], $2::bytea[], $3::text[], $4::text[], $9::bool[]) AS q(ord, exact, idx, id, has_sketch)
-		  LEFT JOIN content_fingerprints own ON own.index_name = q.idx AND own.content_id = q.id
-		  LEFT JOIN LATERAL (
-		       SELECT index_name, content_id, exact_hash, simhash, sketch, first_seen_at
-		         FROM content_fingerprints f
-		        WHERE (f.exact_hash = q.exact
-		               OR (q.has_sketch AND f.sketch && ($5::bigint[])[q.ord*$6+1 : q.ord*$6+$6]))
-		          AND f.first_seen_at >= NOW() - $7::interval
-		          AND (f.first_seen_at, f.index_name COLLATE "C", f.content_id COLLATE "C")
-		              < (COALESCE(own.first_seen_at, 'infinity'), q.idx COLLATE "C", q.id COLLATE "C")
-		        ORDER BY f.first_seen_at, f.index_name COLLATE "C", f.content_id COLLATE "C"
-		        LIMIT $8) f ON TRUE`,
-		pq.Array(ords), pq.Array(exacts), pq.Array(indices), pq.Array(ids), pq.Array(sketch),
-		fingerprint.SketchSize, interval(s.cfg.ContentWindow), s.cfg.MaxCandidates, pq.Array(hasSketch))
+	return []any{pq.Array(ords), pq.Array(exacts), pq.Array(indices), pq.Array(ids), pq.Array(sketch),
+		fingerprint.SketchSize, interval(s.cfg.ContentWindow), s.cfg.MaxCandidates, pq.Array(hasSketch)}
+}
+
+// candidates reads, in one statement for the batch, each document's own
+// stored row (none: it is new) and the first MaxCandidates stored
+// fingerprints before it, in order, that share its exact hash or a value of
+// its sketch inside the window.
+//
+// The cost is bounded whatever the corpus: the exact hash and each sketch
+// value are read from B-trees in the candidates' order
+// (idx_content_fingerprints_exact, idx_content_sketch_postings_order),
+// each for at most MaxCandidates entries, and the first MaxCandidates of
+// their union are the first MaxCandidates of all matches. A value shared by
+// every stored text (boilerplate) costs as much as a rare one.
+func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, []bool, error) {
+	rows, err := s.db.QueryContext(ctx, candidatesQuery, s.candidateArgs(docs)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read near fingerprints: %w", err)
 	}
@@ -440,7 +479,8 @@ func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, []bo
 }
 
 // record stores the fingerprints of docs; a document classified again
-// keeps its first_seen_at.
+// keeps its first_seen_at, and its row (with its postings, which a trigger
+// keeps in step) is rewritten only when its text changed.
 func (s *Store) record(ctx context.Context, docs []Doc) error {
 	if len(docs) == 0 {
 		return nil
@@ -465,7 +505,9 @@ func (s *Store) record(ctx context.Context, docs []Doc) error {
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bigint[], $6::text[]) AS t(idx, id, src, exact, sim, sk)
 		ON CONFLICT (index_name, content_id) DO UPDATE
 		   SET exact_hash = EXCLUDED.exact_hash, simhash = EXCLUDED.simhash, sketch = EXCLUDED.sketch,
-		       source_name = EXCLUDED.source_name`,
+		       source_name = EXCLUDED.source_name
+		 WHERE (content_fingerprints.exact_hash, content_fingerprints.simhash, content_fingerprints.sketch, content_fingerprints.source_name)
+		       IS DISTINCT FROM (EXCLUDED.exact_hash, EXCLUDED.simhash, EXCLUDED.sketch, EXCLUDED.source_name)`,
 		pq.Array(indices), pq.Array(ids), pq.Array(sources), pq.Array(exacts), pq.GenericArray{A: sims}, pq.Array(sketches))
 	if err != nil {
 		return fmt.Errorf("record fingerprints: %w", err)

@@ -35,11 +35,10 @@ package fingerprint
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"hash/fnv"
 	"math/bits"
 	"slices"
-	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // NearBits is the largest Hamming distance between two Sim values that
@@ -76,9 +75,8 @@ func (f Fingerprint) HasSim() bool { return f.Words >= MinWords }
 
 // Of computes the fingerprints of an article's title and body.
 func Of(title, body string) Fingerprint {
-	words := normalize(title, nil)
-	words = normalize(body, words)
-	sum := sha256.Sum256([]byte(strings.Join(words, " ")))
+	text, words := normalize(title, body)
+	sum := sha256.Sum256([]byte(text))
 	f := Fingerprint{Exact: hex.EncodeToString(sum[:]), Words: len(words)}
 	if f.HasSim() {
 		f.Sim, f.Sketch = shingles(words)
@@ -128,24 +126,74 @@ func Resemblance(a, b []int64) float64 {
 	return float64(both) / float64(len(union))
 }
 
-// normalize appends s's words, lower-cased, letters and digits only.
-func normalize(s string, words []string) []string {
-	var w strings.Builder
-	flush := func() {
-		if w.Len() > 0 {
-			words = append(words, w.String())
-			w.Reset()
+// normalize returns the words of the texts, lower-cased, letters and
+// digits only, and the text they make joined by single spaces. The words
+// are slices of that text: one allocation for all of them.
+func normalize(texts ...string) (string, []string) {
+	n := 0
+	for _, s := range texts {
+		n += len(s) + 1
+	}
+	buf := make([]byte, 0, n)
+	var bounds []int // start and end of each word in buf
+	inWord := false
+	for _, s := range texts {
+		for _, r := range s {
+			if r < utf8.RuneSelf {
+				c := byte(r)
+				switch {
+				case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+				case 'A' <= c && c <= 'Z':
+					c += 'a' - 'A'
+				default:
+					if inWord {
+						bounds, inWord = append(bounds, len(buf)), false
+					}
+					continue
+				}
+				if !inWord {
+					bounds, inWord = startWord(buf, bounds)
+					if len(buf) > 0 {
+						buf = append(buf, ' ')
+					}
+				}
+				buf = append(buf, c)
+				continue
+			}
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				if inWord {
+					bounds, inWord = append(bounds, len(buf)), false
+				}
+				continue
+			}
+			if !inWord {
+				bounds, inWord = startWord(buf, bounds)
+				if len(buf) > 0 {
+					buf = append(buf, ' ')
+				}
+			}
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		}
+		if inWord {
+			bounds, inWord = append(bounds, len(buf)), false
 		}
 	}
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			w.WriteRune(unicode.ToLower(r))
-			continue
-		}
-		flush()
+	text := string(buf)
+	words := make([]string, len(bounds)/2)
+	for i := range words {
+		words[i] = text[bounds[2*i]:bounds[2*i+1]]
 	}
-	flush()
-	return words
+	return text, words
+}
+
+// startWord records where a word that starts now begins: after the space
+// that will separate it from the one before.
+func startWord(buf []byte, bounds []int) ([]int, bool) {
+	start := len(buf)
+	if start > 0 {
+		start++
+	}
+	return append(bounds, start), true
 }
 
 // shingles hashes every three-word shingle once. Sim sums, for each of 64
@@ -155,24 +203,12 @@ func normalize(s string, words []string) []string {
 func shingles(words []string) (uint64, []int64) {
 	const shingle = 3
 	var counts [64]int
-	var sketch []uint64
-	h := fnv.New64a()
+	sketch := make([]uint64, 0, SketchSize+1)
 	for i := 0; i+shingle <= len(words); i++ {
-		h.Reset()
-		for j, w := range words[i : i+shingle] {
-			if j > 0 {
-				h.Write([]byte{' '})
-			}
-			h.Write([]byte(w))
-		}
-		v := mix(h.Sum64())
+		v := mix(fnv64a(words[i : i+shingle]))
 		sketch = keepSmallest(sketch, v)
 		for b := range counts {
-			if v&(1<<b) != 0 {
-				counts[b]++
-			} else {
-				counts[b]--
-			}
+			counts[b] += int(v>>b&1)*2 - 1
 		}
 	}
 	var sim uint64
@@ -186,6 +222,26 @@ func shingles(words []string) (uint64, []int64) {
 		out[i] = int64(v)
 	}
 	return sim, out
+}
+
+// FNV-1a, 64 bits (hash/fnv's New64a), inline: no allocation per shingle.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// fnv64a hashes words joined by single spaces.
+func fnv64a(words []string) uint64 {
+	h := uint64(fnvOffset64)
+	for j, w := range words {
+		if j > 0 {
+			h = (h ^ ' ') * fnvPrime64
+		}
+		for k := 0; k < len(w); k++ {
+			h = (h ^ uint64(w[k])) * fnvPrime64
+		}
+	}
+	return h
 }
 
 // keepSmallest inserts v into the ascending, distinct sketch and keeps at

@@ -189,7 +189,7 @@ func (h *Heartbeat) lost(ctx context.Context, refused renewal, held map[*domain.
 	for i, d := range refused.docs {
 		c := byKey[refs[i]]
 		if c != nil && ownClaim(c, h.cfg.ReplicaID, refused.held[i]) {
-			d.SeqNo, d.PrimaryTerm = c.SeqNo, c.PrimaryTerm
+			d.SeqNo, d.PrimaryTerm, d.Source = c.SeqNo, c.PrimaryTerm, c.Source
 			held[d] = *c.ClaimedAt
 			continue
 		}

@@ -295,9 +295,12 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		wait := min(p.cfg.PollInterval*time.Duration(1<<min(p.failures, 5)), time.Minute)
 		p.logger.ErrorContext(ctx, "poll failed", "error", err, "retry_in", wait.String())
 		return lifecycle.Jitter(wait)
-	case len(b.docs) > 0 && b.more && (prev == nil || prev.won > 0):
-		// More is waiting and claims are being won (the previous claim
-		// won some, or this is the first): search again while this claims.
+	case len(b.docs) > 0 && b.more && (prev == nil || prev.won > 0 || prev.lost > 0):
+		// More is waiting and claims are being decided (the previous claim
+		// won some, or lost some to another replica, which this poller's
+		// searches now leave out; or this is the first): search again
+		// while this claims. A replica that lost a race must not sit out
+		// a poll interval while the winner takes the whole backlog.
 		p.failures = 0
 		return 0
 	default:
@@ -327,6 +330,8 @@ func (p *Poller) poll(ctx context.Context) (pollResult, error) {
 type pollResult struct {
 	// won is the number of claims won (and submitted).
 	won int
+	// lost is the number of claims lost to another writer (a conflict).
+	lost int
 	// more is set when claims were won and more documents are waiting (an
 	// index filled its share, or the page had more than the batch): the
 	// loop polls again at once.
@@ -466,7 +471,13 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "error", err)
 		}
 	}
-	return pollResult{won: len(won), more: len(won) > 0 && f.more}, nil
+	lost := 0
+	for _, r := range results {
+		if r.Err != nil && esclient.IsConflict(r.Err) {
+			lost++
+		}
+	}
+	return pollResult{won: len(won), lost: lost, more: (len(won) > 0 || lost > 0) && f.more}, nil
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -646,6 +657,7 @@ type searchHit struct {
 	SeqNo       int64           `json:"_seq_no"`
 	PrimaryTerm int64           `json:"_primary_term"`
 	Source      json.RawMessage `json:"_source"`
+	Routing     string          `json:"_routing"`
 }
 
 type msearchResponse struct {
@@ -796,6 +808,12 @@ func (p *Poller) decodeHits(ctx context.Context, hits []searchHit) []*domain.Raw
 		// stall the poll for everyone else. It is claimed like any other and
 		// failed by the pipeline with the decode error as its reason.
 		raw, sourceID := domain.DecodeRaw(h.Index, h.ID, h.SeqNo, h.PrimaryTerm, h.Source)
+		if raw.DecodeError == "" && h.Routing == "" {
+			// The pending queries read _source whole. A document stored
+			// under a custom routing is changed by partial updates, which
+			// find it missing and are refused as before.
+			raw.Source = h.Source
+		}
 		if sourceID != "" && sourceID != h.ID {
 			p.logger.WarnContext(ctx, "raw document's id field differs from its _id; the _id is its identity",
 				"index", h.Index, "_id", h.ID, "source_id", sourceID)

@@ -581,7 +581,7 @@ func (c *Committer) ownDrift(ctx context.Context, conflicts []storage.StatusChan
 	for i, ch := range conflicts {
 		cur := byKey[refs[i]]
 		if cur != nil && stillOurs(ch.Raw, cur) {
-			ch.Raw.SeqNo, ch.Raw.PrimaryTerm = cur.SeqNo, cur.PrimaryTerm
+			ch.Raw.SeqNo, ch.Raw.PrimaryTerm, ch.Raw.Source = cur.SeqNo, cur.PrimaryTerm, cur.Source
 			again = append(again, ch)
 			continue
 		}

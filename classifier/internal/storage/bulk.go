@@ -103,6 +103,12 @@ func encodeOp(o bulkOp) ([]byte, error) {
 	if err := enc.Encode(map[string]any{o.action: meta}); err != nil {
 		return nil, fmt.Errorf("encode action: %w", err)
 	}
+	if whole, ok := o.body.(json.RawMessage); ok {
+		// A whole document as read and patched (withFields): already JSON.
+		buf.Write(whole)
+		buf.WriteByte('\n')
+		return buf.Bytes(), nil
+	}
 	if err := enc.Encode(o.body); err != nil {
 		return nil, fmt.Errorf("encode document %s: %w", o.id, err)
 	}

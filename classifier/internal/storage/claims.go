@@ -20,9 +20,7 @@ import (
 func (s *ContentStore) Renew(ctx context.Context, docs []*domain.RawContent, now time.Time) ([]BulkItemResult, error) {
 	ops := make([]bulkOp, len(docs))
 	for i, d := range docs {
-		seq, term := d.SeqNo, d.PrimaryTerm
-		ops[i] = bulkOp{action: "update", index: d.Index, id: d.ID, seqNo: &seq, term: &term,
-			body: map[string]any{"doc": map[string]any{"claimed_at": now}}}
+		ops[i] = conditionalChange(d, map[string]any{"claimed_at": now})
 	}
 	results, err := runBulk(ctx, s.es, "renew claims", ops, "", s.cfg.MaxBulkBytes)
 	if err != nil {
@@ -30,7 +28,7 @@ func (s *ContentStore) Renew(ctx context.Context, docs []*domain.RawContent, now
 	}
 	for i, r := range results {
 		if r.Err == nil {
-			docs[i].SeqNo, docs[i].PrimaryTerm = r.SeqNo, r.PrimaryTerm
+			docs[i].SeqNo, docs[i].PrimaryTerm, docs[i].Source = r.SeqNo, r.PrimaryTerm, sourceOf(ops[i])
 		}
 	}
 	return results, nil
@@ -42,9 +40,7 @@ func (s *ContentStore) Renew(ctx context.Context, docs []*domain.RawContent, now
 func (s *ContentStore) Release(ctx context.Context, docs []*domain.RawContent) ([]BulkItemResult, error) {
 	ops := make([]bulkOp, len(docs))
 	for i, d := range docs {
-		seq, term := d.SeqNo, d.PrimaryTerm
-		ops[i] = bulkOp{action: "update", index: d.Index, id: d.ID, seqNo: &seq, term: &term,
-			body: map[string]any{"doc": map[string]any{"classification_status": contentindex.StatusPending, "claimed_by": nil, "claimed_at": nil}}}
+		ops[i] = conditionalChange(d, map[string]any{"classification_status": contentindex.StatusPending, "claimed_by": nil, "claimed_at": nil})
 	}
 	return runBulk(ctx, s.es, "release claims", ops, "true", s.cfg.MaxBulkBytes)
 }

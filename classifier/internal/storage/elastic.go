@@ -68,14 +68,79 @@ type StatusChange struct {
 func (s *ContentStore) FlipStatus(ctx context.Context, changes []StatusChange) ([]BulkItemResult, error) {
 	ops := make([]bulkOp, len(changes))
 	for i, c := range changes {
-		seq, term := c.Raw.SeqNo, c.Raw.PrimaryTerm
 		doc := map[string]any{"classification_status": c.Status}
 		if c.Status == contentindex.StatusFailed {
 			doc["classification_error"] = c.Reason
 		}
-		ops[i] = bulkOp{action: "update", index: c.Raw.Index, id: c.Raw.ID, seqNo: &seq, term: &term, body: map[string]any{"doc": doc}}
+		ops[i] = conditionalChange(c.Raw, doc)
 	}
-	return runBulk(ctx, s.es, "flip raw status", ops, "", s.cfg.MaxBulkBytes)
+	results, err := runBulk(ctx, s.es, "flip raw status", ops, "", s.cfg.MaxBulkBytes)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range results {
+		if r.Err == nil {
+			changes[i].Raw.Source = sourceOf(ops[i])
+		}
+	}
+	return results, nil
+}
+
+// conditionalChange sets fields of a raw document at the version this
+// replica holds: the whole document with the fields set when its source is
+// kept (an index operation, which Elasticsearch applies without reading the
+// stored document), else a partial update.
+func conditionalChange(d *domain.RawContent, fields map[string]any) bulkOp {
+	seq, term := d.SeqNo, d.PrimaryTerm
+	if d.Source != nil {
+		if whole, err := withFields(d.Source, fields); err == nil {
+			return bulkOp{action: "index", index: d.Index, id: d.ID, seqNo: &seq, term: &term, body: whole}
+		}
+	}
+	return bulkOp{action: "update", index: d.Index, id: d.ID, seqNo: &seq, term: &term, body: map[string]any{"doc": fields}}
+}
+
+// sourceOf is the whole source op writes, nil for a partial update.
+func sourceOf(op bulkOp) json.RawMessage {
+	if whole, ok := op.body.(json.RawMessage); ok {
+		return whole
+	}
+	return nil
+}
+
+// withFields returns source with fields set (null for a nil value), every
+// other field as it was. The values are copied as they are, unchecked:
+// they came from Elasticsearch or from json.Marshal.
+func withFields(source json.RawMessage, fields map[string]any) (json.RawMessage, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(source, &doc); err != nil {
+		return nil, fmt.Errorf("set fields: %w", err)
+	}
+	if doc == nil {
+		return nil, fmt.Errorf("set fields: source is not an object")
+	}
+	for k, v := range fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("set field %s: %w", k, err)
+		}
+		doc[k] = b
+	}
+	out := make([]byte, 0, len(source)+128)
+	out = append(out, '{')
+	for k, v := range doc {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, fmt.Errorf("set fields: %w", err)
+		}
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
 }
 
 // ClaimResult is the outcome of claiming one document. Err is nil when this
@@ -115,12 +180,11 @@ func (s *ContentStore) Claim(ctx context.Context, replica string, docs []*domain
 func (s *ContentStore) ClaimEach(ctx context.Context, replica string, docs []*domain.RawContent, now time.Time) ([]ClaimResult, error) {
 	ops := make([]bulkOp, len(docs))
 	for i, d := range docs {
-		seq, term := d.SeqNo, d.PrimaryTerm
-		ops[i] = bulkOp{action: "update", index: d.Index, id: d.ID, seqNo: &seq, term: &term, body: map[string]any{"doc": map[string]any{
+		ops[i] = conditionalChange(d, map[string]any{
 			"classification_status": contentindex.StatusProcessing,
 			"claimed_by":            replica,
 			"claimed_at":            now,
-		}}}
+		})
 	}
 	// No refresh: the poller leaves the documents it just claimed out of its
 	// searches until the index's own refresh shows the claims; a search that
@@ -136,7 +200,7 @@ func (s *ContentStore) ClaimEach(ctx context.Context, replica string, docs []*do
 		if r.Err != nil {
 			continue
 		}
-		d.SeqNo, d.PrimaryTerm = r.SeqNo, r.PrimaryTerm
+		d.SeqNo, d.PrimaryTerm, d.Source = r.SeqNo, r.PrimaryTerm, sourceOf(ops[i])
 		d.ClaimedBy, d.ClassificationStatus = replica, contentindex.StatusProcessing
 		claimed := now
 		d.ClaimedAt = &claimed
@@ -188,6 +252,9 @@ func (s *ContentStore) GetRaw(ctx context.Context, refs []domain.DocKey) (found 
 			continue
 		}
 		raw, _ := domain.DecodeRaw(d.Index, d.ID, d.SeqNo, d.PrimaryTerm, d.Source)
+		if raw.DecodeError == "" {
+			raw.Source = d.Source // a multi-get without source filtering
+		}
 		found = append(found, raw)
 	}
 	return found, missing, nil

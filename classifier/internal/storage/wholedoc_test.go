@@ -1,0 +1,154 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// actionRecorder records the action of every bulk line it forwards.
+type actionRecorder struct {
+	mu      sync.Mutex
+	actions []string
+	next    http.RoundTripper
+}
+
+func (a *actionRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.URL.Path == "/_bulk" {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(nil, 1<<20)
+		for line := 0; sc.Scan(); line++ {
+			if line%2 == 0 {
+				var meta map[string]json.RawMessage
+				if err := json.Unmarshal(sc.Bytes(), &meta); err == nil {
+					for action := range meta {
+						a.mu.Lock()
+						a.actions = append(a.actions, action)
+						a.mu.Unlock()
+					}
+				}
+			}
+		}
+	}
+	return a.next.RoundTrip(r)
+}
+
+func (a *actionRecorder) take() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.actions
+	a.actions = nil
+	return out
+}
+
+// A raw document read whole is claimed, renewed and flipped with whole-
+// document index operations, conditional on its version, so Elasticsearch
+// never reads the stored copy first; every field this replica does not set
+// is kept as stored, and a stale copy still loses on the version.
+func TestWholeDocumentChangesKeepEveryFieldAndStayConditional(t *testing.T) {
+	t.Parallel()
+	_, prefix := testenv.Elasticsearch(t)
+	rec := &actionRecorder{next: http.DefaultTransport}
+	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")}, Transport: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	idx := prefix + "_w" + contentindex.RawSuffix
+	mapping, _ := json.Marshal(map[string]any{"mappings": contentindex.RawMapping()})
+	res, err := es.Indices.Create(idx, es.Indices.Create.WithBody(bytes.NewReader(mapping)))
+	if err := esclient.CheckResponse("create index", res, err); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	stored := map[string]any{
+		"id": "doc-1", "url": "https://example.org/a?x=<b>&y=1", "source_name": "w", "title": "Budget <vote> & more",
+		"raw_text": "The council met.", "meta_description": "Council", "og_type": "article", "word_count": 3,
+		"crawled_at": "2026-11-26T08:00:00Z", "published_date": "2026-11-25T12:00:00Z", "classification_status": "pending",
+	}
+	body, _ := json.Marshal(stored)
+	res, err = es.Index(idx, bytes.NewReader(body), es.Index.WithDocumentID("doc-1"), es.Index.WithRefresh("true"))
+	if err := esclient.CheckResponse("index", res, err); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+
+	store := NewContentStore(es)
+	found, _, err := store.GetRaw(ctx, []domain.DocKey{{Index: idx, ID: "doc-1"}})
+	if err != nil || len(found) != 1 || found[0].Source == nil {
+		t.Fatalf("GetRaw = %v, %v; want the document with its whole source", found, err)
+	}
+	doc := found[0]
+	stale := *doc
+	claimedAt := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	if r, err := store.ClaimEach(ctx, "r1", []*domain.RawContent{doc}, claimedAt); err != nil || r[0].Err != nil {
+		t.Fatalf("claim: %v %v", err, r)
+	}
+	renewedAt := claimedAt.Add(5 * time.Second)
+	if r, err := store.Renew(ctx, []*domain.RawContent{doc}, renewedAt); err != nil || r[0].Err != nil {
+		t.Fatalf("renew: %v %v", err, r)
+	}
+	// A replica holding the copy read before the claim loses on the version.
+	if r, err := store.ClaimEach(ctx, "r2", []*domain.RawContent{&stale}, renewedAt); err != nil || !esclient.IsConflict(r[0].Err) {
+		t.Fatalf("claim of a stale copy: %v %+v, want a conflict", err, r)
+	}
+	if r, err := store.FlipStatus(ctx, []StatusChange{{Raw: doc, Status: contentindex.StatusClassified}}); err != nil || r[0].Err != nil {
+		t.Fatalf("flip: %v %v", err, r)
+	}
+	if got := rec.take(); len(got) != 4 || got[0] != "index" || got[1] != "index" || got[2] != "index" || got[3] != "index" {
+		t.Errorf("bulk actions = %v, want four index operations (claim, renewal, stale claim, flip)", got)
+	}
+
+	res, err = es.Get(idx, "doc-1")
+	if err := esclient.CheckResponse("get", res, err); err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var got struct {
+		Source map[string]any `json:"_source"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{}
+	_ = json.Unmarshal(body, &want)
+	want["classification_status"] = contentindex.StatusClassified
+	want["claimed_by"] = "r1"
+	want["claimed_at"] = renewedAt.Format(time.RFC3339)
+	wantJSON, _ := json.Marshal(want)
+	gotJSON, _ := json.Marshal(got.Source)
+	if !bytes.Equal(gotJSON, wantJSON) {
+		t.Errorf("stored document\n got %s\nwant %s", gotJSON, wantJSON)
+	}
+}
+
+// A document without a kept source (read with a source filter, or built
+// by hand) is changed by partial updates, as before.
+func TestDocumentWithoutSourceIsUpdatedPartially(t *testing.T) {
+	op := conditionalChange(&domain.RawContent{Index: "i", SeqNo: 3, PrimaryTerm: 1}, map[string]any{"claimed_at": "x"})
+	if op.action != "update" || op.seqNo == nil || *op.seqNo != 3 {
+		t.Fatalf("op = %+v, want a conditional partial update", op)
+	}
+	op = conditionalChange(&domain.RawContent{Index: "i", SeqNo: 3, PrimaryTerm: 1, Source: json.RawMessage(`[1]`)}, map[string]any{"claimed_at": "x"})
+	if op.action != "update" {
+		t.Fatalf("op for a source that is not an object = %+v, want a partial update", op)
+	}
+}

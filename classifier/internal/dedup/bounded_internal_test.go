@@ -63,7 +63,7 @@ func TestCandidateLookupIsBoundedForBoilerplate(t *testing.T) {
 
 	var plan []map[string]any
 	var raw []byte
-	if err := db.QueryRowContext(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+candidatesQuery, s.candidateArgs(docs)...).Scan(&raw); err != nil {
+	if err := db.QueryRowContext(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+candidatesQuery, s.candidateArgs(docs, s.cfg.MaxCandidates)...).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(raw, &plan); err != nil {

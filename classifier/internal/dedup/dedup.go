@@ -310,15 +310,18 @@ type candidate struct {
 // are recorded with the same first_seen_at). The original of a duplicate
 // is the earliest near text before it.
 func (s *Store) checkContent(ctx context.Context, docs []Doc, verdicts []Verdict) error {
-	cands, isNew, err := s.candidates(ctx, docs)
+	var open []int // the documents that are not URL duplicates
+	for i := range docs {
+		if verdicts[i].Kind == None {
+			open = append(open, i)
+		}
+	}
+	near, isNew, err := s.nearest(ctx, docs, open)
 	if err != nil {
 		return err
 	}
-	for i, d := range docs {
-		if verdicts[i].Kind != None {
-			continue
-		}
-		of, ok := earliestNear(d, cands[i])
+	for _, i := range open {
+		of, ok := near[i]
 		if !ok && isNew[i] {
 			of, ok = earliestNewNear(docs, verdicts, isNew, i)
 		}
@@ -334,6 +337,59 @@ func (s *Store) checkContent(ctx context.Context, docs []Doc, verdicts []Verdict
 		}
 	}
 	return s.record(ctx, originals)
+}
+
+// firstCandidates is how many candidates nearest reads per document
+// before it reads up to MaxCandidates.
+const firstCandidates = 2
+
+// nearest returns, for the documents docs[i] for i in open, the earliest
+// stored text near each (absent: none) and whether it is new to the store.
+// It reads each document's first firstCandidates candidates, and only for
+// a document none of whose full first round was near, its candidates up to
+// MaxCandidates: the answer reading MaxCandidates at once gives, for a
+// fraction of the rows when the first candidate decides (a flood of
+// copies) or there is none (most news).
+func (s *Store) nearest(ctx context.Context, docs []Doc, open []int) (map[int]domain.DocKey, []bool, error) {
+	near := map[int]domain.DocKey{}
+	isNew := make([]bool, len(docs))
+	if len(open) == 0 {
+		return near, isNew, nil
+	}
+	subset := func(idx []int) []Doc {
+		out := make([]Doc, len(idx))
+		for j, i := range idx {
+			out[j] = docs[i]
+		}
+		return out
+	}
+	first := min(firstCandidates, s.cfg.MaxCandidates)
+	cands, fresh, err := s.candidates(ctx, subset(open), first)
+	if err != nil {
+		return nil, nil, err
+	}
+	var again []int
+	for j, i := range open {
+		isNew[i] = fresh[j]
+		if of, ok := earliestNear(docs[i], cands[j]); ok {
+			near[i] = of
+		} else if len(cands[j]) == first && first < s.cfg.MaxCandidates {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return near, isNew, nil
+	}
+	cands, _, err = s.candidates(ctx, subset(again), s.cfg.MaxCandidates)
+	if err != nil {
+		return nil, nil, err
+	}
+	for j, i := range again {
+		if of, ok := earliestNear(docs[i], cands[j]); ok {
+			near[i] = of
+		}
+	}
+	return near, isNew, nil
 }
 
 // earliestNear returns the first of the stored candidates (they come in
@@ -418,7 +474,7 @@ const candidatesQuery = `
 		 ORDER BY q.ord, k.first_seen_at, k.index_name, k.content_id`
 
 // candidateArgs are candidatesQuery's parameters for docs.
-func (s *Store) candidateArgs(docs []Doc) []any {
+func (s *Store) candidateArgs(docs []Doc, limit int) []any {
 	ords := make([]int64, len(docs))
 	hasSketch := make([]bool, len(docs))
 	exacts := make([][]byte, len(docs))
@@ -435,22 +491,22 @@ func (s *Store) candidateArgs(docs []Doc) []any {
 		sketch = append(sketch, sk...)
 	}
 	return []any{pq.Array(ords), pq.Array(exacts), pq.Array(indices), pq.Array(ids), pq.Array(sketch),
-		fingerprint.SketchSize, interval(s.cfg.ContentWindow), s.cfg.MaxCandidates, pq.Array(hasSketch)}
+		fingerprint.SketchSize, interval(s.cfg.ContentWindow), limit, pq.Array(hasSketch)}
 }
 
 // candidates reads, in one statement for the batch, each document's own
-// stored row (none: it is new) and the first MaxCandidates stored
+// stored row (none: it is new) and the first limit stored
 // fingerprints before it, in order, that share its exact hash or a value of
 // its sketch inside the window.
 //
 // The cost is bounded whatever the corpus: the exact hash and each sketch
 // value are read from B-trees in the candidates' order
 // (idx_content_fingerprints_exact, idx_content_sketch_postings_order),
-// each for at most MaxCandidates entries, and the first MaxCandidates of
-// their union are the first MaxCandidates of all matches. A value shared by
+// each for at most limit entries, and the first limit of their union are
+// the first limit of all matches. A value shared by
 // every stored text (boilerplate) costs as much as a rare one.
-func (s *Store) candidates(ctx context.Context, docs []Doc) ([][]candidate, []bool, error) {
-	rows, err := s.db.QueryContext(ctx, candidatesQuery, s.candidateArgs(docs)...)
+func (s *Store) candidates(ctx context.Context, docs []Doc, limit int) ([][]candidate, []bool, error) {
+	rows, err := s.db.QueryContext(ctx, candidatesQuery, s.candidateArgs(docs, limit)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read near fingerprints: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -240,5 +241,53 @@ func TestURLDuplicateIsNeverAContentOriginal(t *testing.T) {
 		if v[0].Kind != dedup.URL || v[0].Of != holder.Key || v[1].Kind != dedup.None {
 			t.Fatalf("variant %+v holder %+v; want the variant a URL duplicate and the holder an original", v[0], v[1])
 		}
+	}
+}
+
+// A near copy found only past the first candidates read is still found:
+// two earlier texts that share one shingle with the document (a sketch
+// value, so they are candidates, but not near) come before its near copy.
+func TestNearCopyBehindCandidatesThatAreNotNear(t *testing.T) {
+	db := openDB(t)
+	s := dedup.New(db, dedup.Config{})
+	ctx := context.Background()
+	d := fingerprint.Of("Budget vote", article)
+	words := strings.Fields(strings.ToLower(article))
+	filler := func(n int) string {
+		var b strings.Builder
+		for i := range 60 {
+			fmt.Fprintf(&b, " unrelated%d word%d", n, i)
+		}
+		return b.String()
+	}
+	var sharing []string // texts sharing a sketch value with d, not near it
+	for i := 0; i+3 <= len(words) && len(sharing) < 2; i++ {
+		text := strings.Join(words[i:i+3], " ") + filler(len(sharing))
+		fp := fingerprint.Of("Other", text)
+		shared := false
+		for _, v := range fp.Sketch {
+			shared = shared || slices.Contains(d.Sketch, v)
+		}
+		if shared && !fingerprint.Near(fp, d) {
+			sharing = append(sharing, text)
+		}
+	}
+	if len(sharing) < 2 {
+		t.Fatal("found no two texts sharing a sketch value without being near")
+	}
+	stored := []dedup.Doc{
+		{Key: domain.DocKey{Index: "s_raw_content", ID: "a1"}, Source: "s", Fingerprint: fingerprint.Of("Other", sharing[0])},
+		{Key: domain.DocKey{Index: "s_raw_content", ID: "a2"}, Source: "s", Fingerprint: fingerprint.Of("Other", sharing[1])},
+		{Key: domain.DocKey{Index: "s_raw_content", ID: "a3"}, Source: "s", Fingerprint: fingerprint.Of("Budget vote", article+" Updated at noon.")},
+	}
+	if _, err := s.Check(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Check(ctx, []dedup.Doc{{Key: domain.DocKey{Index: "t_raw_content", ID: "b"}, Source: "t", Fingerprint: d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (domain.DocKey{Index: "s_raw_content", ID: "a3"}); got[0].Kind != dedup.Content || got[0].Of != want {
+		t.Fatalf("verdict %+v, want a content duplicate of %v (behind two candidates that are not near)", got[0], want)
 	}
 }

@@ -202,18 +202,18 @@ func startWord(buf []byte, bounds []int) ([]int, bool) {
 // distinct hashes.
 func shingles(words []string) (uint64, []int64) {
 	const shingle = 3
-	var counts [64]int
+	var ones bitCounts
 	sketch := make([]uint64, 0, SketchSize+1)
+	n := 0
 	for i := 0; i+shingle <= len(words); i++ {
 		v := mix(fnv64a(words[i : i+shingle]))
 		sketch = keepSmallest(sketch, v)
-		for b := range counts {
-			counts[b] += int(v>>b&1)*2 - 1
-		}
+		ones.add(v)
+		n++
 	}
 	var sim uint64
-	for b, c := range counts {
-		if c > 0 {
+	for b := range 64 {
+		if 2*ones.count(b) > n { // more shingles with the bit set than without
 			sim |= 1 << b
 		}
 	}
@@ -222,6 +222,28 @@ func shingles(words []string) (uint64, []int64) {
 		out[i] = int64(v)
 	}
 	return sim, out
+}
+
+// bitCounts counts, for each of 64 bit positions, the words added with
+// that bit set: 64 counters held bit-sliced (plane i holds bit i of every
+// counter), so adding a word is a ripple of carries, two steps on average,
+// instead of 64 increments.
+type bitCounts struct{ planes [32]uint64 }
+
+func (c *bitCounts) add(v uint64) {
+	for i := 0; v != 0; i++ {
+		carry := c.planes[i] & v
+		c.planes[i] ^= v
+		v = carry
+	}
+}
+
+func (c *bitCounts) count(bit int) int {
+	n := 0
+	for i, p := range c.planes {
+		n |= int(p>>bit&1) << i
+	}
+	return n
 }
 
 // FNV-1a, 64 bits (hash/fnv's New64a), inline: no allocation per shingle.

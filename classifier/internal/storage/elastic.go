@@ -108,41 +108,6 @@ func sourceOf(op bulkOp) json.RawMessage {
 	return nil
 }
 
-// withFields returns source with fields set (null for a nil value), every
-// other field as it was. The values are copied as they are, unchecked:
-// they came from Elasticsearch or from json.Marshal.
-func withFields(source json.RawMessage, fields map[string]any) (json.RawMessage, error) {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(source, &doc); err != nil {
-		return nil, fmt.Errorf("set fields: %w", err)
-	}
-	if doc == nil {
-		return nil, fmt.Errorf("set fields: source is not an object")
-	}
-	for k, v := range fields {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("set field %s: %w", k, err)
-		}
-		doc[k] = b
-	}
-	out := make([]byte, 0, len(source)+128)
-	out = append(out, '{')
-	for k, v := range doc {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		key, err := json.Marshal(k)
-		if err != nil {
-			return nil, fmt.Errorf("set fields: %w", err)
-		}
-		out = append(out, key...)
-		out = append(out, ':')
-		out = append(out, v...)
-	}
-	return append(out, '}'), nil
-}
-
 // ClaimResult is the outcome of claiming one document. Err is nil when this
 // replica won the claim. Otherwise it is the item's *esclient.ResponseError:
 // 409 (esclient.IsConflict) when the document changed since it was read

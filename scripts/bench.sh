@@ -29,9 +29,10 @@ for entry in "${BENCH_PACKAGES[@]}"; do
   pkg=${entry#*:}
   echo "== $module $pkg" >&2
   # The full output goes to stderr as it comes; the benchmark result lines
-  # are kept, prefixed with the module, for the summary.
+  # are kept, prefixed with the module, for the summary. tee -a: with stderr
+  # redirected to a file, a plain tee would truncate it at every step.
   if ! (cd "$root/$module" && go test -run '^$' -bench . -benchtime 1x -timeout 60m "$pkg") 2>&1 |
-    tee /dev/stderr | sed -n "s/^Benchmark/$module Benchmark/p" >>"$lines"; then
+    tee -a /dev/stderr | sed -n "s/^Benchmark/$module Benchmark/p" >>"$lines"; then
     echo "benchmark $module $pkg failed" >&2
     exit 1
   fi
@@ -46,7 +47,7 @@ if [ "${NC_BENCH_CLUSTERS:-1}" != 0 ]; then
   NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up >&2
   if ! (eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
     cd "$root/e2e" && go test -run '^$' -bench '^BenchmarkReplicas$' -benchtime 1x -timeout 60m .) 2>&1 |
-    tee /dev/stderr | sed -n "s/^Benchmark/e2e Benchmark/p" >>"$lines"; then
+    tee -a /dev/stderr | sed -n "s/^Benchmark/e2e Benchmark/p" >>"$lines"; then
     echo "benchmark e2e BenchmarkReplicas on the clusters failed" >&2
     "$root/scripts/services.sh" down-clusters >&2 || true
     exit 1

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestAdmit(t *testing.T) {
 		check func(t *testing.T, d *domain.RawContent)
 	}{
 		{name: "healthy document", check: func(t *testing.T, d *domain.RawContent) {
-			if *d != *doc(func(e *domain.RawContent) { e.CrawledAt = d.CrawledAt }) {
+			if !reflect.DeepEqual(*d, *doc(func(e *domain.RawContent) { e.CrawledAt = d.CrawledAt })) {
 				t.Errorf("a clean document was changed: %+v", d)
 			}
 		}},
@@ -253,7 +254,7 @@ func TestAdmitIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	once := *d
-	if err := Admit(d, Limits{}); err != nil || *d != once {
+	if err := Admit(d, Limits{}); err != nil || !reflect.DeepEqual(*d, once) {
 		t.Errorf("second Admit changed the document or refused it: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -49,8 +50,8 @@ func FuzzAdmit(f *testing.F) {
 			t.Fatalf("an identity field was changed: %q %q %q", d.ID, d.URL, d.SourceName)
 		}
 		once := *d
-		if err := Admit(d, limits); err != nil || *d != once {
-			t.Fatalf("admitting again: %v, changed %t", err, *d != once)
+		if err := Admit(d, limits); err != nil || !reflect.DeepEqual(*d, once) {
+			t.Fatalf("admitting again: %v, changed %t", err, !reflect.DeepEqual(*d, once))
 		}
 	})
 }

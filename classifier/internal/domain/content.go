@@ -33,7 +33,7 @@ type RawContent struct {
 	FromDLQ bool
 	// Source is the whole _source at SeqNo, when this replica read it whole
 	// (a search or a multi-get without source filtering) and has kept it
-	// in step with its own writes since. With it a claim, renewal, release
+	// in step with its claim and renewals since. With it a claim, renewal, release
 	// or flip is sent as the whole document, conditional on SeqNo, so
 	// Elasticsearch need not read the stored one first; without it (a
 	// filtered read, a document that did not decode) they are partial

@@ -139,40 +139,20 @@ func normalize(texts ...string) (string, []string) {
 	inWord := false
 	for _, s := range texts {
 		for _, r := range s {
-			if r < utf8.RuneSelf {
-				c := byte(r)
-				switch {
-				case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-				case 'A' <= c && c <= 'Z':
-					c += 'a' - 'A'
-				default:
-					if inWord {
-						bounds, inWord = append(bounds, len(buf)), false
-					}
-					continue
-				}
+			lower, ok := wordRune(r)
+			switch {
+			case !ok && inWord:
+				bounds, inWord = append(bounds, len(buf)), false
+			case !ok:
+			default:
 				if !inWord {
-					bounds, inWord = startWord(buf, bounds)
 					if len(buf) > 0 {
 						buf = append(buf, ' ')
 					}
+					bounds, inWord = append(bounds, len(buf)), true
 				}
-				buf = append(buf, c)
-				continue
+				buf = utf8.AppendRune(buf, lower)
 			}
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-				if inWord {
-					bounds, inWord = append(bounds, len(buf)), false
-				}
-				continue
-			}
-			if !inWord {
-				bounds, inWord = startWord(buf, bounds)
-				if len(buf) > 0 {
-					buf = append(buf, ' ')
-				}
-			}
-			buf = utf8.AppendRune(buf, unicode.ToLower(r))
 		}
 		if inWord {
 			bounds, inWord = append(bounds, len(buf)), false
@@ -186,14 +166,18 @@ func normalize(texts ...string) (string, []string) {
 	return text, words
 }
 
-// startWord records where a word that starts now begins: after the space
-// that will separate it from the one before.
-func startWord(buf []byte, bounds []int) ([]int, bool) {
-	start := len(buf)
-	if start > 0 {
-		start++
+// wordRune reports whether r belongs to a word (a letter or a digit) and
+// returns it lower-cased; ASCII without the Unicode tables.
+func wordRune(r rune) (rune, bool) {
+	switch {
+	case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
+		return r, true
+	case 'A' <= r && r <= 'Z':
+		return r + 'a' - 'A', true
+	case r < utf8.RuneSelf:
+		return r, false
 	}
-	return append(bounds, start), true
+	return unicode.ToLower(r), unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // shingles hashes every three-word shingle once. Sim sums, for each of 64
@@ -204,12 +188,11 @@ func shingles(words []string) (uint64, []int64) {
 	const shingle = 3
 	var ones bitCounts
 	sketch := make([]uint64, 0, SketchSize+1)
-	n := 0
-	for i := 0; i+shingle <= len(words); i++ {
+	n := max(len(words)-shingle+1, 0) // shingles
+	for i := range n {
 		v := mix(fnv64a(words[i : i+shingle]))
 		sketch = keepSmallest(sketch, v)
 		ones.add(v)
-		n++
 	}
 	var sim uint64
 	for b := range 64 {

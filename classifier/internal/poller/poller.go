@@ -452,7 +452,7 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	if err != nil {
 		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
-	won := p.settleClaims(ctx, results, f.searched)
+	won, lost := p.settleClaims(ctx, results, f.searched)
 	p.setAside(ctx, results)
 	p.noteClaims(results)
 	span.SetAttributes(attribute.Int("claim.won", len(won)))
@@ -469,12 +469,6 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 			// The document stays claimed; the lease returns it.
 			p.logger.WarnContext(ctx, "work queue refused a claimed document; it returns after the claim lease",
 				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "error", err)
-		}
-	}
-	lost := 0
-	for _, r := range results {
-		if r.Err != nil && esclient.IsConflict(r.Err) {
-			lost++
 		}
 	}
 	return pollResult{won: len(won), lost: lost, more: (len(won) > 0 || lost > 0) && f.more}, nil
@@ -558,14 +552,14 @@ type claimTally struct {
 }
 
 // settleClaims sorts the claim outcomes per index and returns the won
-// documents. A conflict is a claim lost to another replica (or another
+// documents and how many claims were lost. A conflict is a claim lost to another replica (or another
 // write) and is normal. A 429 is the cluster being busy: the document waits
 // for the next poll. Anything else refused every claim of an index (a write
 // block, a missing index) marks that index failing; an index that searched
 // well and whose claims were not all refused is healthy.
-func (p *Poller) settleClaims(ctx context.Context, results []storage.ClaimResult, searched map[string]bool) []*domain.RawContent {
+func (p *Poller) settleClaims(ctx context.Context, results []storage.ClaimResult, searched map[string]bool) (won []*domain.RawContent, lost int) {
 	tallies := map[string]*claimTally{}
-	won := make([]*domain.RawContent, 0, len(results))
+	won = make([]*domain.RawContent, 0, len(results))
 	for _, r := range results {
 		t := tallies[r.Doc.Index]
 		if t == nil {
@@ -579,6 +573,7 @@ func (p *Poller) settleClaims(ctx context.Context, results []storage.ClaimResult
 			won = append(won, r.Doc)
 		case esclient.IsConflict(r.Err):
 			t.lost++
+			lost++
 		case errors.As(r.Err, &re) && re.Status == http.StatusTooManyRequests:
 			t.busy++
 		default:
@@ -605,7 +600,7 @@ func (p *Poller) settleClaims(ctx context.Context, results []storage.ClaimResult
 				"reason_code", code, "reason", reason)
 		}
 	}
-	return won
+	return won, lost
 }
 
 // refusal names why the claims of an index were refused.

@@ -74,16 +74,7 @@ func (s *ContentStore) FlipStatus(ctx context.Context, changes []StatusChange) (
 		}
 		ops[i] = conditionalChange(c.Raw, doc)
 	}
-	results, err := runBulk(ctx, s.es, "flip raw status", ops, "", s.cfg.MaxBulkBytes)
-	if err != nil {
-		return nil, err
-	}
-	for i, r := range results {
-		if r.Err == nil {
-			changes[i].Raw.Source = sourceOf(ops[i])
-		}
-	}
-	return results, nil
+	return runBulk(ctx, s.es, "flip raw status", ops, "", s.cfg.MaxBulkBytes)
 }
 
 // conditionalChange sets fields of a raw document at the version this

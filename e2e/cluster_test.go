@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -400,48 +398,16 @@ var publisherChannels = []string{
 // go-redis subscribes again on the master that replaced a lost one.
 func subscribeSharded(t *testing.T, c *redis.ClusterClient, prefix string) *subscriber {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &subscriber{prefix: prefix, byKey: map[string]*delivery{}}
-	var wg sync.WaitGroup
-	var subs []*redis.PubSub
-	for _, ch := range publisherChannels {
-		ps := c.SSubscribe(ctx, ch)
-		if _, err := ps.Receive(ctx); err != nil {
-			cancel()
-			t.Fatalf("ssubscribe %s: %v", ch, err)
-		}
-		subs = append(subs, ps)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				msg, err := ps.Receive(ctx)
-				switch {
-				case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
-					return
-				case err != nil:
-					c.ReloadState(ctx)
-					time.Sleep(200 * time.Millisecond)
-				default:
-					if m, ok := msg.(*redis.Message); ok {
-						s.record(m.Channel, m.Payload)
-					}
-				}
-			}
-		}()
-	}
+	// Registered first, so it runs after the subscriptions have stopped.
 	t.Cleanup(func() {
-		cancel()
-		for _, ps := range subs {
-			_ = ps.Close()
-		}
-		wg.Wait()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, e := range s.errors {
 			t.Error(e)
 		}
 	})
+	testenv.SSubscribe(t, c, s.record, publisherChannels...)
 	return s
 }
 

@@ -103,50 +103,15 @@ func shardedHarness(t *testing.T, mirror bool) sinktest.Harness {
 }
 
 // sSubscribe subscribes to each channel with SSUBSCRIBE and forwards what
-// arrives until the test ends, as the README tells a consumer to: one
-// subscription per channel (sharded subscriptions of one connection must
-// share a slot; go-redis opens it on the master of the channel's slot), and
-// on a receive error a reload of the client's slot map before go-redis
-// subscribes again, or it keeps dialling a master that a failover replaced.
+// arrives until the test ends, as the README tells a consumer to
+// (testenv.SSubscribe: one subscription per channel, a reload of the slot
+// map after a receive error).
 func sSubscribe(t testing.TB, c *redis.ClusterClient, channels ...string) <-chan sinktest.Received {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan sinktest.Received, 10000)
-	var wg sync.WaitGroup
-	var subs []*redis.PubSub
-	for _, ch := range channels {
-		ps := c.SSubscribe(ctx, ch)
-		if _, err := ps.Receive(ctx); err != nil {
-			cancel()
-			t.Fatalf("ssubscribe %s: %v", ch, err)
-		}
-		subs = append(subs, ps)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				msg, err := ps.Receive(ctx)
-				switch {
-				case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
-					return
-				case err != nil:
-					c.ReloadState(ctx)
-					time.Sleep(200 * time.Millisecond)
-				default:
-					if m, ok := msg.(*redis.Message); ok {
-						out <- sinktest.Received{Channel: m.Channel, Body: m.Payload}
-					}
-				}
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		for _, ps := range subs {
-			_ = ps.Close()
-		}
-		wg.Wait()
-	})
+	testenv.SSubscribe(t, c, func(channel, payload string) {
+		out <- sinktest.Received{Channel: channel, Body: payload}
+	}, channels...)
 	return out
 }
 

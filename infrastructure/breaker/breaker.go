@@ -79,6 +79,9 @@ type Breaker struct {
 	wait      time.Duration
 	openedAt  time.Time
 	lastCause error
+	// probeAt is when the half-open breaker let its one probe through; zero
+	// when no probe is out.
+	probeAt time.Time
 }
 
 // New returns a closed breaker.
@@ -136,16 +139,29 @@ func (b *Breaker) LastCause() error {
 
 // Allow reports whether the caller may use the dependency now. When the
 // breaker is open and its cooldown has passed it turns half-open and allows
-// the call as a probe; otherwise it returns how long until the next probe.
+// this one call as the probe; every other caller is refused until the probe
+// reports (Success or Failure). A probe that never reports (its caller gave
+// up) frees the slot after the current cooldown, so a lost probe cannot
+// hold the breaker half-open for good. When it refuses, Allow returns how
+// long until the next probe may go.
 func (b *Breaker) Allow() (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state != Open {
+	now := b.cfg.Now()
+	switch b.state {
+	case Closed:
+		return true, 0
+	case HalfOpen:
+		if left := b.probeAt.Add(b.wait).Sub(now); left > 0 {
+			return false, left
+		}
+		b.probeAt = now // the probe was lost: let another one go
 		return true, 0
 	}
-	if left := b.openedAt.Add(b.wait).Sub(b.cfg.Now()); left > 0 {
+	if left := b.openedAt.Add(b.wait).Sub(now); left > 0 {
 		return false, left
 	}
+	b.probeAt = now
 	b.set(HalfOpen, nil)
 	return true, 0
 }
@@ -156,6 +172,7 @@ func (b *Breaker) Success() {
 	defer b.mu.Unlock()
 	b.failures = 0
 	b.wait = b.cfg.Cooldown
+	b.probeAt = time.Time{}
 	if b.state != Closed {
 		b.set(Closed, nil)
 	}
@@ -167,6 +184,7 @@ func (b *Breaker) Failure(cause error) {
 	defer b.mu.Unlock()
 	b.failures++
 	b.lastCause = cause
+	b.probeAt = time.Time{}
 	switch b.state {
 	case HalfOpen:
 		b.wait = min(2*b.wait, b.cfg.MaxCooldown)

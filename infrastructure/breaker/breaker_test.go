@@ -89,6 +89,45 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+// A half-open breaker lets exactly one probe through: every other caller
+// is refused until the probe reports, so an outage that is not over meets
+// one call, not a burst of every waiting worker. A probe that never reports
+// frees its slot after the cooldown.
+func TestHalfOpenAdmitsOneProbe(t *testing.T) {
+	t.Parallel()
+	b, clk, _ := newTestBreaker(t, Config{Name: "redis", Threshold: 1, Cooldown: time.Second, MaxCooldown: 4 * time.Second})
+	down := errors.New("NOAUTH Authentication required")
+	b.Failure(down)
+	clk.Add(time.Second)
+	if ok, _ := b.Allow(); !ok || b.State() != HalfOpen {
+		t.Fatalf("after cooldown: state %s, want the probe let through", b.State())
+	}
+	for i := range 3 {
+		if ok, wait := b.Allow(); ok || wait != time.Second {
+			t.Fatalf("caller %d while the probe is out: allowed %v, wait %s; want refused for the cooldown", i, ok, wait)
+		}
+	}
+	clk.Add(400 * time.Millisecond)
+	if ok, wait := b.Allow(); ok || wait != 600*time.Millisecond {
+		t.Fatalf("later caller while the probe is out: allowed %v, wait %s, want refused, 600ms left", ok, wait)
+	}
+	// The probe's caller gave up without reporting: after the cooldown the
+	// next caller is the probe.
+	clk.Add(600 * time.Millisecond)
+	if ok, _ := b.Allow(); !ok {
+		t.Fatal("a lost probe held the half-open breaker past its cooldown")
+	}
+	if ok, _ := b.Allow(); ok {
+		t.Fatal("a second caller went through beside the new probe")
+	}
+	b.Success()
+	for i := range 3 {
+		if ok, _ := b.Allow(); !ok {
+			t.Fatalf("caller %d refused after the probe closed the breaker", i)
+		}
+	}
+}
+
 // A success resets the count of consecutive failures and the cooldown.
 func TestSuccessResetsFailuresAndCooldown(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,80 @@
+package fault
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/north-cloud/infrastructure/esclient"
+)
+
+// Elasticsearch classifies an error of a whole Elasticsearch request (a
+// bulk, a search). A request that reached Elasticsearch and was refused as
+// a whole for what it carried (400, 404 of an index, 413 that a split could
+// not cure) is a Statement fault; unavailable, overloaded (429, 5xx),
+// unauthorized (401, 403 other than an index block) and unreachable are
+// the dependency's; a 408 and our own cancellation are transient. The
+// client answers only with a response or a transport error, so an error
+// without a response is the cluster's.
+func Elasticsearch(err error) Kind {
+	if err == nil {
+		return Transient
+	}
+	var re *esclient.ResponseError
+	if errors.As(err, &re) {
+		switch {
+		case re.Status == http.StatusUnauthorized, re.Status == http.StatusForbidden && !IsBlock(re.Body):
+			return Dependency
+		case re.Status == http.StatusTooManyRequests, re.Status >= 500:
+			return Dependency
+		case re.Status == http.StatusRequestTimeout:
+			return Transient
+		case re.Status >= 400:
+			return Statement
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return Transient
+	}
+	return Dependency // connection refused, reset, DNS, a whole request timing out
+}
+
+// ElasticsearchItem classifies the error of one item of a bulk request.
+// Per item, a 4xx other than 408/409/429 is the item's (a mapping that
+// refuses its value, a document too large); 429 and 5xx mean the cluster is
+// overloaded or a shard is unavailable; 408, 409 and an index block
+// (read-only, disk flood stage: it lifts in time) are transient.
+func ElasticsearchItem(status int, body string) Kind {
+	switch {
+	case status == http.StatusTooManyRequests || status >= 500:
+		return Dependency
+	case status == http.StatusForbidden && IsBlock(body):
+		return Transient
+	case status == http.StatusRequestTimeout || status == http.StatusConflict:
+		return Transient
+	case status >= 400:
+		return Statement
+	default:
+		return Transient
+	}
+}
+
+// IsBlock reports a cluster or index block (read-only index, disk flood
+// stage) in an error body: Elasticsearch answers 403 for those too, but
+// they are about one index, not our credentials.
+func IsBlock(body string) bool {
+	return strings.Contains(body, "cluster_block_exception")
+}
+
+// IsTimeout reports an Elasticsearch answer that the request timed out
+// (408, 504) or a deadline of our own.
+func IsTimeout(err error) bool {
+	var re *esclient.ResponseError
+	if errors.As(err, &re) {
+		return re.Status == http.StatusRequestTimeout || re.Status == http.StatusGatewayTimeout
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/pgnotify"
 	"github.com/north-cloud/publisher/internal/domain"
@@ -428,7 +429,7 @@ func (w *OutboxWorker) woken(wakeups <-chan pgnotify.Wakeup) bool {
 }
 
 func (w *OutboxWorker) drainFailed(ctx context.Context, err error) {
-	if outbox.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+	if fault.PostgresUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
 		w.logger.WarnContext(ctx, "outbox drain failed: database unusable", "error", err,
 			"postgres_breaker", w.postgresBreaker.State().String())
 	} else {
@@ -467,7 +468,7 @@ const minClaimTimeout = 30 * time.Second
 // database is unusable: a connection error, or a statement that did not
 // answer within its own deadline.
 func (w *OutboxWorker) postgresFailed(err error) {
-	if outbox.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+	if fault.PostgresUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
 		w.postgresBreaker.Failure(err)
 	}
 }

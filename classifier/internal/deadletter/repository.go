@@ -1,12 +1,14 @@
 package deadletter
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,6 +122,32 @@ func recordUpsert(permanentAfter int) string {
 			retry_count >= max_retries AND max_retries > 0 AS exhausted, COALESCE(permanent_reason, '')`
 }
 
+// storableRows returns failures keyed as they are stored, one per stored
+// key. Every key is made storable (admission.Storable): a failure must reach
+// the queue even when what failed is the document's own id or source. Two
+// documents whose ids differ only by what storing removes (a NUL byte:
+// "poi\x00son" and "poison\x00") are one stored key; Postgres refuses an
+// upsert that touches one row twice (SQLSTATE 21000), so only the first
+// failure of a stored key is kept. The rows are sorted by key, so
+// concurrent Records take their rows' locks in one order.
+func storableRows(failures []Failure) []Failure {
+	seen := make(map[domain.DocKey]bool, len(failures))
+	out := make([]Failure, 0, len(failures))
+	for _, f := range failures {
+		f.ContentID, f.Source, f.Index = admission.Storable(f.ContentID, 512), admission.Storable(f.Source, 255), admission.Storable(f.Index, 255)
+		key := domain.DocKey{Index: f.Index, ID: f.ContentID}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Failure) int {
+		return cmp.Or(strings.Compare(a.Index, b.Index), strings.Compare(a.ContentID, b.ContentID))
+	})
+	return out
+}
+
 // Recorded tells what Record did to one failure.
 type Recorded struct {
 	// Index and ContentID name the document (its raw index and _id).
@@ -142,33 +170,25 @@ type Recorded struct {
 // the last PermanentAfter-1 (same code, same Signature), which makes the
 // entry permanent: no retries left, and the reason recorded. Entries that
 // are already exhausted are left alone. Validation errors are inserted with
-// no retries.
+// no retries. Failures whose keys are one once stored are one entry
+// (storableRows).
 func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded, error) {
 	if len(failures) == 0 {
 		return nil, nil
 	}
-	// One row per document: Postgres rejects an upsert that touches a row twice.
-	seen := make(map[domain.DocKey]bool, len(failures))
 	var q strings.Builder
 	q.WriteString(`INSERT INTO dead_letter_queue
 		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at, failure_signature) VALUES `)
-	args := make([]any, 0, len(failures)*8)
+	stored := storableRows(failures)
+	args := make([]any, 0, len(stored)*8)
 	now := r.cfg.Clock.Now()
-	for _, f := range failures {
-		key := domain.DocKey{Index: f.Index, ID: f.ContentID}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		if len(args) > 0 {
+	for i, f := range stored {
+		if i > 0 {
 			q.WriteString(",")
 		}
 		n := len(args)
 		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		// Every value is made storable: a failure must reach the queue
-		// even when what failed is the document's own id or source.
-		args = append(args, admission.Storable(f.ContentID, 512), admission.Storable(f.Source, 255), admission.Storable(f.Index, 255),
-			admission.Storable(f.Message, 4000), string(f.Code), MaxRetries(f.Code),
+		args = append(args, f.ContentID, f.Source, f.Index, admission.Storable(f.Message, 4000), string(f.Code), MaxRetries(f.Code),
 			now.Add(RetryPolicy(f.Code).Delay(0)), Signature(f.Message))
 	}
 	q.WriteString(r.record)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,6 +270,15 @@ func TestPollerIsolatesFailingIndices(t *testing.T) {
 
 	p := h.poller(t, Config{BatchSize: 4, PollInterval: 50 * time.Millisecond,
 		IndexRetry: 300 * time.Millisecond, IndexRetryMax: 600 * time.Millisecond})
+	// The poller's clock can be held still, so the no-spin check below sees
+	// the failing indices inside their backoff however slow the machine.
+	var frozen atomic.Pointer[time.Time]
+	p.now = func() time.Time {
+		if at := frozen.Load(); at != nil {
+			return *at
+		}
+		return time.Now()
+	}
 	pollUntil(t, p, h.sink, len(goodIDs))
 	if got := h.sink.keys(); !slices.Equal(got, goodIDs) {
 		t.Fatalf("claimed %v, want the good index's %v", got, goodIDs)
@@ -308,9 +318,19 @@ func TestPollerIsolatesFailingIndices(t *testing.T) {
 	}
 
 	// Nothing left to win: the poller waits its interval, it does not spin.
-	if wait := p.step(context.Background()); wait < 40*time.Millisecond {
-		t.Errorf("step after the good index drained waits %s, want about the poll interval", wait)
+	// The clock is held just before either failing index is due again (on
+	// a loaded machine their backoff may have passed by now, and a due
+	// index is rightly polled at once).
+	due := statusOf(t, p, blocked).NextRetry
+	if other := statusOf(t, p, badMap).NextRetry; other.Before(due) {
+		due = other
 	}
+	at := due.Add(-time.Millisecond)
+	frozen.Store(&at)
+	if wait := p.step(context.Background()); wait < 40*time.Millisecond {
+		t.Errorf("step after the good index drained, both failing indices in their backoff, waits %s; want the poll interval (50ms less jitter)", wait)
+	}
+	frozen.Store(nil)
 
 	// Lift the block: once its backoff has passed, the blocked index is
 	// polled again, its documents are claimed and it is reported healthy.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,78 +17,134 @@ import (
 // most a week, so anything heavier is refused before Prometheus sees it.
 const (
 	promQueryMaxBytes = 2048
-	promRangeMax      = 7 * 24 * time.Hour
-	promPointsMax     = 11_000 // Prometheus's own limit per series
-	promTimeout       = 20 * time.Second
+	// promUpstreamTimeout is the evaluation timeout sent to Prometheus;
+	// the proxy's own deadline (Config.PrometheusTimeout) is longer, so
+	// Prometheus normally answers with its own timeout error first.
+	promUpstreamTimeout = "15s"
+	promBodyMaxBytes    = 32 << 20
 )
 
-// prometheusProxy answers GET /api/prometheus/api/v1/query_range and
-// /query from PrometheusURL, with only query, start, end, step and time
-// passed on: the Overview's charts read the history Prometheus already
-// keeps, so they survive a reload and match Grafana.
-func prometheusProxy(base string, logger *slog.Logger) http.Handler {
-	client := &http.Client{Timeout: promTimeout}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if base == "" {
-			writeError(w, http.StatusServiceUnavailable, "prometheus_not_configured", "PROMETHEUS_URL is not set: the dashboard has no metrics history")
-			return
+// promProxy answers GET /api/prometheus/api/v1/query_range and /query from
+// Prometheus (behind requireToken and getOnly in New), with only query,
+// start, end, step and time passed on, the query checked against
+// promPolicy, at most maxInFlight calls at a time and each bounded by
+// timeout: the Overview's charts read the history Prometheus already keeps,
+// so they survive a reload and match Grafana, and nothing else of
+// Prometheus is reachable through the dashboard.
+type promProxy struct {
+	base    string
+	verify  func(*http.Request) bool
+	policy  promPolicy
+	slots   chan struct{}
+	timeout time.Duration
+	client  *http.Client
+	logger  *slog.Logger
+}
+
+func newPromProxy(cfg Config, logger *slog.Logger) *promProxy {
+	return &promProxy{
+		base:    cfg.PrometheusURL,
+		policy:  newPromPolicy(),
+		slots:   make(chan struct{}, cfg.PrometheusMaxInFlight),
+		timeout: cfg.PrometheusTimeout,
+		client:  &http.Client{Timeout: cfg.PrometheusTimeout},
+		logger:  logger,
+	}
+}
+
+func (p *promProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.base == "" {
+		writeError(w, http.StatusServiceUnavailable, "prometheus_not_configured", "PROMETHEUS_URL is not set: the dashboard has no metrics history")
+		return
+	}
+	endpoint := r.PathValue("endpoint")
+	out, status, code, msg := p.params(endpoint, r.URL.Query())
+	if status != 0 {
+		writeError(w, status, code, msg)
+		return
+	}
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too_many_requests",
+			fmt.Sprintf("at most %d Prometheus queries run at a time; try again shortly", cap(p.slots)))
+		return
+	}
+	p.forward(w, r, endpoint, out)
+}
+
+// params checks the request's parameters and returns those Prometheus
+// gets, or the status, code and message of the refusal.
+func (p *promProxy) params(endpoint string, q url.Values) (out url.Values, status int, code, msg string) {
+	out = url.Values{}
+	query := q.Get("query")
+	if query == "" || len(query) > promQueryMaxBytes {
+		return nil, http.StatusBadRequest, "invalid_query", fmt.Sprintf("query is required, at most %d bytes", promQueryMaxBytes)
+	}
+	if err := p.policy.check(query); err != nil {
+		return nil, http.StatusBadRequest, "query_not_allowed", err.Error()
+	}
+	out.Set("query", query)
+	switch endpoint {
+	case "query_range":
+		start, err1 := promTime(q.Get("start"))
+		end, err2 := promTime(q.Get("end"))
+		step, err3 := strconv.ParseFloat(q.Get("step"), 64)
+		switch {
+		case err1 != nil || err2 != nil || !end.After(start):
+			return nil, http.StatusBadRequest, "invalid_range", "start and end must be Unix times or RFC 3339, end after start"
+		case end.Sub(start) > promRangeMax:
+			return nil, http.StatusBadRequest, "invalid_range", "the range is at most " + promRangeMaxText
+		case err3 != nil || step <= 0 || math.IsInf(step, 0) || end.Sub(start).Seconds()/step > promPointsMax:
+			return nil, http.StatusBadRequest, "invalid_step", fmt.Sprintf("step must be a positive number of seconds giving at most %d points", promPointsMax)
 		}
-		endpoint := r.PathValue("endpoint")
-		q := r.URL.Query()
-		out := url.Values{}
-		query := q.Get("query")
-		if query == "" || len(query) > promQueryMaxBytes {
-			writeError(w, http.StatusBadRequest, "invalid_query", fmt.Sprintf("query is required, at most %d bytes", promQueryMaxBytes))
-			return
-		}
-		out.Set("query", query)
-		switch endpoint {
-		case "query_range":
-			start, err1 := promTime(q.Get("start"))
-			end, err2 := promTime(q.Get("end"))
-			step, err3 := strconv.ParseFloat(q.Get("step"), 64)
-			switch {
-			case err1 != nil || err2 != nil || !end.After(start):
-				writeError(w, http.StatusBadRequest, "invalid_range", "start and end must be Unix times or RFC 3339, end after start")
-				return
-			case end.Sub(start) > promRangeMax:
-				writeError(w, http.StatusBadRequest, "invalid_range", "the range is at most 7 days")
-				return
-			case err3 != nil || step <= 0 || math.IsInf(step, 0) || end.Sub(start).Seconds()/step > promPointsMax:
-				writeError(w, http.StatusBadRequest, "invalid_step", fmt.Sprintf("step must be a positive number of seconds giving at most %d points", promPointsMax))
-				return
+		out.Set("start", q.Get("start"))
+		out.Set("end", q.Get("end"))
+		out.Set("step", q.Get("step"))
+	case "query":
+		if t := q.Get("time"); t != "" {
+			if _, err := promTime(t); err != nil {
+				return nil, http.StatusBadRequest, "invalid_time", "time must be a Unix time or RFC 3339"
 			}
-			out.Set("start", q.Get("start"))
-			out.Set("end", q.Get("end"))
-			out.Set("step", q.Get("step"))
-		case "query":
-			if t := q.Get("time"); t != "" {
-				if _, err := promTime(t); err != nil {
-					writeError(w, http.StatusBadRequest, "invalid_time", "time must be a Unix time or RFC 3339")
-					return
-				}
-				out.Set("time", t)
-			}
-		default:
-			writeError(w, http.StatusNotFound, "not_found", "only query and query_range are proxied to Prometheus")
+			out.Set("time", t)
+		}
+	default:
+		return nil, http.StatusNotFound, "not_found", "only query and query_range are proxied to Prometheus"
+	}
+	out.Set("timeout", promUpstreamTimeout)
+	return out, 0, "", ""
+}
+
+func (p *promProxy) forward(w http.ResponseWriter, r *http.Request, endpoint string, params url.Values) {
+	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/v1/"+endpoint+"?"+params.Encode(), nil)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "could not build the Prometheus request")
+		return
+	}
+	res, err := p.client.Do(req)
+	if err != nil {
+		p.logger.WarnContext(r.Context(), "prometheus unavailable", "endpoint", endpoint, "error", err)
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			writeError(w, http.StatusGatewayTimeout, "upstream_timeout", fmt.Sprintf("Prometheus did not answer within %s", p.timeout))
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), promTimeout)
-		defer cancel()
-		out.Set("timeout", "15s")
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/"+endpoint+"?"+out.Encode(), nil)
-		res, err := client.Do(req)
-		if err != nil {
-			logger.WarnContext(r.Context(), "prometheus unavailable", "error", err)
-			writeError(w, http.StatusBadGateway, "upstream_unavailable", "Prometheus did not answer")
-			return
-		}
-		defer res.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(res.StatusCode)
-		_, _ = io.Copy(w, io.LimitReader(res.Body, 32<<20))
-	})
+		writeError(w, http.StatusBadGateway, "upstream_unavailable", "Prometheus did not answer")
+		return
+	}
+	defer res.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(res.StatusCode)
+	_, _ = io.Copy(w, io.LimitReader(res.Body, promBodyMaxBytes))
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }
 
 func promTime(s string) (time.Time, error) {

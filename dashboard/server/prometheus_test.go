@@ -1,77 +1,465 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	server "github.com/north-cloud/dashboard-server"
+	"github.com/north-cloud/infrastructure/openapi"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// TestPrometheusProxy: query_range and query reach Prometheus with only
-// their own parameters; other paths, huge ranges and too many points are
-// refused before; without PROMETHEUS_URL the proxy says so.
-func TestPrometheusProxy(t *testing.T) {
-	var seen []string
+// promBundle is a dashboard server in front of a Prometheus stand-in that
+// records what reached it.
+type promBundle struct {
+	srv   *httptest.Server
+	token string
+	mu    sync.Mutex
+	seen  []string
+}
+
+func (b *promBundle) reached() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.seen...)
+}
+
+// promSetup starts the dashboard server over a Prometheus stand-in that
+// answers with an empty matrix, or runs upstream when it is not nil.
+func promSetup(t *testing.T, cfg server.Config, upstream http.HandlerFunc) *promBundle {
+	t.Helper()
+	b := &promBundle{token: token(t)}
 	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen = append(seen, r.URL.Path+"?"+r.URL.RawQuery)
+		b.mu.Lock()
+		b.seen = append(b.seen, r.URL.Path+"?"+r.URL.RawQuery)
+		b.mu.Unlock()
+		if upstream != nil {
+			upstream(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
 	}))
-	defer prom.Close()
+	t.Cleanup(prom.Close)
 	dist := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dist, "index.html"), []byte("<html></html>"), 0o644))
-	start := func(promURL string) *httptest.Server {
-		h, err := server.New(server.Config{Dist: dist, PrometheusURL: promURL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		must(t, err)
-		s := httptest.NewServer(h)
-		t.Cleanup(s.Close)
-		return s
+	cfg.Dist, cfg.Auth = dist, testAuth
+	if cfg.PrometheusURL == "" {
+		cfg.PrometheusURL = prom.URL
 	}
-	srv := start(prom.URL)
-	get := func(s *httptest.Server, p string) (int, string) {
-		res, err := http.Get(s.URL + p)
-		must(t, err)
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+	h, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(t, err)
+	b.srv = httptest.NewServer(h)
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// do sends method path with the bundle's token unless anonymous.
+func (b *promBundle) do(t *testing.T, method, path string, anonymous bool) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, b.srv.URL+path, nil)
+	must(t, err)
+	if !anonymous {
+		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(body)
+}
+
+func queryPath(query string) string {
+	return "/api/prometheus/api/v1/query?" + url.Values{"query": {query}}.Encode()
+}
+
+// TestPrometheusProxy: query_range and query reach Prometheus with only
+// their own parameters; other paths, huge ranges and too many points are
+// refused before.
+func TestPrometheusProxy(t *testing.T) {
+	t.Parallel()
+	b := promSetup(t, server.Config{}, nil)
 
 	q := url.Values{"query": {`sum(classifier_queue_depth)`}, "start": {"1700000000"}, "end": {"1700003600"}, "step": {"15"}, "extra": {"x"}}
-	if code, body := get(srv, "/api/prometheus/api/v1/query_range?"+q.Encode()); code != 200 || !strings.Contains(body, `"success"`) {
+	if code, _, body := b.do(t, "GET", "/api/prometheus/api/v1/query_range?"+q.Encode(), false); code != 200 || !strings.Contains(body, `"success"`) {
 		t.Fatalf("query_range: %d %s", code, body)
 	}
+	seen := b.reached()
 	if len(seen) != 1 || !strings.HasPrefix(seen[0], "/api/v1/query_range?") || strings.Contains(seen[0], "extra") || !strings.Contains(seen[0], "step=15") {
 		t.Fatalf("Prometheus saw %v", seen)
 	}
-	if code, _ := get(srv, "/api/prometheus/api/v1/query?query=up"); code != 200 {
+	if code, _, _ := b.do(t, "GET", queryPath("classifier_dlq_depth"), false); code != 200 {
 		t.Fatalf("query: %d", code)
 	}
 	for what, p := range map[string]string{
-		"another endpoint": "/api/prometheus/api/v1/series?query=up",
+		"another endpoint": "/api/prometheus/api/v1/series?query=classifier_dlq_depth",
 		"admin API":        "/api/prometheus/api/v1/admin/tsdb/delete_series?match[]=up",
 		"no query":         "/api/prometheus/api/v1/query_range?start=1&end=2&step=1",
-		"over a week":      "/api/prometheus/api/v1/query_range?query=up&start=1700000000&end=1701000000&step=3600",
-		"too many points":  "/api/prometheus/api/v1/query_range?query=up&start=1700000000&end=1700100000&step=1",
-		"end before start": "/api/prometheus/api/v1/query_range?query=up&start=1700000100&end=1700000000&step=1",
+		"over a week":      "/api/prometheus/api/v1/query_range?query=classifier_dlq_depth&start=1700000000&end=1701000000&step=3600",
+		"too many points":  "/api/prometheus/api/v1/query_range?query=classifier_dlq_depth&start=1700000000&end=1700100000&step=1",
+		"end before start": "/api/prometheus/api/v1/query_range?query=classifier_dlq_depth&start=1700000100&end=1700000000&step=1",
 	} {
-		if code, body := get(srv, p); code < 400 || code >= 500 {
+		if code, _, body := b.do(t, "GET", p, false); code < 400 || code >= 500 {
 			t.Errorf("%s: %d %s, want 4xx", what, code, body)
 		}
 	}
-	if len(seen) != 2 {
+	if n := len(b.reached()); n != 2 {
+		t.Fatalf("refused requests reached Prometheus: %v", b.reached())
+	}
+	if code, _, body := b.do(t, "GET", "/config.json", true); code != 200 || !strings.Contains(body, `"prometheus":true`) {
+		t.Fatalf("config.json: %d %s", code, body)
+	}
+}
+
+// TestPrometheusProxyNotConfigured: without PROMETHEUS_URL the proxy says
+// so, to holders of a token.
+func TestPrometheusProxyNotConfigured(t *testing.T) {
+	t.Parallel()
+	dist := t.TempDir()
+	h, err := server.New(server.Config{Dist: dist, Auth: testAuth}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	status, _, body := get(t, srv.URL+queryPath("classifier_dlq_depth"), "Authorization", "Bearer "+token(t))
+	if status != 503 || !strings.Contains(body, "prometheus_not_configured") {
+		t.Fatalf("without PROMETHEUS_URL: %d %s", status, body)
+	}
+}
+
+// TestPrometheusProxyNeedsToken: without a valid bearer token of the
+// services (none, malformed, signed with another secret, in a query
+// parameter as an <img> tag could carry) the proxy answers 401 and
+// Prometheus sees nothing; it answers only GET.
+func TestPrometheusProxyNeedsToken(t *testing.T) {
+	t.Parallel()
+	b := promSetup(t, server.Config{}, nil)
+	path := queryPath("sum(classifier_queue_depth)")
+	for what, header := range map[string]string{
+		"no token":       "",
+		"not bearer":     "Basic b3A6cHc=",
+		"garbage":        "Bearer not-a-jwt",
+		"another secret": "Bearer " + foreignToken(t),
+	} {
+		var h []string
+		if header != "" {
+			h = []string{"Authorization", header}
+		}
+		status, hdr, body := get(t, b.srv.URL+path, h...)
+		if status != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != "Bearer" || !strings.Contains(body, `"code":"unauthorized"`) {
+			t.Errorf("%s: %d %q %s, want 401 with WWW-Authenticate", what, status, hdr.Get("WWW-Authenticate"), body)
+		}
+	}
+	if status, _, _ := get(t, b.srv.URL+path+"&access_token="+b.token); status != http.StatusUnauthorized {
+		t.Errorf("token in the query string: %d, want 401", status)
+	}
+	if status, _, _ := b.do(t, "GET", "/api/openapi.json", true); status != http.StatusUnauthorized {
+		t.Errorf("openapi.json without a token: %d, want 401", status)
+	}
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		status, hdr, body := b.do(t, m, path, false)
+		if status != http.StatusMethodNotAllowed || hdr.Get("Allow") != "GET" {
+			t.Errorf("%s: %d %q %s, want 405 Allow: GET", m, status, hdr.Get("Allow"), body)
+		}
+	}
+	if seen := b.reached(); len(seen) != 0 {
 		t.Fatalf("refused requests reached Prometheus: %v", seen)
 	}
-	if code, body := get(start(""), "/api/prometheus/api/v1/query?query=up"); code != 503 || !strings.Contains(body, "prometheus_not_configured") {
-		t.Fatalf("without PROMETHEUS_URL: %d %s", code, body)
+	if status, _, _ := b.do(t, "GET", path, false); status != http.StatusOK {
+		t.Fatalf("with a token: %d", status)
 	}
-	if code, body := get(srv, "/config.json"); code != 200 || !strings.Contains(body, `"prometheus":true`) {
-		t.Fatalf("config.json: %d %s", code, body)
+}
+
+// foreignToken is a token of the right shape signed with another secret.
+func foreignToken(t *testing.T) string {
+	t.Helper()
+	other := testAuth
+	other.Secret = strings.Repeat("x", 40)
+	return issue(t, other)
+}
+
+// TestPrometheusProxyAllowlist: only the dashboard's metrics, the allowed
+// aggregations and functions, and bounded ranges, subqueries and offsets
+// reach Prometheus; anything else is 400 query_not_allowed naming what was
+// refused.
+func TestPrometheusProxyAllowlist(t *testing.T) {
+	t.Parallel()
+	b := promSetup(t, server.Config{}, nil)
+	allowed := []string{
+		`sum(classifier_queue_depth)`,
+		`sum(classifier_outbox_backlog{status=~"pending|publishing"})`,
+		`sum by (status) (classifier_outbox_backlog{status="failed"}) > 0`,
+		`max_over_time(classifier_dlq_depth[7d])`,
+		`rate(classifier_dlq_depth[5m] offset 1h)`,
+		`max_over_time(sum(classifier_queue_depth)[1d:1m])`,
+		`-classifier_queue_depth * 2 + (classifier_dlq_depth)`,
+	}
+	for _, q := range allowed {
+		if status, _, body := b.do(t, "GET", queryPath(q), false); status != http.StatusOK {
+			t.Errorf("%s: %d %s, want 200", q, status, body)
+		}
+	}
+	refused := map[string]string{
+		`up`:                                                        `the metric "up" is not allowed`,
+		`sum(prometheus_tsdb_head_series)`:                          `the metric "prometheus_tsdb_head_series" is not allowed`,
+		`{__name__=~".+"}`:                                          `a selector must name its metric`,
+		`{__name__="classifier_queue_depth"}`:                       `a selector must name its metric`,
+		`classifier_queue_depth + on() up`:                          `the metric "up" is not allowed`,
+		`topk(1, classifier_queue_depth)`:                           `the aggregation topk is not allowed`,
+		`count_values("v", classifier_dlq_depth)`:                   `the aggregation count_values is not allowed`,
+		`absent(classifier_queue_depth)`:                            `the function absent is not allowed`,
+		`label_replace(classifier_queue_depth, "a", "b", "c", "d")`: `the function label_replace is not allowed`,
+		`max_over_time(classifier_dlq_depth[8d])`:                   `a range selector must be a fixed duration of at most 7d`,
+		`max_over_time(classifier_dlq_depth[1y])`:                   `a range selector must be a fixed duration of at most 7d`,
+		`max_over_time(classifier_dlq_depth[30d:1h])`:               `a subquery must be a fixed duration of at most 7d`,
+		`max_over_time(classifier_dlq_depth[1h:])`:                  `a subquery needs an explicit step`,
+		`max_over_time(classifier_dlq_depth[7d:1s])`:                `a subquery may have at most 11000 points`,
+		`classifier_dlq_depth offset 30d`:                           `an offset must be a fixed duration of at most 7d`,
+		`classifier_dlq_depth @ 0`:                                  `the @ modifier is not allowed`,
+		`"a string"`:                                                `string literals are not allowed`,
+		`sum(classifier_queue_depth`:                                `not valid PromQL`,
+	}
+	for q, want := range refused {
+		status, _, body := b.do(t, "GET", queryPath(q), false)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal([]byte(body), &e)
+		if status != http.StatusBadRequest || e.Error.Code != "query_not_allowed" || !strings.Contains(e.Error.Message, want) {
+			t.Errorf("%s: %d %s, want 400 query_not_allowed saying %q", q, status, body, want)
+		}
+		q := url.Values{"query": {q}, "start": {"1700000000"}, "end": {"1700003600"}, "step": {"60"}}
+		if status, _, body := b.do(t, "GET", "/api/prometheus/api/v1/query_range?"+q.Encode(), false); status != http.StatusBadRequest {
+			t.Errorf("query_range %s: %d %s, want 400", q, status, body)
+		}
+	}
+	if n := len(b.reached()); n != len(allowed) {
+		t.Fatalf("Prometheus saw %d queries, want the %d allowed: %v", n, len(allowed), b.reached())
+	}
+}
+
+// TestPrometheusProxyConcurrencyCap: at most PrometheusMaxInFlight queries
+// are in flight; one more gets 429 with Retry-After at once, and a slot is
+// free again when a query ends.
+func TestPrometheusProxyConcurrencyCap(t *testing.T) {
+	t.Parallel()
+	const limit = 2
+	arrived := make(chan struct{}, limit+1)
+	release := make(chan struct{})
+	b := promSetup(t, server.Config{PrometheusMaxInFlight: limit}, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	})
+	path := queryPath("sum(classifier_queue_depth)")
+	done := make(chan int, limit)
+	for range limit {
+		go func() {
+			req, _ := http.NewRequest("GET", b.srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+b.token)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			res.Body.Close()
+			done <- res.StatusCode
+		}()
+	}
+	for range limit {
+		<-arrived
+	}
+	status, hdr, body := b.do(t, "GET", path, false)
+	if status != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" || !strings.Contains(body, `"code":"too_many_requests"`) {
+		t.Fatalf("over the cap: %d %q %s, want 429 with Retry-After", status, hdr.Get("Retry-After"), body)
+	}
+	close(release)
+	for range limit {
+		if s := <-done; s != http.StatusOK {
+			t.Fatalf("a query within the cap: %d", s)
+		}
+	}
+	if status, _, body := b.do(t, "GET", path, false); status != http.StatusOK {
+		t.Fatalf("after the queries ended: %d %s", status, body)
+	}
+}
+
+// TestPrometheusProxyTimeout: a Prometheus that does not answer within
+// PrometheusTimeout gets 504, and the slot is given back.
+func TestPrometheusProxyTimeout(t *testing.T) {
+	t.Parallel()
+	b := promSetup(t, server.Config{PrometheusTimeout: 100 * time.Millisecond, PrometheusMaxInFlight: 1}, func(_ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	for range 2 {
+		status, _, body := b.do(t, "GET", queryPath("sum(classifier_queue_depth)"), false)
+		if status != http.StatusGatewayTimeout || !strings.Contains(body, `"code":"upstream_timeout"`) {
+			t.Fatalf("hung Prometheus: %d %s, want 504", status, body)
+		}
+	}
+}
+
+// frontEndQueries returns the PromQL the Overview sends (PROM_QUERIES in
+// dashboard/src/views/OverviewView.vue), so the allowlist cannot drift
+// from what the charts ask.
+func frontEndQueries(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile("../src/views/OverviewView.vue")
+	must(t, err)
+	block := regexp.MustCompile(`(?s)const PROM_QUERIES = \{(.*?)\} as const`).FindSubmatch(src)
+	if block == nil {
+		t.Fatal("PROM_QUERIES not found in OverviewView.vue")
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`:\s*'([^']+)'`).FindAllSubmatch(block[1], -1) {
+		out = append(out, string(m[1]))
+	}
+	if len(out) == 0 {
+		t.Fatal("no queries in PROM_QUERIES")
+	}
+	return out
+}
+
+// TestPrometheusProxyRealPrometheus: the Overview's own queries, through
+// the proxy, are answered by a real Prometheus (Debian's package) scraping
+// a target that exposes the dashboard's gauges, with the series in the
+// answer; every answer matches the server's OpenAPI document.
+func TestPrometheusProxyRealPrometheus(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		testenv.Unavailable(t, "prometheus (apt-get install prometheus)", err)
+	}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = io.WriteString(w, "classifier_queue_depth{source=\"a\"} 3\nclassifier_dlq_depth 1\n"+
+			"classifier_outbox_backlog{status=\"pending\"} 2\nclassifier_outbox_backlog{status=\"failed\"} 5\nsecret_metric 42\n")
+	}))
+	t.Cleanup(target.Close)
+	promAddr := startPrometheus(t, bin, strings.TrimPrefix(target.URL, "http://"))
+	b := promSetup(t, server.Config{PrometheusURL: "http://" + promAddr}, nil)
+	doc, err := openapi.Load(openAPIDoc(t, b))
+	must(t, err)
+
+	check := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", b.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		res, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if err := doc.CheckResponse(req, res.StatusCode, res.Header, body); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+		return res.StatusCode, string(body)
+	}
+	// Wait for the first scrape: the dashboard's gauges have a value.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, body := check(queryPath("sum(classifier_outbox_backlog)"))
+		if status == 200 && strings.Contains(body, `"7"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus never had the target's series: %d %s", status, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := map[string]string{
+		"sum(classifier_queue_depth)": `"3"`, "sum(classifier_dlq_depth)": `"1"`,
+		`sum(classifier_outbox_backlog{status=~"pending|publishing"})`: `"2"`, `sum(classifier_outbox_backlog{status="failed"})`: `"5"`,
+	}
+	end := time.Now().Unix() + 1 // the point at end follows the sample just seen
+	for _, q := range frontEndQueries(t) {
+		params := url.Values{"query": {q}, "start": {fmt.Sprint(end - 3600)}, "end": {fmt.Sprint(end)}, "step": {"30"}}
+		status, body := check("/api/prometheus/api/v1/query_range?" + params.Encode())
+		var res struct {
+			Status string `json:"status"`
+			Data   struct {
+				ResultType string            `json:"resultType"`
+				Result     []json.RawMessage `json:"result"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal([]byte(body), &res)
+		if status != 200 || res.Status != "success" || res.Data.ResultType != "matrix" || len(res.Data.Result) != 1 || !strings.Contains(body, want[q]) {
+			t.Errorf("the Overview's %s: %d %s, want one series with %s", q, status, body, want[q])
+		}
+	}
+	if status, body := check(queryPath("secret_metric")); status != http.StatusBadRequest {
+		t.Errorf("a metric Prometheus holds but the dashboard does not use: %d %s", status, body)
+	}
+}
+
+func openAPIDoc(t *testing.T, b *promBundle) []byte {
+	t.Helper()
+	status, _, body := b.do(t, "GET", "/api/openapi.json", false)
+	if status != http.StatusOK {
+		t.Fatalf("openapi.json: %d %s", status, body)
+	}
+	return []byte(body)
+}
+
+// startPrometheus runs prometheus scraping target every second until the
+// test ends and returns its address once it is ready.
+func startPrometheus(t *testing.T, bin, target string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: dashboard\n    static_configs:\n      - targets: [%q]\n", target)
+	must(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	var log strings.Builder
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	must(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("prometheus exited: %v\n%s", err, log.String())
+		case <-ctx.Done():
+			t.Fatalf("prometheus not ready within 60s")
+		case <-time.After(100 * time.Millisecond):
+		}
+		if res, err := http.Get("http://" + addr + "/-/ready"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
 	}
 }

@@ -1,12 +1,16 @@
 // Package server serves the dashboard's built files (dist/) and proxies the
 // three service APIs under one origin, so the browser never makes a
 // cross-origin call: /api/classifier/*, /api/publisher/* and
-// /api/index-manager/* go to the services with the prefix stripped.
-// Everything else is a file of dist/, or index.html for the single-page
-// app's own routes.
+// /api/index-manager/* go to the services with the prefix stripped, with
+// X-Forwarded-For set to the browser's address (the index-manager's login
+// limits count per client address). /api/prometheus/api/v1/{query,query_range}
+// is its own bounded, authenticated Prometheus proxy (prometheus.go), and
+// /api/openapi.json describes its own routes (openapi.yaml). Everything else
+// is a file of dist/, or index.html for the single-page app's own routes.
 package server
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,11 +24,18 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/config"
+	"github.com/north-cloud/infrastructure/openapi"
 )
 
 // Defaults of Config.
 const (
-	AddrDefault          = ":3000"
+	// AddrDefault listens on loopback only: natively the dashboard is for
+	// the operator's own browser. The image sets DASHBOARD_ADDR=0.0.0.0:3000
+	// (compose publishes it on the host's loopback).
+	AddrDefault          = "127.0.0.1:3000"
 	DistDefault          = "dist"
 	ClassifierURLDefault = "http://127.0.0.1:8071"
 	PublisherURLDefault  = "http://127.0.0.1:8070"
@@ -32,6 +43,11 @@ const (
 	// ProxyTimeoutDefault bounds how long a service may take to start
 	// answering a proxied request.
 	ProxyTimeoutDefault = 60 * time.Second
+	// PrometheusMaxInFlightDefault caps the Prometheus queries proxied at
+	// once (the Overview sends four per refresh); more get 429.
+	PrometheusMaxInFlightDefault = 4
+	// PrometheusTimeoutDefault bounds one proxied Prometheus call.
+	PrometheusTimeoutDefault = 20 * time.Second
 )
 
 // Config configures the server.
@@ -57,28 +73,50 @@ type Config struct {
 	// PrometheusURL is the Prometheus the Overview's charts read
 	// (query_range through /api/prometheus); empty: no charts history.
 	PrometheusURL string
+	// PrometheusMaxInFlight caps concurrent proxied Prometheus queries.
+	// Defaults to PrometheusMaxInFlightDefault.
+	PrometheusMaxInFlight int
+	// PrometheusTimeout bounds one proxied Prometheus call. Defaults to
+	// PrometheusTimeoutDefault.
+	PrometheusTimeout time.Duration
+	// Auth verifies the bearer tokens of the dashboard server's own API
+	// (the Prometheus proxy, /api/openapi.json): the services' tokens, the
+	// same JWT_SECRET. Required.
+	Auth auth.Config
 }
 
 // ConfigFromEnv reads DASHBOARD_ADDR, DASHBOARD_DIST, CLASSIFIER_URL,
-// PUBLISHER_URL, INDEX_MANAGER_URL, PROMETHEUS_URL and DASHBOARD_READ_ONLY.
+// PUBLISHER_URL, INDEX_MANAGER_URL, PROMETHEUS_URL, DASHBOARD_READ_ONLY,
+// DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT, DASHBOARD_PROMETHEUS_TIMEOUT,
+// JWT_SECRET and JWT_MAX_LIFETIME (the last two checked as the services
+// check them).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{
-		Addr:            getenv("DASHBOARD_ADDR"),
-		Dist:            getenv("DASHBOARD_DIST"),
-		ClassifierURL:   getenv("CLASSIFIER_URL"),
-		PublisherURL:    getenv("PUBLISHER_URL"),
-		IndexManagerURL: getenv("INDEX_MANAGER_URL"),
-		PrometheusURL:   strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
+	vars := map[string]string{}
+	for _, name := range []string{"JWT_SECRET", "JWT_MAX_LIFETIME", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", "DASHBOARD_PROMETHEUS_TIMEOUT"} {
+		vars[name] = getenv(name)
 	}
+	l := config.NewFromMap(vars)
+	c := Config{
+		Auth:                  auth.ConfigFromEnv(l),
+		PrometheusMaxInFlight: l.PositiveInt("DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", PrometheusMaxInFlightDefault),
+		PrometheusTimeout:     l.Duration("DASHBOARD_PROMETHEUS_TIMEOUT", PrometheusTimeoutDefault),
+		Addr:                  getenv("DASHBOARD_ADDR"),
+		Dist:                  getenv("DASHBOARD_DIST"),
+		ClassifierURL:         getenv("CLASSIFIER_URL"),
+		PublisherURL:          getenv("PUBLISHER_URL"),
+		IndexManagerURL:       getenv("INDEX_MANAGER_URL"),
+		PrometheusURL:         strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
+	}
+	errs := []error{l.Err()}
 	switch strings.ToLower(strings.TrimSpace(getenv("DASHBOARD_READ_ONLY"))) {
 	case "", "0", "false", "no", "off":
 	case "1", "true", "yes", "on":
 		c.ReadOnly = true
 	default:
-		return c, fmt.Errorf("DASHBOARD_READ_ONLY: must be true or false (got %q)", getenv("DASHBOARD_READ_ONLY"))
+		errs = append(errs, fmt.Errorf("DASHBOARD_READ_ONLY: must be true or false (got %q)", getenv("DASHBOARD_READ_ONLY")))
 	}
 	c.setDefaults()
-	return c, c.validate()
+	return c, errors.Join(append(errs, c.validate())...)
 }
 
 func (c *Config) setDefaults() {
@@ -100,6 +138,12 @@ func (c *Config) setDefaults() {
 	if c.ProxyTimeout == 0 {
 		c.ProxyTimeout = ProxyTimeoutDefault
 	}
+	if c.PrometheusMaxInFlight == 0 {
+		c.PrometheusMaxInFlight = PrometheusMaxInFlightDefault
+	}
+	if c.PrometheusTimeout == 0 {
+		c.PrometheusTimeout = PrometheusTimeoutDefault
+	}
 }
 
 func (c *Config) validate() error {
@@ -116,16 +160,27 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("PROMETHEUS_URL: must be an http(s) URL (got %q)", c.PrometheusURL))
 		}
 	}
-	if c.ProxyTimeout < 0 {
-		errs = append(errs, errors.New("ProxyTimeout: must not be negative"))
+	if c.ProxyTimeout < 0 || c.PrometheusTimeout < 0 || c.PrometheusMaxInFlight < 0 {
+		errs = append(errs, errors.New("ProxyTimeout, PrometheusTimeout and PrometheusMaxInFlight: must not be negative"))
 	}
 	return errors.Join(errs...)
 }
+
+//go:embed openapi.yaml
+var openapiYAML []byte
 
 // New returns the dashboard's handler.
 func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dashboard server: %w", err)
+	}
+	authn, err := auth.New(cfg.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard server: %w", err)
+	}
+	doc, err := openapi.Load(openapiYAML)
+	if err != nil {
 		return nil, fmt.Errorf("dashboard server: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -138,7 +193,10 @@ func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 		target, _ := url.Parse(u.target)
 		mux.Handle(u.prefix+"/", newProxy(u.prefix, target, cfg.ProxyTimeout, logger))
 	}
-	mux.Handle("GET /api/prometheus/api/v1/{endpoint}", prometheusProxy(cfg.PrometheusURL, logger))
+	// The server's own API: every method reaches these handlers, which
+	// answer 401 without a valid token, then 405 for anything but GET.
+	mux.Handle("/api/prometheus/api/v1/{endpoint}", requireToken(authn, getOnly(newPromProxy(cfg, logger))))
+	mux.Handle("/api/openapi.json", requireToken(authn, getOnly(doc)))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no service is mounted at "+r.URL.Path)
 	})
@@ -230,6 +288,33 @@ func spa(dist string) http.Handler {
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(index)
 		}
+	})
+}
+
+// requireToken answers 401 (in the services' error shape, with
+// WWW-Authenticate) to a request without a valid bearer token: the
+// services' own tokens, checked by the services' own verifier.
+func requireToken(a *auth.Authenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.Authenticated(r) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required (log in to the dashboard)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// getOnly answers 405 with Allow: GET to any other method, so nothing
+// reaches Prometheus but reads.
+func getOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed: this route is read-only (GET)")
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

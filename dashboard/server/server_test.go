@@ -10,9 +10,31 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	server "github.com/north-cloud/dashboard-server"
+	"github.com/north-cloud/infrastructure/auth"
 )
+
+// testSecret signs the tests' tokens (JWT_SECRET).
+const testSecret = "dashboard-server-test-secret-0123456789abcdef"
+
+var testAuth = auth.Config{Secret: testSecret}
+
+// token issues a valid bearer token with the tests' secret.
+func token(t *testing.T) string {
+	t.Helper()
+	return issue(t, testAuth)
+}
+
+func issue(t *testing.T, cfg auth.Config) string {
+	t.Helper()
+	a, err := auth.New(cfg)
+	must(t, err)
+	tok, _, err := a.Issue("operator", time.Hour)
+	must(t, err)
+	return tok
+}
 
 type bundle struct {
 	srv       *httptest.Server
@@ -38,6 +60,7 @@ func setup(t *testing.T, readOnly bool) bundle {
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(map[string]string{
 				"service": name, "uri": r.RequestURI, "auth": r.Header.Get("Authorization"), "method": r.Method,
+				"forwarded_for": r.Header.Get("X-Forwarded-For"),
 			})
 		}))
 		t.Cleanup(up.Close)
@@ -45,7 +68,7 @@ func setup(t *testing.T, readOnly bool) bundle {
 	}
 	h, err := server.New(server.Config{
 		Dist: dist, ClassifierURL: urls["classifier"], PublisherURL: urls["publisher"],
-		IndexManagerURL: urls["index-manager"], ReadOnly: readOnly,
+		IndexManagerURL: urls["index-manager"], ReadOnly: readOnly, Auth: testAuth,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	must(t, err)
 	b.srv = httptest.NewServer(h)
@@ -95,6 +118,27 @@ func TestProxyStripsPrefixAndKeepsTheRequest(t *testing.T) {
 	}
 }
 
+// TestProxySetsForwardedFor: the services see the browser's address in
+// X-Forwarded-For (the index-manager's login budgets are per client
+// address), and only it: a forwarded chain the client sent is dropped, so
+// a browser cannot pose as another address.
+func TestProxySetsForwardedFor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	for _, spoofed := range []string{"", "203.0.113.9", "203.0.113.9, 198.51.100.1"} {
+		header := []string{"Content-Type", "application/json"}
+		if spoofed != "" {
+			header = append(header, "X-Forwarded-For", spoofed)
+		}
+		status, _, body := get(t, b.srv.URL+"/api/index-manager/api/v1/auth/login", header...)
+		var got map[string]string
+		must(t, json.Unmarshal([]byte(body), &got))
+		if status != http.StatusOK || got["forwarded_for"] != "127.0.0.1" {
+			t.Errorf("client sent X-Forwarded-For %q: the service saw %q (%d), want the peer 127.0.0.1", spoofed, got["forwarded_for"], status)
+		}
+	}
+}
+
 func TestSPAFallbackAndFiles(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
@@ -139,7 +183,7 @@ func TestUpstreamDownIs502InTheErrorShape(t *testing.T) {
 	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	h, err := server.New(server.Config{Dist: t.TempDir(), ClassifierURL: dead.URL}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := server.New(server.Config{Dist: t.TempDir(), ClassifierURL: dead.URL, Auth: testAuth}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	must(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -158,13 +202,26 @@ func TestUpstreamDownIs502InTheErrorShape(t *testing.T) {
 
 func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	env := func(m map[string]string) func(string) string {
+		return func(k string) string {
+			if k == "JWT_SECRET" {
+				if v, ok := m[k]; ok {
+					return v
+				}
+				return testSecret
+			}
+			return m[k]
+		}
+	}
+	// Natively the dashboard listens on loopback only, unless told.
 	c, err := server.ConfigFromEnv(env(map[string]string{}))
-	if err != nil || c.Addr != ":3000" || c.ClassifierURL != server.ClassifierURLDefault || c.ReadOnly {
+	if err != nil || c.Addr != "127.0.0.1:3000" || c.ClassifierURL != server.ClassifierURLDefault || c.ReadOnly ||
+		c.Auth.Secret != testSecret || c.PrometheusMaxInFlight != 4 || c.PrometheusTimeout != 20*time.Second {
 		t.Errorf("defaults = %+v, %v", c, err)
 	}
-	c, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "true", "DASHBOARD_ADDR": "127.0.0.1:1"}))
-	if err != nil || !c.ReadOnly || c.Addr != "127.0.0.1:1" {
+	c, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "true", "DASHBOARD_ADDR": "0.0.0.0:1",
+		"DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT": "2", "DASHBOARD_PROMETHEUS_TIMEOUT": "5s"}))
+	if err != nil || !c.ReadOnly || c.Addr != "0.0.0.0:1" || c.PrometheusMaxInFlight != 2 || c.PrometheusTimeout != 5*time.Second {
 		t.Errorf("read only = %+v, %v", c, err)
 	}
 	_, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "maybe", "PUBLISHER_URL": "ftp://x"}))
@@ -174,5 +231,15 @@ func TestConfigFromEnv(t *testing.T) {
 	_, err = server.ConfigFromEnv(env(map[string]string{"PUBLISHER_URL": "ftp://x"}))
 	if err == nil || !strings.Contains(err.Error(), "PUBLISHER_URL") {
 		t.Errorf("bad url: %v", err)
+	}
+	// The proxy's tokens are the services' tokens: without a usable
+	// JWT_SECRET the server does not start.
+	for _, secret := range []string{"", "short", "change-me-change-me-change-me-change-me"} {
+		if _, err := server.ConfigFromEnv(env(map[string]string{"JWT_SECRET": secret})); err == nil || !strings.Contains(err.Error(), "JWT_SECRET") {
+			t.Errorf("JWT_SECRET %q: %v", secret, err)
+		}
+	}
+	if _, err := server.New(server.Config{Dist: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		t.Error("New without a secret: no error")
 	}
 }

@@ -1,6 +1,8 @@
-// Command dashboard serves the built dashboard (dashboard/dist) on :3000 and
-// proxies /api/classifier, /api/publisher and /api/index-manager to the
-// services. See package server for the settings.
+// Command dashboard serves the built dashboard (dashboard/dist) on
+// 127.0.0.1:3000 (DASHBOARD_ADDR) and proxies /api/classifier,
+// /api/publisher and /api/index-manager to the services, and
+// /api/prometheus to a bounded set of Prometheus queries for holders of a
+// token. See package server for the settings.
 package main
 
 import (
@@ -38,7 +40,9 @@ func main() {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	logger.Info("dashboard listening", "addr", cfg.Addr, "dist", cfg.Dist, "classifier", cfg.ClassifierURL,
-		"publisher", cfg.PublisherURL, "index_manager", cfg.IndexManagerURL, "read_only", cfg.ReadOnly)
+		"publisher", cfg.PublisherURL, "index_manager", cfg.IndexManagerURL, "read_only", cfg.ReadOnly,
+		"prometheus", cfg.PrometheusURL, "prometheus_max_in_flight", cfg.PrometheusMaxInFlight,
+		"prometheus_timeout", cfg.PrometheusTimeout.String(), "auth", cfg.Auth.String())
 
 	select {
 	case err := <-errc:

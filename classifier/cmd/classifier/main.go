@@ -198,8 +198,12 @@ func serve(ctx context.Context, _ []string) error {
 	// Paced like the main queue: while claims wait, the pipeline behind both
 	// queues is behind, and more urgent claims would only wait as well.
 	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
-	priorities := sourcepriority.NewCache(sourcepriority.NewStore(db), 0, log)
-	cfg.Poller.LowSources = priorities.Low
+	priorityStore, err := sourcepriority.New(sourcepriority.Config{DB: db, ES: es})
+	if err != nil {
+		return err
+	}
+	priorities := sourcepriority.NewCache(priorityStore, 0, log)
+	cfg.Poller.LowSource = priorities.IsLow
 	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)
 	if err != nil {
 		return err
@@ -250,7 +254,7 @@ func serve(ctx context.Context, _ []string) error {
 	if err := opsapi.Register(v1, opsapi.Deps{
 		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
 		PollStatus: poll.IndexStatus, SourceStats: sourceStats,
-		Priorities: sourcepriority.NewStore(db), Reprocess: reprocessor,
+		Priorities: priorityStore, Reprocess: reprocessor,
 	}); err != nil {
 		return err
 	}

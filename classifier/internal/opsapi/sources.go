@@ -82,7 +82,16 @@ func (h *handler) putPriority(c *gin.Context) {
 	ctx, cancel := h.ctx(c)
 	defer cancel()
 	m, err := h.Priorities.Set(ctx, source, p, auth.Subject(c))
-	if err != nil {
+	switch {
+	case errors.Is(err, sourcepriority.ErrUnknownSource):
+		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, fmt.Sprintf(
+			"source %s does not exist: it has no raw index %s and no classified documents", source, contentindex.RawIndex(source)))
+		return
+	case errors.Is(err, sourcepriority.ErrTooManyMarks):
+		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, fmt.Sprintf(
+			"at most %d sources may be marked low at once; set one back to normal first", h.Priorities.MaxLowMarks()))
+		return
+	case err != nil:
 		h.fail(c, "set source priority", err)
 		return
 	}

@@ -45,7 +45,11 @@ func setupSources(t *testing.T) *sourcesBundle {
 				t.Error(err)
 			}
 		})
-		sb.priorities = sourcepriority.NewStore(db)
+		priorities, err := sourcepriority.New(sourcepriority.Config{DB: db, ES: es, MaxLowMarks: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.priorities = priorities
 		d.Reprocess, d.Priorities = runner, sb.priorities
 	})
 	return sb
@@ -211,6 +215,12 @@ func TestReprocessConflictsAndInput(t *testing.T) {
 func TestSourcePriorityAndRouteShadowing(t *testing.T) {
 	t.Parallel()
 	b := setupSources(t)
+	// Sources with classified documents (no raw index needed).
+	for _, name := range []string{"news", "stats", "poll-status"} {
+		if _, err := b.db.Exec(`INSERT INTO source_reputation (source_name) VALUES ($1)`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var m sourcepriority.Mark
 	if code := b.do(t, "GET", "/api/v1/sources/news/priority", nil, &m); code != 200 || m.Priority != sourcepriority.Normal || m.UpdatedAt != nil {
 		t.Fatalf("unmarked = %d %+v, want normal with no updated_at", code, m)
@@ -244,6 +254,32 @@ func TestSourcePriorityAndRouteShadowing(t *testing.T) {
 	}
 	if len(marks) != 3 || marks["news"] != sourcepriority.Low || marks["stats"] != sourcepriority.Low || marks["poll-status"] != sourcepriority.Normal {
 		t.Errorf("List = %v", marks)
+	}
+	// A source with neither a raw index nor classified documents has no
+	// mark (before: 200, and every low mark grew every poll's search); a
+	// raw index is enough; past the bound (3 in this test) a new low mark
+	// is refused.
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := b.do(t, "PUT", "/api/v1/sources/zz-no-such-source/priority", map[string]string{"priority": "low"}, &e); code != 404 ||
+		e.Error.Code != "not_found" || !strings.Contains(e.Error.Message, "zz-no-such-source_raw_content") {
+		t.Errorf("PUT priority of a source that does not exist = %d %+v, want 404 naming its raw index", code, e)
+	}
+	if code, _ := b.doRaw(t, "GET", "/api/v1/sources/zz-no-such-source/priority", ""); code != 200 {
+		t.Errorf("GET priority of an unmarked source = %d, want 200 (normal)", code)
+	}
+	for _, src := range []string{"one", "two"} {
+		if err := contentindex.CreateIndex(context.Background(), b.es, contentindex.RawIndex(b.prefix+src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := b.do(t, "PUT", "/api/v1/sources/"+b.prefix+"one/priority", map[string]string{"priority": "low"}, &m); code != 200 {
+		t.Errorf("PUT low on a source with a raw index = %d %+v", code, m)
+	}
+	if code := b.do(t, "PUT", "/api/v1/sources/"+b.prefix+"two/priority", map[string]string{"priority": "low"}, &e); code != 409 ||
+		e.Error.Code != "conflict" || !strings.Contains(e.Error.Message, "at most 3") {
+		t.Errorf("PUT a fourth low mark = %d %+v, want 409 naming the bound", code, e)
 	}
 	// The fixed routes are still theirs.
 	if code, ec := b.doRaw(t, "GET", "/api/v1/sources/poll-status", ""); code != 503 || ec != "unavailable" {

@@ -118,9 +118,12 @@ type Config struct {
 	// RecencyScale is the age at which a document's recency score is
 	// half. Defaults to RecencyScaleDefault.
 	RecencyScale time.Duration
-	// LowSources, when set, returns the sources an operator marked low
-	// priority; it is called once per poll and must be quick (a cache).
-	LowSources func() []string
+	// LowSource, when set, reports whether an operator marked a source low
+	// priority; it is called for each index on each poll and must be quick
+	// (a cache). A raw index is one source, so a mark decides per index
+	// which lanes it is searched in (priority.go): the number of marks never
+	// grows a search.
+	LowSource func(source string) bool
 	// Urgent, when set, is a small work queue of its own for urgent
 	// documents (crawled within UrgentAge, not low priority), so they do
 	// not wait behind a full queue of backlog: while the main queue is
@@ -406,7 +409,7 @@ func (p *Poller) find(ctx context.Context) (found, error) {
 	}
 	more := true
 	if !urgentOnly {
-		more = p.fillLeftover(ctx, pages, share, fresh, size)
+		more = p.fillLeftover(ctx, pages, share, fresh, backlog, size)
 	}
 
 	// Take the batch round-robin across the indices, so each gets its share.
@@ -459,10 +462,9 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
 	}
-	low := p.lowSources()
 	for _, doc := range won {
 		sink := p.sink
-		if p.cfg.Urgent != nil && p.urgent(doc, low) && p.cfg.Urgent.FreeSlots() > 0 {
+		if p.cfg.Urgent != nil && p.urgent(doc) && p.cfg.Urgent.FreeSlots() > 0 {
 			sink = p.cfg.Urgent
 		}
 		if err := sink.Submit(ctx, doc); err != nil {
@@ -480,33 +482,45 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // filled their share: one more search of them, each for its part of the
 // rest, so that one source's backlog still fills whole batches while the
 // others are idle. The second search continues the fresh lane after its
-// first fresh documents. It reports whether an index may have more waiting.
-func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, fresh, size int) bool {
+// first fresh documents. An index of a source marked low fills its share
+// when its backlog lane is full, and gets the room only when no normal
+// index filled its share; its second search continues its backlog lane. It
+// reports whether an index may have more waiting.
+func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, fresh, backlog, size int) bool {
 	total := 0
-	var full []int
+	var full, fullLow []int
 	for i, pg := range pages {
 		total += len(pg.docs)
-		if len(pg.docs) >= share {
+		switch {
+		case pg.err != "":
+		case p.lowIndex(pg.index) && len(pg.docs) >= backlog:
+			fullLow = append(fullLow, i)
+		case len(pg.docs) >= share:
 			full = append(full, i)
 		}
 	}
 	left := size - total
+	next := lane{from: fresh, fresh: true}
+	if len(full) == 0 {
+		full, next = fullLow, lane{from: backlog}
+	}
 	if len(full) == 0 || left <= 0 {
-		return len(full) > 0
+		return len(full) > 0 || len(fullLow) > 0
 	}
 	extra := ceilDiv(left, len(full))
+	next.size = extra
 	names := make([]string, len(full))
 	for j, i := range full {
 		names[j] = pages[i].index
 	}
-	more, err := p.search(ctx, names, []lane{{from: fresh, size: extra, fresh: true}}, false)
+	more, err := p.search(ctx, names, []lane{next}, false)
 	p.esOutcome(err)
 	if err != nil {
 		// The first round's documents are still worth claiming.
 		p.logger.DebugContext(ctx, "second search for the rest of the batch failed", "error", err)
 		return true
 	}
-	backlog := false
+	waiting := len(fullLow) > 0 && next.fresh
 	for j, i := range full {
 		seen := make(map[string]bool, len(pages[i].docs))
 		for _, d := range pages[i].docs {
@@ -517,9 +531,9 @@ func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, fresh, s
 				pages[i].docs = append(pages[i].docs, d)
 			}
 		}
-		backlog = backlog || len(more[j].docs) >= extra
+		waiting = waiting || len(more[j].docs) >= extra
 	}
-	return backlog
+	return waiting
 }
 
 // window returns at most size of the due indices, starting at a position
@@ -727,13 +741,13 @@ func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mar
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	now := p.now()
-	low := p.lowSources()
 	for _, idx := range indices {
 		exclude := append(p.asideIDs(idx, now), p.recentIDs(idx, now)...)
+		low := p.lowIndex(idx)
 		for _, l := range lanes {
 			q := p.pendingQuery(l.from, l.size, exclude)
 			if l.urgentOnly {
-				p.onlyUrgent(q, low)
+				p.onlyUrgent(q)
 			}
 			if l.fresh {
 				q = p.freshOrder(q, low)

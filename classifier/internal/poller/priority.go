@@ -3,7 +3,7 @@ package poller
 import (
 	"fmt"
 	"math"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
@@ -19,8 +19,9 @@ import (
 //     just crawled, 0.5 at RecencyScale, about 0 beyond three scales), plus
 //     0.001 so that old documents keep a place; times 1.2 for a substantive
 //     document (word_count >= 150); times 0.000001 for a low-priority one
-//     (priority "low": a backfill or a reprocess run; or a source marked
-//     low). Ties go newest first.
+//     (priority "low": a backfill or a reprocess run). Ties go newest
+//     first. The raw index of a source marked low has no fresh lane (nor
+//     urgent documents): it is searched in the backlog lane only.
 //   - the backlog lane, BacklogShare of the share (at least one document
 //     when the share is two or more; with a share of one, one poll in
 //     1/BacklogShare), takes the oldest pending documents whatever their
@@ -28,7 +29,11 @@ import (
 //
 // A low-priority document therefore waits behind every normal one in the
 // fresh lane but still advances through the backlog lane, and takes the
-// whole share when nothing else is pending.
+// whole share when nothing else is pending. A source marked low gets the
+// backlog lane of its index's share, and the rest of a batch only when no
+// normal index filled its share (Poller.fillLeftover). The mark is read per
+// index (a raw index is one source), never sent as a list of sources: a
+// search does not grow with the number of marks.
 
 // Defaults of the priority settings.
 const (
@@ -60,8 +65,13 @@ func (c *Config) lanes(share int, n uint64) (fresh, backlog int) {
 }
 
 // freshOrder turns a pending-documents query into the fresh lane's: the
-// same documents ranked by priority.
-func (p *Poller) freshOrder(q map[string]any, lowSources []string) map[string]any {
+// same documents ranked by priority. The fresh lane of a low index (its
+// source marked low) finds nothing.
+func (p *Poller) freshOrder(q map[string]any, low bool) map[string]any {
+	if low {
+		q["query"] = map[string]any{"match_none": map[string]any{}}
+		return q
+	}
 	recency := map[string]any{"function_score": map[string]any{
 		"query": q["query"],
 		"functions": []any{
@@ -76,9 +86,6 @@ func (p *Poller) freshOrder(q map[string]any, lowSources []string) map[string]an
 		map[string]any{"filter": map[string]any{"term": map[string]any{"priority": contentindex.PriorityLow}}, "weight": lowPriorityWeight},
 		map[string]any{"filter": map[string]any{"range": map[string]any{"word_count": map[string]any{"gte": substantiveWords}}}, "weight": substantiveWeight},
 	}
-	if len(lowSources) > 0 {
-		factors = append(factors, map[string]any{"filter": map[string]any{"terms": map[string]any{"source_name": lowSources}}, "weight": lowPriorityWeight})
-	}
 	q["query"] = map[string]any{"function_score": map[string]any{
 		"query": recency, "functions": factors, "score_mode": "multiply", "boost_mode": "multiply",
 	}}
@@ -89,33 +96,31 @@ func (p *Poller) freshOrder(q map[string]any, lowSources []string) map[string]an
 	return q
 }
 
-// lowSources is the operator's low-priority sources, if any.
-func (p *Poller) lowSources() []string {
-	if p.cfg.LowSources == nil {
-		return nil
+// lowIndex reports whether idx is the raw index of a source marked low.
+func (p *Poller) lowIndex(idx string) bool {
+	if p.cfg.LowSource == nil {
+		return false
 	}
-	return p.cfg.LowSources()
+	source, ok := strings.CutSuffix(idx, contentindex.RawSuffix)
+	return ok && p.cfg.LowSource(source)
 }
 
 // urgent reports whether doc goes to the urgent queue: crawled within
-// UrgentAge and neither it nor its source low priority.
-func (p *Poller) urgent(doc *domain.RawContent, low []string) bool {
-	if doc.Priority == contentindex.PriorityLow || slices.Contains(low, doc.SourceName) {
+// UrgentAge and neither it nor its index's source low priority.
+func (p *Poller) urgent(doc *domain.RawContent) bool {
+	if doc.Priority == contentindex.PriorityLow || p.lowIndex(doc.Index) {
 		return false
 	}
 	return !doc.CrawledAt.IsZero() && p.now().Sub(doc.CrawledAt) <= p.cfg.UrgentAge
 }
 
-// onlyUrgent narrows a pending-documents query to urgent documents.
-func (p *Poller) onlyUrgent(q map[string]any, low []string) {
+// onlyUrgent narrows a pending-documents query to urgent documents (the
+// fresh lane of a low index finds none: freshOrder).
+func (p *Poller) onlyUrgent(q map[string]any) {
 	b := q["query"].(map[string]any)["bool"].(map[string]any)
 	since := p.now().Add(-p.cfg.UrgentAge).UTC().Format(time.RFC3339)
 	b["filter"] = append(asSlice(b["filter"]), map[string]any{"range": map[string]any{"crawled_at": map[string]any{"gte": since}}})
-	notLow := []any{map[string]any{"term": map[string]any{"priority": contentindex.PriorityLow}}}
-	if len(low) > 0 {
-		notLow = append(notLow, map[string]any{"terms": map[string]any{"source_name": low}})
-	}
-	b["must_not"] = append(asSlice(b["must_not"]), notLow...)
+	b["must_not"] = append(asSlice(b["must_not"]), map[string]any{"term": map[string]any{"priority": contentindex.PriorityLow}})
 }
 
 func asSlice(v any) []any {

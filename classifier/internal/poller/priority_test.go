@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,62 @@ func TestUrgentDocumentsPassAFullQueue(t *testing.T) {
 	// Nothing old was claimed: it would be stuck behind the full queue.
 	for _, k := range h.sink.keys() {
 		t.Errorf("the full main queue was given %s", k)
+	}
+}
+
+// A source marked low is read per raw index, never sent as a list of
+// sources (before, every low mark of every source went into a terms filter
+// of every index's fresh lane, so past index.max_terms_count every search
+// failed). The low index is searched in its backlog lane only: its
+// documents, fresh as they are, come after every normal index's and never
+// go to the urgent queue; with nothing else pending it takes the whole
+// batch.
+func TestLowSourceGetsTheBacklogShareOnly(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	news := h.rawIndex(t, "news", false)
+	backfill := h.rawIndex(t, "backfill", false)
+	h.addDocs(t, news, "n", 20, time.Now().Add(-30*time.Minute))
+	low := h.addDocs(t, backfill, "b", 20, time.Now().Add(-20*time.Minute)) // fresher than news
+	lowSource := func(source string) bool { return source == h.prefix+"backfill" }
+	urgent := &collectSink{}
+	p := h.poller(t, Config{BatchSize: 10, PollInterval: time.Second, BacklogShare: 0.2, LowSource: lowSource, Urgent: urgent, UrgentAge: 3 * time.Hour})
+	if _, err := p.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := append(h.sink.keys(), urgent.keys()...)
+	if len(got) != 10 {
+		t.Fatalf("first poll submitted %d documents, want 10: %v", len(got), got)
+	}
+	var fromLow []string
+	for _, k := range got {
+		if strings.HasPrefix(k, backfill+"/") {
+			fromLow = append(fromLow, k)
+		}
+	}
+	// Two indices share 10: 5 each, 4 fresh and 1 backlog; the low index
+	// has only its backlog lane (its oldest document), the rest of the
+	// batch goes to news.
+	if !slices.Equal(fromLow, low[:1]) {
+		t.Errorf("the low source got %v, want only its oldest document %v", fromLow, low[:1])
+	}
+	for _, k := range urgent.keys() {
+		if strings.HasPrefix(k, backfill+"/") {
+			t.Errorf("a document of the low source went to the urgent queue: %s", k)
+		}
+	}
+
+	// Nothing else pending: the low source takes the whole batch.
+	h2 := newHarness(t)
+	h2.rawIndex(t, "news", false)
+	backfill2 := h2.rawIndex(t, "backfill", false)
+	low2 := h2.addDocs(t, backfill2, "b", 20, time.Now().Add(-20*time.Minute))
+	p2 := h2.poller(t, Config{BatchSize: 10, PollInterval: time.Second, BacklogShare: 0.2,
+		LowSource: func(source string) bool { return source == h2.prefix+"backfill" }})
+	if _, err := p2.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h2.sink.keys(); !slices.Equal(got, low2[:10]) {
+		t.Errorf("with nothing else pending the low source got %v, want its 10 oldest %v", got, low2[:10])
 	}
 }

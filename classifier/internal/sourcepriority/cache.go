@@ -3,7 +3,6 @@ package sourcepriority
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +17,7 @@ const CacheRefreshDefault = 10 * time.Second
 // fails the last good list stays.
 type Cache struct {
 	loop lifecycle.Loop
-	low  atomic.Pointer[[]string]
+	low  atomic.Pointer[map[string]bool]
 }
 
 // NewCache returns a cache over store refreshed every interval (default
@@ -28,20 +27,19 @@ func NewCache(store *Store, interval time.Duration, logger *slog.Logger) *Cache 
 		interval = CacheRefreshDefault
 	}
 	c := &Cache{}
-	c.low.Store(&[]string{})
+	c.low.Store(&map[string]bool{})
 	c.loop = lifecycle.Loop{Name: "source_priority_cache", Logger: logger, Step: func(ctx context.Context) time.Duration {
 		marks, err := store.List(ctx)
 		if err != nil {
 			logger.WarnContext(ctx, "source priorities not refreshed; the last ones stay", "error", err)
 			return interval
 		}
-		var low []string
+		low := map[string]bool{}
 		for source, p := range marks {
 			if p == Low {
-				low = append(low, source)
+				low[source] = true
 			}
 		}
-		slices.Sort(low)
 		c.low.Store(&low)
 		return interval
 	}}
@@ -54,5 +52,6 @@ func (c *Cache) Start(ctx context.Context) error { return c.loop.Start(ctx) }
 // Stop ends the refreshing.
 func (c *Cache) Stop(ctx context.Context) error { return c.loop.Stop(ctx) }
 
-// Low returns the sources marked low priority (do not modify).
-func (c *Cache) Low() []string { return *c.low.Load() }
+// IsLow reports whether source is marked low priority (the poller's
+// Config.LowSource).
+func (c *Cache) IsLow(source string) bool { return (*c.low.Load())[source] }

@@ -4,8 +4,9 @@
 // for the backlog. A source is the prefix of its raw index
 // ({source}_raw_content); one without a mark is normal.
 //
-// The poller reads the marks with Store.List; the operator sets them
-// through PUT /api/v1/sources/{source}/priority.
+// The poller reads the marks through a Cache, per raw index; the operator
+// sets them through PUT /api/v1/sources/{source}/priority, for sources that
+// exist only, and at most Config.MaxLowMarks sources low at once.
 package sourcepriority
 
 import (
@@ -13,7 +14,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/north-cloud/infrastructure/contentindex"
 )
 
 // Priority is a source's priority.
@@ -44,17 +50,64 @@ type Mark struct {
 	UpdatedAt *time.Time `json:"updated_at"`
 }
 
-// Store reads and writes source_priorities.
-type Store struct{ db *sql.DB }
+// MaxLowMarksDefault bounds the sources marked low at once. The poller
+// reads a mark per raw index, so the bound is not for its searches: it
+// keeps the table, the cache and the poller's view small.
+const MaxLowMarksDefault = 1000
 
-// NewStore returns a store over the classifier's database.
-func NewStore(db *sql.DB) *Store { return &Store{db: db} }
+// Errors of Set, mapped to HTTP statuses by the API.
+var (
+	// ErrUnknownSource: the source has no raw index, no classified
+	// documents and no mark.
+	ErrUnknownSource = errors.New("unknown source")
+	// ErrTooManyMarks: MaxLowMarks sources are marked low already.
+	ErrTooManyMarks = errors.New("too many low-priority sources")
+)
+
+// Config configures a Store.
+type Config struct {
+	// DB is the classifier's database. Required.
+	DB *sql.DB
+	// ES holds the raw indices: a source exists when its raw index does.
+	// Required.
+	ES *elasticsearch.Client
+	// MaxLowMarks bounds the sources marked low at once. Defaults to
+	// MaxLowMarksDefault.
+	MaxLowMarks int
+}
+
+// Store reads and writes source_priorities. It marks only sources that
+// exist (a raw index, or documents classified: a row of
+// source_reputation, as GET /sources lists them), or that have a mark
+// already (so a mark outlives its index and can be lifted).
+type Store struct{ cfg Config }
+
+// New returns a store after checking cfg.
+func New(cfg Config) (*Store, error) {
+	if cfg.MaxLowMarks <= 0 {
+		cfg.MaxLowMarks = MaxLowMarksDefault
+	}
+	var errs []error
+	if cfg.DB == nil {
+		errs = append(errs, errors.New("DB is required"))
+	}
+	if cfg.ES == nil {
+		errs = append(errs, errors.New("ES is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("new source priority store: %w", err)
+	}
+	return &Store{cfg: cfg}, nil
+}
+
+// MaxLowMarks is the bound on the sources marked low at once.
+func (s *Store) MaxLowMarks() int { return s.cfg.MaxLowMarks }
 
 // Get returns source's mark.
 func (s *Store) Get(ctx context.Context, source string) (Mark, error) {
 	m := Mark{Source: source, Priority: Normal}
 	var at time.Time
-	err := s.db.QueryRowContext(ctx, `SELECT priority, updated_by, updated_at FROM source_priorities WHERE source_name = $1`, source).
+	err := s.cfg.DB.QueryRowContext(ctx, `SELECT priority, updated_by, updated_at FROM source_priorities WHERE source_name = $1`, source).
 		Scan(&m.Priority, &m.UpdatedBy, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -66,28 +119,98 @@ func (s *Store) Get(ctx context.Context, source string) (Mark, error) {
 	return m, nil
 }
 
-// Set marks source with p, by whom, and returns the new mark.
+// Set marks source with p, by whom, and returns the new mark. It answers
+// ErrUnknownSource for a source that does not exist and has no mark, and
+// ErrTooManyMarks for a new low mark beyond MaxLowMarks.
 func (s *Store) Set(ctx context.Context, source string, p Priority, by string) (Mark, error) {
 	if _, err := Parse(string(p)); err != nil {
 		return Mark{}, fmt.Errorf("set source priority %s: %w", source, err)
 	}
+	current, err := s.Get(ctx, source)
+	if err != nil {
+		return Mark{}, fmt.Errorf("set source priority: %w", err)
+	}
+	if current.UpdatedAt == nil {
+		ok, err := s.exists(ctx, source)
+		if err != nil {
+			return Mark{}, fmt.Errorf("set source priority %s: %w", source, err)
+		}
+		if !ok {
+			return Mark{}, fmt.Errorf("set source priority %s: %w", source, ErrUnknownSource)
+		}
+	}
+	m, err := s.write(ctx, source, p, by)
+	if err != nil {
+		return Mark{}, fmt.Errorf("set source priority %s: %w", source, err)
+	}
+	return m, nil
+}
+
+// write upserts the mark, counting the low marks under a lock on the table
+// so that concurrent new marks cannot pass the bound together.
+func (s *Store) write(ctx context.Context, source string, p Priority, by string) (Mark, error) {
+	tx, err := s.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return Mark{}, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	// SHARE ROW EXCLUSIVE conflicts with itself, not with the poller's reads.
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE source_priorities IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		return Mark{}, err
+	}
+	if p == Low {
+		var others int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM source_priorities WHERE priority = 'low' AND source_name <> $1`, source).
+			Scan(&others); err != nil {
+			return Mark{}, err
+		}
+		if others >= s.cfg.MaxLowMarks {
+			return Mark{}, fmt.Errorf("%d sources are marked low, the most allowed: %w", others, ErrTooManyMarks)
+		}
+	}
 	m := Mark{Source: source}
 	var at time.Time
-	err := s.db.QueryRowContext(ctx, `
+	err = tx.QueryRowContext(ctx, `
 		INSERT INTO source_priorities (source_name, priority, updated_by) VALUES ($1, $2, $3)
 		ON CONFLICT (source_name) DO UPDATE SET priority = EXCLUDED.priority, updated_by = EXCLUDED.updated_by, updated_at = NOW()
 		RETURNING priority, updated_by, updated_at`, source, string(p), by).Scan(&m.Priority, &m.UpdatedBy, &at)
 	if err != nil {
-		return Mark{}, fmt.Errorf("set source priority %s: %w", source, err)
+		return Mark{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Mark{}, err
 	}
 	m.UpdatedAt = &at
 	return m, nil
 }
 
+// exists reports whether source has classified documents (a row of
+// source_reputation) or a raw index.
+func (s *Store) exists(ctx context.Context, source string) (bool, error) {
+	var known bool
+	if err := s.cfg.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source_reputation WHERE source_name = $1)`, source).
+		Scan(&known); err != nil || known {
+		return known, err
+	}
+	es := s.cfg.ES
+	res, err := es.Indices.Exists([]string{contentindex.RawIndex(source)}, es.Indices.Exists.WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("raw index of %s: %w", source, err)
+	}
+	res.Body.Close()
+	switch {
+	case res.StatusCode == http.StatusNotFound:
+		return false, nil
+	case res.IsError():
+		return false, fmt.Errorf("raw index of %s: elasticsearch answered %d", source, res.StatusCode)
+	}
+	return true, nil
+}
+
 // List returns the priority of every marked source; a source missing from
 // it is Normal. One small table, read whole.
 func (s *Store) List(ctx context.Context) (map[string]Priority, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT source_name, priority FROM source_priorities`)
+	rows, err := s.cfg.DB.QueryContext(ctx, `SELECT source_name, priority FROM source_priorities`)
 	if err != nil {
 		return nil, fmt.Errorf("list source priorities: %w", err)
 	}

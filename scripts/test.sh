@@ -11,13 +11,59 @@ export GOTOOLCHAIN=local
 cache="${NC_CACHE_DIR:-$HOME/.cache/north-cloud}"
 start=$(date +%s)
 
-step() { printf '\n== %s\n' "$*" >&2; }
+# Each stage prints its seconds when the next begins, and the run ends with
+# all of them (docs: the test run's budget).
+stage_name= stage_start=$start timings=()
+step() {
+  stage_end
+  stage_name=$*
+  stage_start=$(date +%s)
+  printf '\n== %s\n' "$*" >&2
+}
+stage_end() {
+  [ -n "$stage_name" ] || return 0
+  local secs=$(($(date +%s) - stage_start))
+  timings+=("$(printf '%6ss  %s' "$secs" "$stage_name")")
+  printf -- '-- %s: %ss\n' "$stage_name" "$secs" >&2
+  stage_name=
+}
 
 step "services"
 "$root/scripts/services.sh" up
 eval "$("$root/scripts/services.sh" env)"
 
 modules=$(sed -n 's#^[[:space:]]*\./\(.*\)$#\1#p' go.work)
+
+# What the later stages install (Debian's prometheus and chromium, the
+# dashboard's npm packages) is fetched in the background while the Go stages
+# use the CPU; each stage still installs what is missing itself, so a failed
+# preparation only costs time. RUNLEVEL=1 keeps the prometheus package's
+# maintainer scripts from starting a daemon on :9090.
+prepare() {
+  local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+  local pkgs=()
+  command -v promtool >/dev/null && command -v prometheus >/dev/null || pkgs+=(prometheus)
+  [ -x /usr/bin/chromium ] || pkgs+=(chromium)
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    $sudo apt-get -o DPkg::Lock::Timeout=600 -q update &&
+      $sudo env RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -q -y \
+        install --no-install-recommends "${pkgs[@]}"
+  fi
+  cd "$root/dashboard" &&
+    if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      npm ci --no-audit --no-fund
+    fi
+}
+prep_log=$(mktemp)
+(prepare) >"$prep_log" 2>&1 &
+prep_pid=$!
+# prepared waits for the background preparation (once) and shows its output.
+prepared() {
+  [ -n "$prep_pid" ] || return 0
+  wait "$prep_pid" || echo "background preparation failed; the stages install what they need" >&2
+  prep_pid=
+  sed 's/^/   prepare: /' "$prep_log" | tail -n 20 >&2
+}
 
 step "gofmt and go vet"
 unformatted=$(gofmt -l $modules)
@@ -41,9 +87,11 @@ for m in $modules; do
 done
 
 # ---- Prometheus configuration and alert rules (promtool) ---------------------
+# The e2e tests run the prometheus binary, so this comes before them.
 # Debian's prometheus package ships promtool (and the prometheus binary the
 # Prometheus end-to-end test in e2e/ runs). RUNLEVEL=1 keeps its maintainer
 # scripts from starting a prometheus daemon on :9090.
+prepared
 step "promtool: Prometheus configs, alert rules and rule unit tests"
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   echo "installing Debian's prometheus package (promtool)" >&2
@@ -65,7 +113,7 @@ fi
 
 step "go test -race (all modules)"
 json=$(mktemp)
-trap 'rm -f "$json" "${dashlog:-}"' EXIT
+trap 'rm -f "$json" "${dashlog:-}" "$prep_log"' EXIT
 for m in $modules; do
   echo "-- $m" >&2
   # The cluster tests (TestCluster*) run in the cluster stage below.
@@ -154,6 +202,7 @@ dashboard_checks() {
   npm run build || return 1
   npm run test:e2e || return 1
 }
+prepared
 step "dashboard: typecheck, unit, build, e2e"
 dashlog=$(mktemp)
 # errexit and pipefail would end the script on a failing pipeline before its
@@ -187,6 +236,9 @@ failed=$((go_fail + ${unit_fail:-0} + ${e2e_fail:-0}))
 if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
   failed=1 # a step failed outside any counted test (vet, build, promtool, npm)
 fi
+stage_end
+echo "stages (seconds):" >&2
+printf '%s\n' "${timings[@]}" >&2
 echo "test.sh finished in $(( $(date +%s) - start ))s with status $status" >&2
 echo "tests: $passed passed, $failed failed"
 exit $status

@@ -79,11 +79,15 @@ type CommitterConfig struct {
 // Every write before the status flip is idempotent, so a crash anywhere
 // before it only means the batch comes back after the claim lease.
 //
-// A fault stays with what caused it (package fault): a row that a batched
-// write refuses is isolated by splitting the batch, and only that row is
-// dead-lettered; an outage of a dependency opens its breaker and the
-// committer holds the batch and retries it when the dependency answers
-// again, charging no document a retry.
+// A fault stays with what caused it (package fault), and an outage is
+// proved, not assumed: only an availability error, or an error that does
+// not tell and a database that fails its SELECT 1, opens the dependency's
+// breaker; the committer then holds the batch and retries it when the
+// dependency answers again, charging no document a retry. Any other error
+// of a record-keeping write (hygiene, history, outbox, published outcomes,
+// dead letters) is the statement's: the batch is split down to the row,
+// only that row is dead-lettered with its own error, and the rest is
+// committed (isolate).
 type Committer struct {
 	cfg      CommitterConfig
 	stores   Stores
@@ -276,6 +280,7 @@ func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []
 			return
 		}
 	}
+	c.report(ctx, failed)
 	var parked []Result
 	for pending := failed; len(pending) > 0; {
 		p, retry, dep := c.deadLetter(ctx, pending)
@@ -332,132 +337,176 @@ func (c *Committer) await(ctx context.Context, stop <-chan struct{}, dep *breake
 	}
 }
 
-// write stores successes: Elasticsearch bulk, then history and outbox rows
-// in one statement each. It returns the results fully written; those that
+// write stores successes: the hygiene decision, the Elasticsearch bulk,
+// then history and outbox rows and the published outcomes, one statement
+// each when they can. It returns the results fully written; those that
 // failed, with their error code; and those to write again once dep, a
 // dependency that failed as a whole, answers again.
 func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, retry []Result, dep *breaker.Breaker) {
-	docs := make([]*domain.ClassifiedContent, len(ok))
-	for i, r := range ok {
-		docs[i] = r.Doc
+	pg, ob := c.breakers.Postgres, c.breakers.Outbox
+	decided, failed, held := c.isolate(ctx, ok, c.pgStatement("decide", func(ctx context.Context, docs []*domain.ClassifiedContent) error {
+		return c.stores.Hygiene.decide(ctx, docs)
+	}))
+	if held {
+		return nil, nil, ok, pg
 	}
-	if err := c.stores.Hygiene.decide(ctx, docs); err != nil {
-		if fault.Postgres(err) == fault.Dependency {
-			c.breakers.Postgres.Failure(err)
-			return nil, nil, ok, c.breakers.Postgres
-		}
-		return nil, withError(ok, domain.ErrorCodeDB, err), nil, nil
+	if len(decided) == 0 {
+		return nil, failed, nil, nil
 	}
+	docs := docsOf(decided)
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.WriteClassified(ctx, docs)
 	if err != nil {
 		switch kind := fault.Elasticsearch(err); kind {
 		case fault.Dependency:
 			es.Failure(err)
-			return nil, nil, ok, es
+			return nil, failed, decided, es
 		default:
-			return nil, withError(ok, fault.Code(kind, true, err), err), nil, nil
+			return nil, append(failed, withError(decided, fault.Code(kind, true, err), err)...), nil, nil
 		}
 	}
 	es.Success()
 	var esWritten []Result
 	for i, item := range items {
 		if item.Err == nil {
-			esWritten = append(esWritten, ok[i])
+			esWritten = append(esWritten, decided[i])
 			continue
 		}
 		switch kind := fault.ElasticsearchItem(item.Status, item.Err.Error()); kind {
 		case fault.Dependency:
 			es.Failure(item.Err)
-			retry, dep = append(retry, ok[i]), es
+			retry, dep = append(retry, decided[i]), es
 		default:
-			failed = append(failed, Result{Raw: ok[i].Raw, Err: item.Err, Code: fault.Code(kind, true, item.Err)})
+			failed = append(failed, Result{Raw: decided[i].Raw, Err: item.Err, Code: fault.Code(kind, true, item.Err)})
 		}
 	}
 	if len(esWritten) == 0 {
 		return nil, failed, retry, dep
 	}
-	written, f, err := c.insertIsolated(ctx, esWritten, c.stores.History.InsertBatch)
-	failed = append(failed, f...)
-	if err != nil {
-		c.breakers.Postgres.Failure(err)
-		return nil, failed, append(retry, esWritten...), c.breakers.Postgres
+	stored, f, held := c.isolate(ctx, esWritten, c.pgStatement("history", c.stores.History.InsertBatch))
+	if held {
+		return nil, failed, append(retry, esWritten...), pg
 	}
-	c.breakers.Postgres.Success()
+	failed = append(failed, f...)
 	// Only news goes to the outbox: a duplicate held back or an unchanged
 	// outcome is written and flipped like the rest, without a row.
 	var news, quiet []Result
-	for _, r := range written {
+	for _, r := range stored {
 		if r.Doc.Publish {
 			news = append(news, r)
 		} else {
 			quiet = append(quiet, r)
 		}
 	}
-	news, f, err = c.insertIsolated(ctx, news, c.stores.Outbox.WriteBatch)
+	news, f, held = c.isolate(ctx, news, statement{name: "outbox", breaker: ob, probe: c.stores.Outbox.Ping, run: rowsOf(c.stores.Outbox.WriteBatch)})
+	if held {
+		return nil, failed, append(retry, stored...), ob
+	}
 	failed = append(failed, f...)
-	if err != nil {
-		c.breakers.Outbox.Failure(err)
-		return nil, failed, append(retry, esWritten...), c.breakers.Outbox
+	// The rows are in the outbox; a row whose outcome cannot be recorded
+	// fails with its error, and written again on its retry it is absorbed
+	// (same version) and the record is tried again.
+	news, f, held = c.isolate(ctx, news, c.pgStatement("republish", func(ctx context.Context, docs []*domain.ClassifiedContent) error {
+		return c.stores.Hygiene.record(ctx, docs)
+	}))
+	if held {
+		return nil, failed, append(retry, stored...), pg
 	}
-	c.breakers.Outbox.Success()
-	published := make([]*domain.ClassifiedContent, len(news))
-	for i, r := range news {
-		published[i] = r.Doc
-	}
-	if err := c.stores.Hygiene.record(ctx, published); err != nil {
-		// The rows are in the outbox; written again, they are absorbed
-		// (same version) and the record is tried again.
-		if fault.Postgres(err) == fault.Dependency {
-			c.breakers.Postgres.Failure(err)
-			return nil, failed, append(retry, esWritten...), c.breakers.Postgres
-		}
-		return nil, append(failed, withError(esWritten, domain.ErrorCodeDB, err)...), retry, dep
-	}
+	failed = append(failed, f...)
+	written = append(news, quiet...)
 	c.countHygiene(ctx, written)
-	return append(news, quiet...), failed, retry, dep
+	return written, failed, retry, dep
 }
 
-// insertIsolated inserts the documents of rs with insert, one statement for
-// all of them when it can. When the statement is refused because of a row
-// (fault.Document: an invalid byte sequence, a value too long), the batch is
-// split in halves and each half tried again, down to the row at fault,
-// which alone fails with its own error; the other rows are inserted. An
-// error that is not a row's (the database is down) is returned as err.
-func (c *Committer) insertIsolated(ctx context.Context, rs []Result, insert func(context.Context, []*domain.ClassifiedContent) error) (ok, failed []Result, err error) {
+// statement is one Postgres write of a batch's results, made by the
+// committer under one policy (isolate).
+type statement struct {
+	// name says what is written, for logs.
+	name string
+	// breaker guards the database written to.
+	breaker *breaker.Breaker
+	// probe proves an outage of that database when an error does not tell.
+	probe fault.Probe
+	// run writes the results in one statement (or one round of them).
+	run func(ctx context.Context, rs []Result) error
+	// fail is what becomes of a result that run refuses alone with err.
+	// Defaults to the result failing with err and fault.RowCode(err).
+	fail func(r Result, err error) Result
+}
+
+// pgStatement is a write of documents to the classifier's database.
+func (c *Committer) pgStatement(name string, write func(context.Context, []*domain.ClassifiedContent) error) statement {
+	return statement{name: name, breaker: c.breakers.Postgres, probe: c.stores.History.Ping, run: rowsOf(write)}
+}
+
+// rowsOf adapts a write of documents to a write of results.
+func rowsOf(write func(context.Context, []*domain.ClassifiedContent) error) func(context.Context, []Result) error {
+	return func(ctx context.Context, rs []Result) error { return write(ctx, docsOf(rs)) }
+}
+
+func docsOf(rs []Result) []*domain.ClassifiedContent {
 	docs := make([]*domain.ClassifiedContent, len(rs))
 	for i, r := range rs {
 		docs[i] = r.Doc
 	}
-	ierr := insert(ctx, docs)
-	if ierr == nil {
+	return docs
+}
+
+// isolate writes rs with st, and tells st's breaker how the database
+// answered. A statement error is an outage only when the database says so
+// (an availability error) or, when the error does not tell, fails its probe
+// (fault.Proved): then held is true, the breaker counts a failure and the
+// caller holds the batch, charging no retry. Any other error is the
+// statement's, whatever its class (a row touched twice, invalid data, a
+// constraint, a trigger's exception, a deadlock): the batch is split in
+// halves and each half written again, down to the row at fault, which
+// alone fails with its own error (st.fail); the other rows are written.
+func (c *Committer) isolate(ctx context.Context, rs []Result, st statement) (ok, failed []Result, held bool) {
+	if len(rs) == 0 {
+		return nil, nil, false
+	}
+	ok, failed, err := c.bisect(ctx, rs, st)
+	if err != nil {
+		st.breaker.Failure(err)
+		return nil, nil, true
+	}
+	st.breaker.Success()
+	if len(failed) > 0 {
+		c.logger.WarnContext(ctx, "rows refused by their statement are set aside; the rest of the batch is written",
+			"write", st.name, "refused", len(failed), "written", len(ok))
+	}
+	return ok, failed, false
+}
+
+// bisect is isolate's split; err is the outage that stops it.
+func (c *Committer) bisect(ctx context.Context, rs []Result, st statement) (ok, failed []Result, err error) {
+	werr := st.run(ctx, rs)
+	if werr == nil {
 		return rs, nil, nil
 	}
-	switch kind := fault.Postgres(ierr); {
-	case kind == fault.Dependency:
-		return nil, nil, ierr
-	case kind == fault.Transient:
-		return nil, withError(rs, domain.ErrorCodeDB, ierr), nil
-	case len(rs) == 1:
-		return nil, withError(rs, domain.ErrorCodeValidation, ierr), nil
+	if fault.Proved(ctx, werr, st.probe) == fault.Dependency {
+		return nil, nil, werr
+	}
+	if len(rs) == 1 {
+		if st.fail != nil {
+			return nil, []Result{st.fail(rs[0], werr)}, nil
+		}
+		return nil, withError(rs, fault.RowCode(werr), werr), nil
 	}
 	half := len(rs) / 2
-	okA, failedA, err := c.insertIsolated(ctx, rs[:half], insert)
+	okA, failedA, err := c.bisect(ctx, rs[:half], st)
 	if err != nil {
 		return nil, nil, err
 	}
-	okB, failedB, err := c.insertIsolated(ctx, rs[half:], insert)
+	okB, failedB, err := c.bisect(ctx, rs[half:], st)
 	if err != nil {
 		return nil, nil, err
 	}
 	return append(okA, okB...), append(failedA, failedB...), nil
 }
 
-// deadLetter records failures in the DLQ and returns those that may now be
-// flipped to failed, and those to record again once dep answers. Without a
-// DLQ only validation failures are flipped (with their reason); other
-// failures stay claimed for the lease to retry.
-func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, retry []Result, dep *breaker.Breaker) {
+// report counts and logs the batch's failures, once each.
+func (c *Committer) report(ctx context.Context, failed []Result) {
 	for _, r := range failed {
 		c.metrics.DocumentsFailed.Add(ctx, 1, metric.WithAttributes(attribute.String("source", r.Raw.SourceName), attribute.String("error_code", string(r.Code))))
 		level := slog.LevelError
@@ -467,6 +516,20 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 		c.logger.Log(ctx, level, "document not classified", "content_id", r.Raw.ID, "source", r.Raw.SourceName,
 			"index", r.Raw.Index, "error_code", r.Code, "error", r.Err)
 	}
+}
+
+// deadLetter records failures in the DLQ and returns those that may now be
+// flipped to failed, and those to record again once dep answers. Without a
+// DLQ only validation failures are flipped (with their reason); other
+// failures stay claimed for the lease to retry.
+//
+// The record follows the committer's one rule (isolate): an outage of the
+// database holds the failures; any other error is bisected down to the
+// entry, and an entry the queue refuses even alone is flipped to failed
+// with its reason and the queue's refusal (logged, and counted in
+// classifier_dlq_write_failures_total), visible and re-queueable in the
+// raw index instead of held for ever.
+func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, retry []Result, dep *breaker.Breaker) {
 	if c.stores.DeadLetters == nil {
 		for _, r := range failed {
 			if r.Code == domain.ErrorCodeValidation {
@@ -475,23 +538,29 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 		}
 		return parked, nil, nil
 	}
-	entries := make([]deadletter.Failure, len(failed))
-	for i, r := range failed {
-		entries[i] = deadletter.Failure{ContentID: r.Raw.ID, Source: r.Raw.SourceName, Index: r.Raw.Index, Code: r.Code, Message: r.Err.Error()}
+	var recorded []deadletter.Recorded
+	record := statement{name: "dead_letter", breaker: c.breakers.Postgres, probe: c.stores.History.Ping,
+		run: func(ctx context.Context, rs []Result) error {
+			entries := make([]deadletter.Failure, len(rs))
+			for i, r := range rs {
+				entries[i] = deadletter.Failure{ContentID: r.Raw.ID, Source: r.Raw.SourceName, Index: r.Raw.Index, Code: r.Code, Message: r.Err.Error()}
+			}
+			recs, err := c.stores.DeadLetters.Record(ctx, entries)
+			recorded = append(recorded, recs...)
+			return err
+		},
+		fail: func(r Result, err error) Result {
+			c.metrics.DLQWriteFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("source", r.Raw.SourceName), attribute.String("error_code", string(r.Code))))
+			c.logger.ErrorContext(ctx, "dead-letter queue refused the document; it is flipped to failed with its reason instead",
+				"content_id", r.Raw.ID, "source", r.Raw.SourceName, "index", r.Raw.Index, "error_code", r.Code, "error", r.Err, "dlq_error", err)
+			r.Err = fmt.Errorf("%w (not in the dead-letter queue: %v)", r.Err, err)
+			return r
+		},
 	}
-	recorded, err := c.stores.DeadLetters.Record(ctx, entries)
-	if err != nil {
-		if fault.Postgres(err) == fault.Dependency {
-			c.breakers.Postgres.Failure(err)
-			return nil, failed, c.breakers.Postgres
-		}
-		// Entries are sanitized to fit their columns, so this is not
-		// expected; the documents stay claimed and return after the lease.
-		c.logger.ErrorContext(ctx, "dead-letter write failed; documents stay claimed and return after the lease",
-			"documents", len(failed), "error", err)
-		return nil, nil, nil
+	ok, refused, held := c.isolate(ctx, failed, record)
+	if held {
+		return nil, failed, c.breakers.Postgres
 	}
-	c.breakers.Postgres.Success()
 	for _, rec := range recorded {
 		if rec.Inserted {
 			c.metrics.DLQEnqueued.Add(ctx, 1)
@@ -501,7 +570,7 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 			c.logger.ErrorContext(ctx, "dead-letter entry exhausted its retries", "content_id", rec.ContentID, "index", rec.Index)
 		}
 	}
-	return failed, nil, nil
+	return append(ok, refused...), nil, nil
 }
 
 // flip performs the status changes and returns those that took effect, and

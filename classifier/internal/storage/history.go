@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/fault"
 )
 
 // HistoryRepository records every classification in classification_history.
@@ -21,6 +22,10 @@ type HistoryRepository struct {
 func NewHistoryRepository(db *sql.DB) *HistoryRepository {
 	return &HistoryRepository{db: db}
 }
+
+// Ping proves the classifier's database answers (a SELECT 1): the probe
+// of an outage when a write's error does not tell (fault.Proved).
+func (r *HistoryRepository) Ping(ctx context.Context) error { return fault.PingPostgres(r.db)(ctx) }
 
 const historyColumns = 11
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/outbox"
 )
 
@@ -21,6 +22,10 @@ type OutboxWriter struct {
 func NewOutboxWriter(db *sql.DB) *OutboxWriter {
 	return &OutboxWriter{db: db}
 }
+
+// Ping proves the publisher's database answers (a SELECT 1): the probe of
+// an outage when a write's error does not tell (fault.Proved).
+func (w *OutboxWriter) Ping(ctx context.Context) error { return fault.PingPostgres(w.db)(ctx) }
 
 // WriteBatch inserts one outbox row per document (outbox.InsertBatch), as
 // the version the committer decided (package republish). A version already

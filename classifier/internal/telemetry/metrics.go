@@ -56,6 +56,11 @@ type Metrics struct {
 	// DLQRetriesDeferred counts due entries of a source that had spent its
 	// retry budget, moved to the next budget window, by source.
 	DLQRetriesDeferred metric.Int64Counter
+	// DLQWriteFailures counts failed documents that could not be recorded
+	// in the dead-letter queue even alone (the statement refused their
+	// row) and were flipped to failed with their reason instead, by source
+	// and error_code.
+	DLQWriteFailures metric.Int64Counter
 	// ReprocessDocuments counts raw documents a reprocess request read, by
 	// source and result: requeued (set back to pending at low priority),
 	// conflict (changed since read: left alone), error (refused).
@@ -138,6 +143,7 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.DLQEntries = counter("classifier_dlq_entries_total", "Documents that entered the dead-letter queue (first failures), by source and error code")
 	m.DLQRetryClaims = counter("classifier_dlq_retry_claims_total", "Dead-letter entries claimed for a retry, by source (each spends one retry of the source's budget)")
 	m.DLQRetriesDeferred = counter("classifier_dlq_retries_deferred_total", "Due dead-letter entries of a source over its retry budget, moved to the next budget window, by source")
+	m.DLQWriteFailures = counter("classifier_dlq_write_failures_total", "Failed documents the dead-letter queue refused even alone, flipped to failed with their reason, by source and error code")
 	m.ReprocessDocuments = counter("classifier_reprocess_documents_total", "Raw documents read by a reprocess request, by source and result (requeued, conflict, error)")
 	m.DLQPermanent = counter("classifier_dlq_permanent_total", "Dead-letter entries that failed the same way on consecutive attempts and stopped retrying, by source and error code")
 

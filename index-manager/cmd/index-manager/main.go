@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -53,6 +54,7 @@ type Config struct {
 	ES               esclient.Config
 	Account          api.Account
 	LoginLimits      api.LoginLimits
+	TrustedProxies   []netip.Prefix
 	TokenTTL         time.Duration
 	QueryTimeout     time.Duration
 	ProtectedIndices []string
@@ -78,6 +80,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 			PerUser:    l.PositiveInt("INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_USER", api.LoginFailuresPerUserDefault),
 			PerAddress: l.PositiveInt("INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_ADDRESS", api.LoginFailuresPerAddressDefault),
 			Window:     l.Duration("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", api.LoginWindowDefault),
+			MaxDelay:   l.Duration("INDEX_MANAGER_LOGIN_MAX_DELAY", api.LoginMaxDelayDefault),
 		},
 		TokenTTL:        l.Duration("INDEX_MANAGER_TOKEN_TTL", api.TokenTTLDefault),
 		QueryTimeout:    l.Duration("INDEX_MANAGER_QUERY_TIMEOUT", api.QueryTimeoutDefault),
@@ -98,6 +101,12 @@ func loadConfig(l *config.Loader) (Config, error) {
 		fmt.Sprintf("must be at most JWT_MAX_LIFETIME (%s), or its tokens are refused (got %s)", c.Common.Auth.MaxLifetime, c.TokenTTL))
 	l.Check("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", c.LoginLimits.Window >= time.Second && c.LoginLimits.Window <= 24*time.Hour,
 		fmt.Sprintf("must be from 1s to 24h (got %s)", c.LoginLimits.Window))
+	l.Check("INDEX_MANAGER_LOGIN_MAX_DELAY", c.LoginLimits.MaxDelay >= api.LoginFirstDelay && c.LoginLimits.MaxDelay <= c.LoginLimits.Window,
+		fmt.Sprintf("must be from %s to INDEX_MANAGER_LOGIN_FAILURE_WINDOW (%s), or a slowed-down key is forgotten before its wait ends (got %s)",
+			api.LoginFirstDelay, c.LoginLimits.Window, c.LoginLimits.MaxDelay))
+	trusted, err := api.ParseTrustedProxies(l.String("INDEX_MANAGER_TRUSTED_PROXIES", api.TrustedProxiesDefault))
+	l.Check("INDEX_MANAGER_TRUSTED_PROXIES", err == nil, fmt.Sprint(err))
+	c.TrustedProxies = trusted
 	l.Check("INDEX_MANAGER_STATS_RETENTION", c.SampleRetention > rates.WindowDefault,
 		fmt.Sprintf("must be longer than the %s rate window (got %s)", rates.WindowDefault, c.SampleRetention))
 	return c, l.Err()
@@ -162,7 +171,8 @@ func serve(ctx context.Context, _ []string) error {
 		"elasticsearch", redactURL(cfg.ES.URL), "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
 		"login_enabled", cfg.Account.Configured(), "token_ttl", cfg.TokenTTL.String(),
 		"login_max_failures_per_user", cfg.LoginLimits.PerUser, "login_max_failures_per_address", cfg.LoginLimits.PerAddress,
-		"login_failure_window", cfg.LoginLimits.Window.String(),
+		"login_failure_window", cfg.LoginLimits.Window.String(), "login_max_delay", cfg.LoginLimits.MaxDelay.String(),
+		"trusted_proxies", cfg.TrustedProxies,
 		"stats_sample_interval", cfg.SampleInterval.String(), "stats_retention", cfg.SampleRetention.String(),
 		"query_timeout", cfg.QueryTimeout.String(), "protected_indices", cfg.ProtectedIndices)
 	if !cfg.Account.Configured() {
@@ -208,7 +218,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
-		Account: cfg.Account, LoginLimits: cfg.LoginLimits, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
+		Account: cfg.Account, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
 		QueryTimeout: cfg.QueryTimeout, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
 	})
 	if err != nil {

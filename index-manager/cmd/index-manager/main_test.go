@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -64,7 +65,8 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 	}
 	cfg, err := loadConfig(config.NewFromMap(base))
 	if err != nil || cfg.Account.Configured() || cfg.TokenTTL != 12*time.Hour ||
-		cfg.LoginLimits.PerUser != 5 || cfg.LoginLimits.PerAddress != 20 || cfg.LoginLimits.Window != time.Minute {
+		cfg.LoginLimits.PerUser != 5 || cfg.LoginLimits.PerAddress != 20 || cfg.LoginLimits.Window != 15*time.Minute ||
+		cfg.LoginLimits.MaxDelay != time.Minute || fmt.Sprint(cfg.TrustedProxies) != "[127.0.0.0/8 ::1/128]" {
 		t.Fatalf("defaults: %v %+v", err, cfg)
 	}
 	for _, bad := range []map[string]string{
@@ -75,6 +77,9 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_USER": "0"},
 		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_ADDRESS": "many"},
 		{"INDEX_MANAGER_LOGIN_FAILURE_WINDOW": "0s"},
+		{"INDEX_MANAGER_LOGIN_FAILURE_WINDOW": "1m", "INDEX_MANAGER_LOGIN_MAX_DELAY": "5m"},
+		{"INDEX_MANAGER_LOGIN_MAX_DELAY": "10ms"},
+		{"INDEX_MANAGER_TRUSTED_PROXIES": "127.0.0.1,dashboard"},
 		// The operator hash of .env.example (password north-cloud-dev).
 		{"INDEX_MANAGER_ADMIN_USER": "admin", "INDEX_MANAGER_ADMIN_PASSWORD_HASH": "$2a$12$GcL5YG7JYLsqQ8FyxVgxJeBlu3NIEgmwLxnzXRlyRA.M8OqhJmkVG"},
 		// Login tokens longer-lived than any service accepts.
@@ -85,6 +90,10 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		if _, err := loadConfig(config.NewFromMap(with(bad))); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+	cfg, err = loadConfig(config.NewFromMap(with(map[string]string{"INDEX_MANAGER_TRUSTED_PROXIES": "none"})))
+	if err != nil || cfg.TrustedProxies != nil {
+		t.Fatalf("no trusted proxies: %v %v", err, cfg.TrustedProxies)
 	}
 	cfg, err = loadConfig(config.NewFromMap(with(map[string]string{"INDEX_MANAGER_PROTECTED_INDICES": " a_raw_content, b_raw_content ,"})))
 	if err != nil || len(cfg.ProtectedIndices) != 2 || cfg.ProtectedIndices[1] != "b_raw_content" {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,6 +18,7 @@ import (
 	"github.com/north-cloud/index-manager/internal/indices"
 	"github.com/north-cloud/index-manager/internal/openapi"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
@@ -48,8 +50,15 @@ type Config struct {
 	Auth *auth.Authenticator
 	// Account is the operator login; empty disables login.
 	Account Account
-	// LoginLimits bound failed logins per user name and client address.
+	// LoginLimits bound failed logins per (user name, client address) and
+	// per client address.
 	LoginLimits LoginLimits
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address the login limits count (the dashboard server). Nil trusts no
+	// one: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
+	// Clock is read by the login limits; nil is the system clock.
+	Clock clock.Clock
 	// TokenTTL is the lifetime of login tokens. Defaults to TokenTTLDefault.
 	TokenTTL time.Duration
 	// CursorKey signs documents cursors. Required, at least 32 bytes.
@@ -95,19 +104,20 @@ func (c *Config) validate() error {
 
 // Handler serves the API.
 type Handler struct {
-	store        *indices.Store
-	audit        AuditLog
-	rates        RateSource
-	auth         *auth.Authenticator
-	account      Account
-	dummyHash    []byte
-	userFailures *failureLimiter
-	addrFailures *failureLimiter
-	tokenTTL     time.Duration
-	cursors      cursorCodec
-	queryTimeout time.Duration
-	protected    map[string]bool
-	logger       *slog.Logger
+	store          *indices.Store
+	audit          AuditLog
+	rates          RateSource
+	auth           *auth.Authenticator
+	account        Account
+	dummyHash      []byte
+	pairFailures   *failureLimiter
+	addrFailures   *failureLimiter
+	trustedProxies []netip.Prefix
+	tokenTTL       time.Duration
+	cursors        cursorCodec
+	queryTimeout   time.Duration
+	protected      map[string]bool
+	logger         *slog.Logger
 }
 
 // Mount adds the API routes to engine (the engine of httpserver.Server, so
@@ -129,9 +139,10 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	}
 	h := &Handler{
 		store: cfg.Indices, audit: cfg.Audit, rates: cfg.Rates, auth: cfg.Auth, account: cfg.Account, dummyHash: dummy,
-		userFailures: newFailureLimiter(cfg.LoginLimits.PerUser, cfg.LoginLimits.Window),
-		addrFailures: newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.Window),
-		tokenTTL:     cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
+		pairFailures:   newFailureLimiter(cfg.LoginLimits.PerUser, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
+		addrFailures:   newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
+		trustedProxies: cfg.TrustedProxies,
+		tokenTTL:       cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
 		protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")),
 	}
 	for _, n := range append(append([]string{}, DefaultProtectedIndices...), cfg.ProtectedIndices...) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -73,13 +74,19 @@ func dummyHashFor(a Account) ([]byte, error) {
 // LoginLimits bound failed logins (see failureLimiter). Zero fields take
 // the defaults.
 type LoginLimits struct {
-	// PerUser is the number of failures per user name within Window after
-	// which that name is refused with 429.
+	// PerUser is the number of failures per (user name, client address)
+	// answered at once; each further one makes that pair wait longer.
+	// Defaults to LoginFailuresPerUserDefault.
 	PerUser int
-	// PerAddress is the same per client address.
+	// PerAddress is the same per client address, whatever the user names.
+	// Defaults to LoginFailuresPerAddressDefault.
 	PerAddress int
-	// Window is the sliding window failures are counted over.
+	// Window is how long a key's failures are remembered after its last
+	// one. Defaults to LoginWindowDefault.
 	Window time.Duration
+	// MaxDelay is the longest wait between two attempts of one key.
+	// Defaults to LoginMaxDelayDefault.
+	MaxDelay time.Duration
 }
 
 func (l *LoginLimits) setDefaults() {
@@ -92,12 +99,19 @@ func (l *LoginLimits) setDefaults() {
 	if l.Window == 0 {
 		l.Window = LoginWindowDefault
 	}
+	if l.MaxDelay == 0 {
+		l.MaxDelay = LoginMaxDelayDefault
+	}
 }
 
-// Validate checks that the limits are positive.
+// Validate checks that the limits are positive and that a key is not
+// forgotten before its longest delay is over.
 func (l LoginLimits) Validate() error {
-	if l.PerUser < 0 || l.PerAddress < 0 || l.Window < 0 {
+	if l.PerUser < 0 || l.PerAddress < 0 || l.Window < 0 || l.MaxDelay < 0 {
 		return errors.New("login limits must be positive")
+	}
+	if l.MaxDelay < LoginFirstDelay || l.MaxDelay > l.Window {
+		return fmt.Errorf("the longest login delay must be from %s to the failure window %s (got %s)", LoginFirstDelay, l.Window, l.MaxDelay)
 	}
 	return nil
 }
@@ -118,7 +132,22 @@ type LoginResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// isJSON reports whether a Content-Type header names JSON (parameters
+// such as charset allowed). Login takes JSON only: a browser sends a
+// cross-site form or text/plain post without asking, but JSON only after a
+// CORS preflight this API never grants, so no page the operator visits can
+// spend the operator's login budget.
+func isJSON(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mediaType == "application/json"
+}
+
 func (h *Handler) login(c *gin.Context) {
+	if !isJSON(c.GetHeader("Content-Type")) {
+		httpserver.WriteError(c, http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"the login body must be JSON (Content-Type: application/json)")
+		return
+	}
 	if !h.account.Configured() {
 		httpserver.WriteError(c, http.StatusServiceUnavailable, "login_not_configured",
 			"login is disabled: set INDEX_MANAGER_ADMIN_USER and INDEX_MANAGER_ADMIN_PASSWORD_HASH")
@@ -136,24 +165,27 @@ func (h *Handler) login(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusBadRequest, codeInvalid, fmt.Sprintf("username must be at most %d bytes", maxUsernameBytes))
 		return
 	}
-	addr := c.ClientIP()
-	// Each attempt counts as a failure of its user name and address from
-	// the start (so concurrent attempts cannot all slip under the limit)
-	// and is taken back if it succeeds. A name or address over its budget
-	// is refused before any bcrypt work, even with the right password.
-	userAt, wait, ok := h.userFailures.take(req.Username)
-	var addrAt time.Time
+	addr := clientAddr(c.Request, h.trustedProxies)
+	// NUL cannot be in a user name (checkText refuses it), so the pair key
+	// is unambiguous.
+	pair := req.Username + "\x00" + addr
+	// Each attempt counts as a failure of its (user name, address) pair and
+	// of its address from the start (so concurrent attempts cannot all
+	// slip through) and is taken back if it succeeds. A pair or address
+	// that must wait is refused before any bcrypt work, even with the right
+	// password; no other address is slowed down.
+	wait, ok := h.pairFailures.take(pair)
 	if ok {
-		if addrAt, wait, ok = h.addrFailures.take(addr); !ok {
-			h.userFailures.forgive(req.Username, userAt)
+		if wait, ok = h.addrFailures.take(addr); !ok {
+			h.pairFailures.forgive(pair)
 		}
 	}
 	if !ok {
 		secs := max(int(math.Ceil(wait.Seconds())), 1)
-		h.logger.WarnContext(c.Request.Context(), "login refused: too many failures", "client_ip", addr, "request_id", httpserver.RequestID(c))
+		h.logger.WarnContext(c.Request.Context(), "login refused: too many failures", "client_ip", addr, "retry_after_seconds", secs, "request_id", httpserver.RequestID(c))
 		c.Header("Retry-After", strconv.Itoa(secs))
 		httpserver.WriteError(c, http.StatusTooManyRequests, "too_many_attempts",
-			fmt.Sprintf("too many failed logins for this user name or address; try again in %d seconds", secs))
+			fmt.Sprintf("too many failed logins from this address; try again in %d seconds", secs))
 		return
 	}
 	userOK := subtle.ConstantTimeCompare([]byte(req.Username), []byte(h.account.User)) == 1
@@ -168,13 +200,13 @@ func (h *Handler) login(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusUnauthorized, "invalid_credentials", "invalid username or password")
 		return
 	}
-	h.userFailures.reset(req.Username)
-	h.addrFailures.forgive(addr, addrAt)
+	h.pairFailures.reset(pair)
+	h.addrFailures.forgive(addr)
 	token, exp, err := h.auth.Issue(h.account.User, h.tokenTTL)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	h.logger.InfoContext(c.Request.Context(), "login", "user", h.account.User, "request_id", httpserver.RequestID(c))
+	h.logger.InfoContext(c.Request.Context(), "login", "user", h.account.User, "client_ip", addr, "request_id", httpserver.RequestID(c))
 	c.JSON(http.StatusOK, LoginResponse{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC()})
 }

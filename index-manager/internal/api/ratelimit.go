@@ -3,90 +3,124 @@ package api
 import (
 	"sync"
 	"time"
+
+	"github.com/north-cloud/infrastructure/clock"
 )
 
-// Login rate limiting defaults: failed logins counted per user name and
-// per client address over a sliding window. When either count reaches its
-// limit, further attempts from that name or address are refused with 429
-// and Retry-After, without checking the password (no bcrypt work), until
-// the oldest failure leaves the window. A successful login clears the
-// user name's count.
+// Login rate limiting defaults. Failed logins are counted per (user name,
+// client address) and per client address, never per user name alone: an
+// attacker's failures slow down the attacker's own address, and the
+// operator's right password from another address still logs in. The first
+// failures of a key are answered at once; each further one makes the key
+// wait twice as long as the last (LoginFirstDelay, 2x, 4x, ... up to
+// MaxDelay), and attempts during the wait get 429 with Retry-After without
+// any password check (no bcrypt work). A key is forgotten Window after its
+// last failure; a successful login forgets its (user name, address) key.
 const (
 	LoginFailuresPerUserDefault    = 5
 	LoginFailuresPerAddressDefault = 20
-	LoginWindowDefault             = time.Minute
-	// maxLimiterKeys bounds the memory of one limiter: beyond it the key
-	// with the oldest last failure is forgotten.
+	LoginWindowDefault             = 15 * time.Minute
+	LoginMaxDelayDefault           = time.Minute
+	// LoginFirstDelay is the wait after the first failure over the budget.
+	LoginFirstDelay = time.Second
+	// maxLimiterKeys bounds the memory of one limiter: beyond it expired
+	// keys are dropped, then the key with the oldest last failure.
 	maxLimiterKeys = 10000
 )
 
-// failureLimiter counts failures per key in a sliding window. It is kept in
-// memory: each replica counts on its own.
+// failureLimiter slows down the failed attempts of each key with growing
+// delays. It is kept in memory: each replica counts on its own.
 type failureLimiter struct {
-	limit  int
-	window time.Duration
-	now    func() time.Time
+	free     int
+	maxDelay time.Duration
+	window   time.Duration
+	now      clock.Clock
 
-	mu       sync.Mutex
-	failures map[string][]time.Time // oldest first, at most limit entries
+	mu   sync.Mutex
+	keys map[string]*failures
 }
 
-func newFailureLimiter(limit int, window time.Duration) *failureLimiter {
-	return &failureLimiter{limit: limit, window: window, now: time.Now, failures: map[string][]time.Time{}}
+// failures is one key's record.
+type failures struct {
+	count int       // attempts counted as failures
+	last  time.Time // the last of them
+	until time.Time // no attempt before this
 }
 
-// prune drops the failures of key that left the window; the caller holds
-// mu.
-func (l *failureLimiter) prune(key string, now time.Time) []time.Time {
-	ts := l.failures[key]
-	i := 0
-	for i < len(ts) && now.Sub(ts[i]) >= l.window {
-		i++
+func newFailureLimiter(free int, maxDelay, window time.Duration, now clock.Clock) *failureLimiter {
+	return &failureLimiter{free: free, maxDelay: maxDelay, window: window, now: now, keys: map[string]*failures{}}
+}
+
+// delay is the wait after count failures: none within the free budget,
+// then LoginFirstDelay doubling up to maxDelay.
+func (l *failureLimiter) delay(count int) time.Duration {
+	over := count - l.free
+	if over <= 0 {
+		return 0
 	}
-	ts = ts[i:]
-	if len(ts) == 0 {
-		delete(l.failures, key)
+	d := LoginFirstDelay
+	for i := 1; i < over && d < l.maxDelay; i++ {
+		d *= 2
+	}
+	return min(d, l.maxDelay)
+}
+
+// get returns key's record, dropping it when it expired; the caller holds
+// mu.
+func (l *failureLimiter) get(key string, now time.Time) *failures {
+	f := l.keys[key]
+	if f != nil && now.Sub(f.last) >= l.window {
+		delete(l.keys, key)
 		return nil
 	}
-	l.failures[key] = ts
-	return ts
+	return f
 }
 
-// take records an attempt of key as a failure, in the same step as it
-// checks the limit, so concurrent attempts cannot all slip under it. At
-// the limit it records nothing and reports how long until an attempt is
-// allowed again. A successful attempt is taken back with forgive.
-func (l *failureLimiter) take(key string) (at time.Time, wait time.Duration, ok bool) {
+// take counts an attempt of key as a failure, in the same step as it
+// checks the delay, so concurrent attempts cannot all slip through. While
+// key must wait it counts nothing and reports how long. A successful
+// attempt is taken back with forgive or reset.
+func (l *failureLimiter) take(key string) (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
-	ts := l.prune(key, now)
-	if len(ts) >= l.limit {
-		return time.Time{}, ts[len(ts)-l.limit].Add(l.window).Sub(now), false
+	now := l.now.Now()
+	f := l.get(key, now)
+	if f != nil && now.Before(f.until) {
+		return f.until.Sub(now), false
 	}
-	if ts == nil && len(l.failures) >= maxLimiterKeys {
-		l.evict(now)
-	}
-	l.failures[key] = append(ts, now)
-	return now, 0, true
-}
-
-// forgive takes back the attempt of key recorded at at.
-func (l *failureLimiter) forgive(key string, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ts := l.failures[key]
-	for i := len(ts) - 1; i >= 0; i-- {
-		if ts[i].Equal(at) {
-			ts = append(ts[:i:i], ts[i+1:]...)
-			break
+	if f == nil {
+		if len(l.keys) >= maxLimiterKeys {
+			l.evict(now)
 		}
+		f = &failures{}
+		l.keys[key] = f
 	}
-	if len(ts) == 0 {
-		delete(l.failures, key)
+	f.count++
+	f.last = now
+	f.until = now.Add(l.delay(f.count))
+	return 0, true
+}
+
+// forgive takes back one attempt of key (it succeeded).
+func (l *failureLimiter) forgive(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.keys[key]
+	if f == nil {
 		return
 	}
-	l.failures[key] = ts
+	if f.count--; f.count <= 0 {
+		delete(l.keys, key)
+		return
+	}
+	f.until = f.last.Add(l.delay(f.count))
+}
+
+// reset forgets key.
+func (l *failureLimiter) reset(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.keys, key)
 }
 
 // evict makes room for one key: expired keys go first, then the key whose
@@ -94,23 +128,23 @@ func (l *failureLimiter) forgive(key string, at time.Time) {
 func (l *failureLimiter) evict(now time.Time) {
 	var oldestKey string
 	var oldest time.Time
-	for k := range l.failures {
-		ts := l.prune(k, now)
-		if ts == nil {
+	for k := range l.keys {
+		f := l.get(k, now)
+		if f == nil {
 			continue
 		}
-		if last := ts[len(ts)-1]; oldestKey == "" || last.Before(oldest) {
-			oldestKey, oldest = k, last
+		if oldestKey == "" || f.last.Before(oldest) {
+			oldestKey, oldest = k, f.last
 		}
 	}
-	if len(l.failures) >= maxLimiterKeys {
-		delete(l.failures, oldestKey)
+	if len(l.keys) >= maxLimiterKeys {
+		delete(l.keys, oldestKey)
 	}
 }
 
-// reset forgets the failures of key.
-func (l *failureLimiter) reset(key string) {
+// size is the number of keys tracked.
+func (l *failureLimiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.failures, key)
+	return len(l.keys)
 }

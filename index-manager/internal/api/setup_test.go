@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/north-cloud/index-manager/internal/rates"
 	"github.com/north-cloud/index-manager/migrations"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -100,6 +102,10 @@ type options struct {
 	// protected index names; "{prefix}" is replaced by the test's index
 	// prefix.
 	protected []string
+	// trusted proxies of the login limits; clock read by them (nil: the
+	// system clock).
+	trusted []netip.Prefix
+	clock   *clock.Manual
 }
 
 func randomSecret() string {
@@ -173,9 +179,14 @@ func setup(t testing.TB, o options) *bundle {
 	for i, p := range o.protected {
 		protected[i] = strings.ReplaceAll(p, "{prefix}", prefix)
 	}
+	var clk clock.Clock
+	if o.clock != nil {
+		clk = o.clock.Clock()
+	}
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account,
 		CursorKey: []byte(randomSecret()), ProtectedIndices: protected, Logger: log,
+		TrustedProxies: o.trusted, Clock: clk,
 	})
 	if err != nil {
 		t.Fatalf("mount: %v", err)

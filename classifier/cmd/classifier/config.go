@@ -33,11 +33,14 @@ type Config struct {
 	Poller    poller.Config
 	Processor processor.BatchProcessorConfig
 	// Urgent sizes the queue and workers of urgent documents (fresh news).
-	Urgent    processor.BatchProcessorConfig
-	Committer processor.CommitterConfig
-	Retry     deadletter.RetryConfig
-	Heartbeat claim.HeartbeatConfig
-	Store     storage.StoreConfig
+	Urgent processor.BatchProcessorConfig
+	// UrgentEnabled runs the urgent queue; off, urgent documents wait in
+	// the main queue like the rest.
+	UrgentEnabled bool
+	Committer     processor.CommitterConfig
+	Retry         deadletter.RetryConfig
+	Heartbeat     claim.HeartbeatConfig
+	Store         storage.StoreConfig
 	// Limits are what a raw document may carry (checked at the door).
 	Limits admission.Limits
 	// DeadLetters configures the dead-letter queue (permanent failures).
@@ -127,6 +130,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
+	c.UrgentEnabled = l.Bool("CLASSIFIER_URGENT_QUEUE_ENABLED", true)
 	c.Urgent = processor.BatchProcessorConfig{
 		Concurrency:   l.PositiveInt("CLASSIFIER_URGENT_WORKERS", 2),
 		MaxQueueDepth: l.PositiveInt("CLASSIFIER_URGENT_QUEUE_DEPTH", 50),

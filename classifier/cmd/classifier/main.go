@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/api"
@@ -106,8 +107,8 @@ func serve(ctx context.Context, _ []string) error {
 	)
 
 	var dlq *deadletter.Repository
-	var proc *processor.BatchProcessor
-	metrics, err := telemetry.New(rt.Telemetry.Meter("classifier"), telemetry.Gauges{
+	var proc, urgentProc *processor.BatchProcessor
+	gauges := telemetry.Gauges{
 		QueueDepth: func() int64 { return int64(proc.QueueDepth()) },
 		DLQDepth:   func(ctx context.Context) (map[string]int64, error) { return dlq.PendingBySource(ctx) },
 		BreakerStates: func() map[string]int64 {
@@ -117,7 +118,11 @@ func serve(ctx context.Context, _ []string) error {
 			}
 			return out
 		},
-	})
+	}
+	if cfg.UrgentEnabled {
+		gauges.UrgentQueueDepth = func() int64 { return int64(urgentProc.QueueDepth()) }
+	}
+	metrics, err := telemetry.New(rt.Telemetry.Meter("classifier"), gauges)
 	if err != nil {
 		return fmt.Errorf("classifier metrics: %w", err)
 	}
@@ -192,12 +197,15 @@ func serve(ctx context.Context, _ []string) error {
 	// while claims wait longer than a quarter of a beat (claim.TrackingSink).
 	sink := claim.TrackingSink{Sink: proc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
 	// Urgent documents (fresh news) get a small queue and workers of their
-	// own, so they never wait behind a full queue of backlog.
-	cfg.Urgent.SubmitTimeout = cfg.Processor.SubmitTimeout
-	urgentProc := processor.NewBatchProcessor(cfg.Urgent, classifier, committer.UrgentOutput(), metrics, tracer, log.With("queue", "urgent"))
-	// Paced like the main queue: while claims wait, the pipeline behind both
-	// queues is behind, and more urgent claims would only wait as well.
-	cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
+	// own, so they never wait behind a full queue of backlog
+	// (CLASSIFIER_URGENT_QUEUE_ENABLED=false turns that lane off).
+	if cfg.UrgentEnabled {
+		cfg.Urgent.SubmitTimeout = cfg.Processor.SubmitTimeout
+		urgentProc = processor.NewBatchProcessor(cfg.Urgent, classifier, committer.UrgentOutput(), metrics, tracer, log.With("queue", "urgent"))
+		// Paced like the main queue: while claims wait, the pipeline behind
+		// both queues is behind, and more urgent claims would only wait too.
+		cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
+	}
 	priorityStore, err := sourcepriority.New(sourcepriority.Config{DB: db, ES: es})
 	if err != nil {
 		return err
@@ -289,6 +297,10 @@ func serve(ctx context.Context, _ []string) error {
 				return 10 * time.Minute
 			}}),
 	}
+	if !cfg.UrgentEnabled {
+		components = slices.DeleteFunc(components, func(c lifecycle.NamedComponent) bool { return c.Name == "urgent_processor" })
+	}
+
 	if cfg.DLQEnabled {
 		cfg.Retry.Breakers = allBreakers
 		retrier, err := deadletter.NewRetryWorker(cfg.Retry, dlq, stores.Content, sink, log)

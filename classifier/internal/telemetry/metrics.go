@@ -87,8 +87,13 @@ type Metrics struct {
 // Gauges are read at scrape time from their owners (the work queue, the
 // dead-letter table) instead of being kept as deltas that drift.
 type Gauges struct {
-	// QueueDepth returns the number of documents waiting in the work queue.
+	// QueueDepth returns the number of documents waiting in the main work
+	// queue (classifier_queue_depth{lane="main"}).
 	QueueDepth func() int64
+	// UrgentQueueDepth, when set, returns the number waiting in the urgent
+	// queue (classifier_queue_depth{lane="urgent"}); nil when that queue is
+	// turned off.
+	UrgentQueueDepth func() int64
 	// DLQDepth returns dead-letter rows still to retry, by source.
 	DLQDepth func(ctx context.Context) (map[string]int64, error)
 	// BreakerStates returns the state of each dependency's circuit breaker
@@ -148,9 +153,13 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.DLQPermanent = counter("classifier_dlq_permanent_total", "Dead-letter entries that failed the same way on consecutive attempts and stopped retrying, by source and error code")
 
 	if gauges.QueueDepth != nil {
-		_, err = meter.Int64ObservableGauge("classifier_queue_depth", metric.WithDescription("Current pending documents in work queue"),
+		mainLane, urgentLane := metric.WithAttributes(attribute.String("lane", "main")), metric.WithAttributes(attribute.String("lane", "urgent"))
+		_, err = meter.Int64ObservableGauge("classifier_queue_depth", metric.WithDescription("Current pending documents in work queue, by lane (main, urgent)"),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-				o.Observe(gauges.QueueDepth())
+				o.Observe(gauges.QueueDepth(), mainLane)
+				if gauges.UrgentQueueDepth != nil {
+					o.Observe(gauges.UrgentQueueDepth(), urgentLane)
+				}
 				return nil
 			}))
 		errs = append(errs, err)

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/north-cloud/infrastructure/config"
+)
+
+// required is the least environment loadConfig accepts.
+func required() map[string]string {
+	return map[string]string{
+		"CLASSIFIER_DATABASE_URL":        "postgres://classifier:pw@127.0.0.1:5432/classifier?sslmode=disable",
+		"CLASSIFIER_OUTBOX_DATABASE_URL": "postgres://classifier:pw@127.0.0.1:5432/publisher?sslmode=disable",
+		"JWT_SECRET":                     "0123456789abcdef0123456789abcdef-test",
+	}
+}
+
+// The urgent queue is on by default and CLASSIFIER_URGENT_QUEUE_ENABLED=false
+// turns it off.
+func TestUrgentQueueSwitch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{{"", true}, {"true", true}, {"false", false}} {
+		env := required()
+		if tc.value != "" {
+			env["CLASSIFIER_URGENT_QUEUE_ENABLED"] = tc.value
+		}
+		cfg, err := loadConfig(config.NewFromMap(env))
+		if err != nil {
+			t.Fatalf("CLASSIFIER_URGENT_QUEUE_ENABLED=%q: %v", tc.value, err)
+		}
+		if cfg.UrgentEnabled != tc.want {
+			t.Errorf("CLASSIFIER_URGENT_QUEUE_ENABLED=%q: urgent queue enabled %v, want %v", tc.value, cfg.UrgentEnabled, tc.want)
+		}
+	}
+	if _, err := loadConfig(config.NewFromMap(map[string]string{"CLASSIFIER_URGENT_QUEUE_ENABLED": "sometimes"})); err == nil {
+		t.Error("CLASSIFIER_URGENT_QUEUE_ENABLED=sometimes accepted")
+	}
+}

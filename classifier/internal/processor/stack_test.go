@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +124,8 @@ type replica struct {
 	heartbeat *claim.Heartbeat
 	stores    Stores
 	breakers  Breakers
+	// opened counts the times any of the replica's breakers opened.
+	opened *atomic.Int64
 }
 
 func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) *replica {
@@ -145,10 +148,17 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) 
 		Reputation:  reputation.NewRepository(e.db),
 		Claims:      registry,
 	}
+	opened := new(atomic.Int64)
+	onChange := func(name string, _, to breaker.State, cause error) {
+		if to == breaker.Open {
+			opened.Add(1)
+			logger.Warn("breaker opened", "breaker", name, "cause", cause)
+		}
+	}
 	breakers := Breakers{
-		Elasticsearch: breaker.MustNew(breaker.Config{Name: "elasticsearch", Cooldown: 50 * time.Millisecond}),
-		Postgres:      breaker.MustNew(breaker.Config{Name: "postgres", Cooldown: 50 * time.Millisecond}),
-		Outbox:        breaker.MustNew(breaker.Config{Name: "outbox_postgres", Cooldown: 50 * time.Millisecond}),
+		Elasticsearch: breaker.MustNew(breaker.Config{Name: "elasticsearch", Cooldown: 50 * time.Millisecond, OnChange: onChange}),
+		Postgres:      breaker.MustNew(breaker.Config{Name: "postgres", Cooldown: 50 * time.Millisecond, OnChange: onChange}),
+		Outbox:        breaker.MustNew(breaker.Config{Name: "outbox_postgres", Cooldown: 50 * time.Millisecond, OnChange: onChange}),
 	}
 	pattern := e.prefix + "*" + contentindex.RawSuffix
 	com := NewCommitter(CommitterConfig{Batch: 50, Linger: 20 * time.Millisecond}, stores, breakers, e.metrics, tracer, logger)
@@ -167,7 +177,7 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replica{poller: pol, processor: proc, urgent: urgent, committer: com, heartbeat: hb, stores: stores, breakers: breakers}
+	return &replica{poller: pol, processor: proc, urgent: urgent, committer: com, heartbeat: hb, stores: stores, breakers: breakers, opened: opened}
 }
 
 func (r *replica) start(t *testing.T) {

@@ -7,6 +7,16 @@
 // published flagged with duplicate_of, or skipped, as the ContentPolicy
 // says. Both are recorded on the classified document and counted.
 //
+// A canonical URL belongs only to a document that was published. The
+// document that will be published first at a URL claims it while it is
+// decided, provisionally (a lease of ClaimLease against other replicas);
+// Published confirms the claim once its outbox row is written. A skipped
+// copy never claims a URL, and a provisional claim whose document never got
+// published (it failed for good) lapses with its lease. A document whose
+// URL is held only provisionally by another is published flagged with
+// duplicate_of (kind url): it is held back only behind an original that
+// reached the subscribers, so it can never vanish behind one that did not.
+//
 // The decision is idempotent: classifying the same document again (a crash
 // before the commit point, a reprocess) gives the same verdict, because a
 // document is never a duplicate of itself and the original it points to is
@@ -73,6 +83,9 @@ type Config struct {
 	ContentPolicy Policy
 	// MaxCandidates bounds the near-text candidates read per document.
 	MaxCandidates int
+	// ClaimLease is how long a provisional claim on a canonical URL (its
+	// document not published yet) holds it. Defaults to DefaultClaimLease.
+	ClaimLease time.Duration
 }
 
 // Defaults of Config.
@@ -80,6 +93,7 @@ const (
 	DefaultURLWindow     = 7 * 24 * time.Hour
 	DefaultContentWindow = 72 * time.Hour
 	DefaultMaxCandidates = 20
+	DefaultClaimLease    = 15 * time.Minute
 )
 
 // Doc is what the store needs of a classified document.
@@ -119,11 +133,16 @@ func New(db *sql.DB, cfg Config) *Store {
 	if cfg.MaxCandidates <= 0 {
 		cfg.MaxCandidates = DefaultMaxCandidates
 	}
+	if cfg.ClaimLease <= 0 {
+		cfg.ClaimLease = DefaultClaimLease
+	}
 	return &Store{db: db, cfg: cfg}
 }
 
 // Check returns a verdict per document, in order, and records the
-// documents' URLs and fingerprints for those that follow.
+// documents' fingerprints for those that follow, and provisional claims on
+// the canonical URLs of those that will be published (Published confirms
+// them).
 func (s *Store) Check(ctx context.Context, docs []Doc) ([]Verdict, error) {
 	verdicts := make([]Verdict, len(docs))
 	for i := range verdicts {
@@ -132,22 +151,44 @@ func (s *Store) Check(ctx context.Context, docs []Doc) ([]Verdict, error) {
 	if len(docs) == 0 {
 		return verdicts, nil
 	}
-	if err := s.checkURLs(ctx, docs, verdicts); err != nil {
+	free, err := s.checkURLs(ctx, docs, verdicts)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.checkContent(ctx, docs, verdicts); err != nil {
 		return nil, err
 	}
-	return verdicts, nil
+	if err := s.claimFree(ctx, docs, verdicts, free); err != nil {
+		return nil, err
+	}
+	// A URL duplicate is never an original: its text is not recorded.
+	var originals []Doc
+	for i, d := range docs {
+		if verdicts[i].Kind != URL {
+			originals = append(originals, d)
+		}
+	}
+	return verdicts, s.record(ctx, originals)
 }
 
-// checkURLs gives every canonical URL of the batch its holder: the
-// document that holds it inside the window, or else the batch's document
-// with the smallest key, which claims it. Every other document with that
-// URL is a URL duplicate of the holder. Claims are race-free across
-// replicas: the statement takes a URL only when it is free, expired or
-// already this document's, and a lost race reads the winner.
-func (s *Store) checkURLs(ctx context.Context, docs []Doc, verdicts []Verdict) error {
+// holder is the document holding a canonical URL, and whether it was
+// published (its claim confirmed) or is still being decided.
+type holder struct {
+	key       domain.DocKey
+	published bool
+}
+
+// urlDuplicate is the verdict on a document whose URL h holds: not
+// published behind a published original; behind one not published yet, as
+// the document's other verdict says (flagged with duplicate_of).
+func urlDuplicate(h holder, publish bool) Verdict {
+	return Verdict{Kind: URL, Of: h.key, Publish: publish && !h.published}
+}
+
+// checkURLs gives the documents whose canonical URL another document holds
+// their URL verdict, and returns the batch's documents by free URL (held
+// by no one, or by no one else).
+func (s *Store) checkURLs(ctx context.Context, docs []Doc, verdicts []Verdict) (map[string][]int, error) {
 	byURL := map[string][]int{}
 	for i, d := range docs {
 		if d.CanonicalURL != "" {
@@ -155,60 +196,88 @@ func (s *Store) checkURLs(ctx context.Context, docs []Doc, verdicts []Verdict) e
 		}
 	}
 	if len(byURL) == 0 {
-		return nil
+		return nil, nil
 	}
 	holders, err := s.holders(ctx, keys(byURL))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var claim []Doc
 	for u, idx := range byURL {
-		if _, ok := holders[u]; ok {
+		h, ok := holders[u]
+		if !ok {
 			continue
 		}
-		first := idx[0]
-		for _, i := range idx[1:] {
-			if keyLess(docs[i].Key, docs[first].Key) {
+		for _, i := range idx {
+			if docs[i].Key != h.key {
+				verdicts[i] = urlDuplicate(h, true)
+			}
+		}
+		delete(byURL, u)
+		// The holder's own URL stays with it; were it in the batch with
+		// others, they are its duplicates already.
+	}
+	return byURL, nil
+}
+
+// claimFree claims each free URL for the batch's document that will be
+// published at it, the one with the smallest key (a skipped copy never
+// claims a URL), and makes the batch's other documents at that URL its URL
+// duplicates. Claims are race-free across replicas: the statement takes a
+// URL only when it is free or expired, and a lost race reads the winner.
+func (s *Store) claimFree(ctx context.Context, docs []Doc, verdicts []Verdict, free map[string][]int) error {
+	var claim []Doc
+	for _, idx := range free {
+		first := -1
+		for _, i := range idx {
+			if verdicts[i].Publish && (first < 0 || keyLess(docs[i].Key, docs[first].Key)) {
 				first = i
 			}
 		}
-		claim = append(claim, docs[first])
+		if first >= 0 {
+			claim = append(claim, docs[first])
+		}
 	}
-	if err := s.claimURLs(ctx, claim, holders); err != nil {
+	holders, err := s.claimURLs(ctx, claim)
+	if err != nil {
 		return err
 	}
-	for u, idx := range byURL {
-		holder, ok := holders[u]
+	for u, idx := range free {
+		h, ok := holders[u]
 		if !ok {
-			return fmt.Errorf("check canonical urls: %w: no holder for %q", errMissing, u)
+			continue // nothing at the URL is published: no one holds it
 		}
 		for _, i := range idx {
-			if docs[i].Key != holder {
-				verdicts[i] = Verdict{Kind: URL, Of: holder} // not published
+			if docs[i].Key != h.key {
+				verdicts[i] = urlDuplicate(h, verdicts[i].Publish)
 			}
 		}
 	}
 	return nil
 }
 
-// holders reads the documents holding urls inside the window.
-func (s *Store) holders(ctx context.Context, urls []string) (map[string]domain.DocKey, error) {
+// holds is the condition of a canonical_urls row (alias c) that still
+// holds its URL: a published holder inside the window ($w), a provisional
+// one inside its lease ($l).
+const holds = `((c.published AND c.first_seen_at >= NOW() - %[1]s::interval) OR (NOT c.published AND c.first_seen_at >= NOW() - %[2]s::interval))`
+
+// holders reads the documents holding urls.
+func (s *Store) holders(ctx context.Context, urls []string) (map[string]holder, error) {
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT canonical_url, index_name, content_id FROM canonical_urls
-		 WHERE url_hash = ANY($1::bytea[]) AND first_seen_at >= NOW() - $2::interval`,
-		pq.Array(hashes(urls)), interval(s.cfg.URLWindow))
+		SELECT c.canonical_url, c.index_name, c.content_id, c.published FROM canonical_urls c
+		 WHERE c.url_hash = ANY($1::bytea[]) AND `+fmt.Sprintf(holds, "$2", "$3"),
+		pq.Array(hashes(urls)), interval(s.cfg.URLWindow), interval(s.cfg.ClaimLease))
 	if err != nil {
 		return nil, fmt.Errorf("read canonical urls: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[string]domain.DocKey, len(urls))
+	out := make(map[string]holder, len(urls))
 	for rows.Next() {
 		var u string
-		var k domain.DocKey
-		if err := rows.Scan(&u, &k.Index, &k.ID); err != nil {
+		var h holder
+		if err := rows.Scan(&u, &h.key.Index, &h.key.ID, &h.published); err != nil {
 			return nil, fmt.Errorf("read canonical urls: %w", err)
 		}
-		out[u] = k
+		out[u] = h
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read canonical urls: %w", err)
@@ -216,12 +285,13 @@ func (s *Store) holders(ctx context.Context, urls []string) (map[string]domain.D
 	return out, nil
 }
 
-// claimURLs claims each document's canonical URL for it when the URL is
-// free or expired, and adds the holders (the claimant, or the winner of a
-// race with another replica) to holders.
-func (s *Store) claimURLs(ctx context.Context, claim []Doc, holders map[string]domain.DocKey) error {
+// claimURLs claims each document's canonical URL for it, provisionally,
+// when the URL is free or its holder lapsed, and returns the holders (the
+// claimant, or the winner of a race with another replica).
+func (s *Store) claimURLs(ctx context.Context, claim []Doc) (map[string]holder, error) {
+	holders := map[string]holder{}
 	if len(claim) == 0 {
-		return nil
+		return holders, nil
 	}
 	urls := make([]string, len(claim))
 	indices, ids, sources := make([]string, len(claim)), make([]string, len(claim)), make([]string, len(claim))
@@ -229,28 +299,29 @@ func (s *Store) claimURLs(ctx context.Context, claim []Doc, holders map[string]d
 		urls[i], indices[i], ids[i], sources[i] = d.CanonicalURL, d.Key.Index, d.Key.ID, d.Source
 	}
 	rows, err := s.db.QueryContext(ctx, `
-		INSERT INTO canonical_urls AS c (url_hash, canonical_url, index_name, content_id, source_name)
-		SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $5::text[])
+		INSERT INTO canonical_urls AS c (url_hash, canonical_url, index_name, content_id, source_name, published)
+		SELECT *, FALSE FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $5::text[])
 		ON CONFLICT (url_hash) DO UPDATE
 		   SET index_name = EXCLUDED.index_name, content_id = EXCLUDED.content_id,
-		       source_name = EXCLUDED.source_name, first_seen_at = NOW()
-		 WHERE c.first_seen_at < NOW() - $6::interval
+		       source_name = EXCLUDED.source_name, first_seen_at = NOW(), published = FALSE
+		 WHERE NOT `+fmt.Sprintf(holds, "$6", "$7")+`
 		RETURNING canonical_url, index_name, content_id`,
-		pq.Array(hashes(urls)), pq.Array(urls), pq.Array(indices), pq.Array(ids), pq.Array(sources), interval(s.cfg.URLWindow))
+		pq.Array(hashes(urls)), pq.Array(urls), pq.Array(indices), pq.Array(ids), pq.Array(sources),
+		interval(s.cfg.URLWindow), interval(s.cfg.ClaimLease))
 	if err != nil {
-		return fmt.Errorf("claim canonical urls: %w", err)
+		return nil, fmt.Errorf("claim canonical urls: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var u string
-		var k domain.DocKey
-		if err := rows.Scan(&u, &k.Index, &k.ID); err != nil {
-			return fmt.Errorf("claim canonical urls: %w", err)
+		var h holder
+		if err := rows.Scan(&u, &h.key.Index, &h.key.ID); err != nil {
+			return nil, fmt.Errorf("claim canonical urls: %w", err)
 		}
-		holders[u] = k
+		holders[u] = h
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("claim canonical urls: %w", err)
+		return nil, fmt.Errorf("claim canonical urls: %w", err)
 	}
 	var lost []string
 	for _, u := range urls {
@@ -259,14 +330,46 @@ func (s *Store) claimURLs(ctx context.Context, claim []Doc, holders map[string]d
 		}
 	}
 	if len(lost) == 0 {
-		return nil
+		return holders, nil
 	}
 	winners, err := s.holders(ctx, lost) // another replica claimed them first
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for u, k := range winners {
-		holders[u] = k
+	for u, h := range winners {
+		holders[u] = h
+	}
+	for _, u := range lost {
+		if _, ok := holders[u]; !ok {
+			return nil, fmt.Errorf("claim canonical urls: %w: no holder for %q", errMissing, u)
+		}
+	}
+	return holders, nil
+}
+
+// Published confirms the URL claims of docs, whose outbox rows are written:
+// each URL now belongs to its document for the window. A claim another
+// document took over meanwhile (the lease lapsed) is left to it.
+func (s *Store) Published(ctx context.Context, docs []Doc) error {
+	var hs [][]byte
+	var indices, ids []string
+	for _, d := range docs {
+		if d.CanonicalURL == "" {
+			continue
+		}
+		hs = append(hs, hashes([]string{d.CanonicalURL})[0])
+		indices, ids = append(indices, d.Key.Index), append(ids, d.Key.ID)
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	_, err := s.db.ExecContext(ctx, `
+		UPDATE canonical_urls c SET published = TRUE, first_seen_at = NOW()
+		  FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t(h, idx, id)
+		 WHERE c.url_hash = t.h AND c.index_name = t.idx AND c.content_id = t.id AND NOT c.published`,
+		pq.Array(hs), pq.Array(indices), pq.Array(ids))
+	if err != nil {
+		return fmt.Errorf("confirm canonical urls: %w", err)
 	}
 	return nil
 }
@@ -301,7 +404,7 @@ type candidate struct {
 }
 
 // checkContent compares each document that is not already a URL duplicate
-// with the texts seen before it, then records the batch's fingerprints.
+// with the texts seen before it.
 //
 // "Before" is one order for every check, so that a document classified
 // again gets the verdict it got the first time: by first_seen_at, then by
@@ -329,14 +432,7 @@ func (s *Store) checkContent(ctx context.Context, docs []Doc, verdicts []Verdict
 			verdicts[i] = Verdict{Kind: Content, Of: of, Publish: s.cfg.ContentPolicy == Flag}
 		}
 	}
-	// A URL duplicate is never an original: its text is not recorded.
-	var originals []Doc
-	for i, d := range docs {
-		if verdicts[i].Kind != URL {
-			originals = append(originals, d)
-		}
-	}
-	return s.record(ctx, originals)
+	return nil
 }
 
 // firstCandidates is how many candidates nearest reads per document

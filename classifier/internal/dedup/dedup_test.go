@@ -60,6 +60,10 @@ func TestFiveURLVariantsGiveOneOriginalAndFourDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The original's outbox row is written: the URL is its.
+	if err := s.Published(ctx, docs[:1]); err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range docs[2:] {
 		v, err := s.Check(ctx, []dedup.Doc{d})
 		if err != nil {
@@ -71,9 +75,14 @@ func TestFiveURLVariantsGiveOneOriginalAndFourDuplicates(t *testing.T) {
 	if got[0].Kind != dedup.None || !got[0].Publish {
 		t.Fatalf("first variant: %+v, want an original that is published", got[0])
 	}
-	for i, v := range got[1:] {
+	// The twin in the original's batch is a URL duplicate, published
+	// flagged: the original was not published yet, and may never be.
+	if got[1].Kind != dedup.URL || got[1].Of != original || !got[1].Publish {
+		t.Errorf("variant 1: %+v, want a URL duplicate of %v, published flagged", got[1], original)
+	}
+	for i, v := range got[2:] {
 		if v.Kind != dedup.URL || v.Of != original || v.Publish {
-			t.Errorf("variant %d: %+v, want a URL duplicate of %v, not published", i+1, v, original)
+			t.Errorf("variant %d: %+v, want a URL duplicate of %v, not published", i+2, v, original)
 		}
 	}
 	// Classified again (a crash before the commit point, a reprocess), the
@@ -289,5 +298,70 @@ func TestNearCopyBehindCandidatesThatAreNotNear(t *testing.T) {
 	}
 	if want := (domain.DocKey{Index: "s_raw_content", ID: "a3"}); got[0].Kind != dedup.Content || got[0].Of != want {
 		t.Fatalf("verdict %+v, want a content duplicate of %v (behind two candidates that are not near)", got[0], want)
+	}
+}
+
+// A canonical URL belongs only to a document that was published. With the
+// skip policy, a copy of an earlier text is not published and claims no
+// URL, so a later document at its URL with new text is an original and is
+// published (before, the skipped copy held the URL for the window and the
+// new text was held back as its URL duplicate: published by no one). An
+// original that never gets published (it failed for good) holds its URL
+// only for the claim lease; meanwhile a document at that URL is published
+// flagged rather than held back, and once the lease lapses the next one
+// takes the URL.
+func TestURLBelongsOnlyToAPublishedDocument(t *testing.T) {
+	db := openDB(t)
+	s := dedup.New(db, dedup.Config{ContentPolicy: dedup.Skip})
+	c := canonical.New(canonical.Config{})
+	ctx := context.Background()
+	orig := doc(c, "wire_raw_content", "a", "wire", "https://wire.example/budget", "Budget", article)
+	if _, err := s.Check(ctx, []dedup.Doc{orig}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Published(ctx, []dedup.Doc{orig}); err != nil {
+		t.Fatal(err)
+	}
+	copyDoc := doc(c, "daily_raw_content", "c", "daily", "https://daily.example/story", "Budget", article)
+	got, err := s.Check(ctx, []dedup.Doc{copyDoc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Kind != dedup.Content || got[0].Publish {
+		t.Fatalf("copy under the skip policy: %+v, want a content duplicate not published", got[0])
+	}
+	update := doc(c, "daily_raw_content", "u", "daily", "https://daily.example/story", "Storm closes schools",
+		strings.Repeat("A winter storm closed every school in the district on Monday as snow kept falling. ", 6))
+	got, err = s.Check(ctx, []dedup.Doc{update})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Kind != dedup.None || !got[0].Publish {
+		t.Fatalf("new text at the skipped copy's URL: %+v, want an original that is published", got[0])
+	}
+
+	// An original that is never published: the next document at its URL
+	// is published flagged, and after the lease it takes the URL over.
+	lost := doc(c, "city_raw_content", "lost", "city", "https://city.example/notice", "Notice", "a notice about parking")
+	if _, err := s.Check(ctx, []dedup.Doc{lost}); err != nil {
+		t.Fatal(err)
+	}
+	next := doc(c, "city_raw_content", "next", "city", "https://city.example/notice", "Notice", "the notice, corrected")
+	got, err = s.Check(ctx, []dedup.Doc{next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Kind != dedup.URL || got[0].Of != lost.Key || !got[0].Publish {
+		t.Fatalf("behind an original not published: %+v, want a URL duplicate published flagged", got[0])
+	}
+	if _, err := db.Exec(`UPDATE canonical_urls SET first_seen_at = NOW() - INTERVAL '16 minutes' WHERE content_id = 'lost'`); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Check(ctx, []dedup.Doc{next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Kind != dedup.None || !got[0].Publish {
+		t.Fatalf("after the lapsed claim's lease: %+v, want an original", got[0])
 	}
 }

@@ -23,7 +23,8 @@ type Hygiene struct {
 // decide fills DuplicateOf, Version, ChangedFields and Publish on docs.
 // Its reads and writes are idempotent for a document classified again: the
 // same document gets the same verdict and, until its outbox row is
-// recorded, the same version.
+// recorded, the same version for the same outcome; another outcome gets the
+// next version, since the first may be in the outbox already.
 func (h *Hygiene) decide(ctx context.Context, docs []*domain.ClassifiedContent) error {
 	if h == nil {
 		for _, d := range docs {
@@ -51,12 +52,26 @@ func (h *Hygiene) decide(ctx context.Context, docs []*domain.ClassifiedContent) 
 	if err != nil {
 		return fmt.Errorf("plan publications: %w", err)
 	}
+	var before []dedup.Doc
+	reserve := make([]republish.Decision, len(docs))
 	for i, d := range docs {
 		d.Version, d.ChangedFields = decisions[i].Version, decisions[i].Changed
 		d.Publish = verdicts[i].Publish && decisions[i].Publish
+		reserve[i] = republish.Decision{Publish: d.Publish, Version: d.Version}
 		if !verdicts[i].Publish && decisions[i].Version == 1 && decisions[i].Publish {
 			d.Version = 0 // never published: no version yet
 		}
+		if verdicts[i].Publish && !decisions[i].Publish {
+			before = append(before, candidates[i]) // its outcome was published already
+		}
+	}
+	if err := h.Duplicates.Published(ctx, before); err != nil {
+		return fmt.Errorf("check duplicates: %w", err)
+	}
+	// The versions to publish are reserved before the outbox rows exist, so
+	// a retry with another outcome takes the next one (package republish).
+	if err := h.Outcomes.Reserve(ctx, items, reserve); err != nil {
+		return fmt.Errorf("plan publications: %w", err)
 	}
 	return nil
 }
@@ -74,6 +89,15 @@ func (h *Hygiene) record(ctx context.Context, published []*domain.ClassifiedCont
 		decisions[i] = republish.Decision{Publish: true, Version: d.Version}
 	}
 	if err := h.Outcomes.Record(ctx, items, decisions); err != nil {
+		return fmt.Errorf("record publications: %w", err)
+	}
+	// Their canonical URLs are theirs now: a document is held back as a URL
+	// duplicate only behind one that was published (package dedup).
+	urls := make([]dedup.Doc, len(published))
+	for i, d := range published {
+		urls[i] = dedup.Doc{Key: rawKey(d), CanonicalURL: d.CanonicalURL}
+	}
+	if err := h.Duplicates.Published(ctx, urls); err != nil {
 		return fmt.Errorf("record publications: %w", err)
 	}
 	return nil

@@ -6,9 +6,14 @@
 // of the fields that changed.
 //
 // The idempotency key of a message is (index, id, version): the outbox
-// refuses a second row with the same key, so a crash between the outbox
-// insert and Record publishes nothing twice (the next attempt computes the
-// same version and its insert is absorbed).
+// refuses a second row with the same key. The outbox is in the publisher's
+// database, so the version is reserved here (Reserve, table
+// publish_reservations) before the outbox row is written, and Record clears
+// the reservation after. A crash between the outbox insert and Record
+// publishes nothing twice: the next attempt with the same outcome finds the
+// reservation and takes the same version (its insert is absorbed); one with
+// a different outcome (rules edited meanwhile) takes the next version, so
+// subscribers are never left with the outcome of the absorbed row.
 package republish
 
 import (
@@ -93,9 +98,11 @@ type Store struct {
 // New returns a Store over the classifier's database.
 func New(db *sql.DB) *Store { return &Store{db: db} }
 
-// Plan reads the last published outcomes of items and decides, per item,
-// whether and under which version it is published. Several items of one
-// document in a batch are decided in order.
+// Plan reads the last published outcomes of items and their reserved
+// versions, and decides, per item, whether and under which version it is
+// published. Several items of one document in a batch are decided in order.
+// Plan writes nothing: Reserve the versions of the items that will be
+// published before writing their outbox rows.
 func (s *Store) Plan(ctx context.Context, items []Item) ([]Decision, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -105,28 +112,30 @@ func (s *Store) Plan(ctx context.Context, items []Item) ([]Decision, error) {
 		indices[i], ids[i] = it.Key.Index, it.Key.ID
 	}
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT p.index_name, p.content_id, p.version, p.outcome
-		  FROM published_outcomes p
-		  JOIN unnest($1::text[], $2::text[]) AS k(idx, id) ON p.index_name = k.idx AND p.content_id = k.id`,
+		SELECT k.idx, k.id, p.version, p.outcome, r.version, r.outcome
+		  FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS k(idx, id)
+		  LEFT JOIN published_outcomes p ON p.index_name = k.idx AND p.content_id = k.id
+		  LEFT JOIN publish_reservations r ON r.index_name = k.idx AND r.content_id = k.id
+		 WHERE p.version IS NOT NULL OR r.version IS NOT NULL`,
 		pq.Array(indices), pq.Array(ids))
 	if err != nil {
 		return nil, fmt.Errorf("read published outcomes: %w", err)
 	}
 	defer rows.Close()
-	type last struct {
-		version int
-		outcome Outcome
-	}
 	known := make(map[domain.DocKey]last, len(items))
 	for rows.Next() {
 		var k domain.DocKey
-		var l last
-		var raw []byte
-		if err := rows.Scan(&k.Index, &k.ID, &l.version, &raw); err != nil {
+		var version, reserved sql.NullInt64
+		var raw, rawReserved []byte
+		if err := rows.Scan(&k.Index, &k.ID, &version, &raw, &reserved, &rawReserved); err != nil {
 			return nil, fmt.Errorf("read published outcomes: %w", err)
 		}
-		if err := json.Unmarshal(raw, &l.outcome); err != nil {
+		l := last{version: int(version.Int64), reserved: int(reserved.Int64)}
+		if err := decodeOutcome(raw, &l.outcome); err != nil {
 			return nil, fmt.Errorf("read published outcome of %s/%s: %w", k.Index, k.ID, err)
+		}
+		if err := decodeOutcome(rawReserved, &l.reservedOutcome); err != nil {
+			return nil, fmt.Errorf("read reserved outcome of %s/%s: %w", k.Index, k.ID, err)
 		}
 		known[k] = l
 	}
@@ -136,16 +145,7 @@ func (s *Store) Plan(ctx context.Context, items []Item) ([]Decision, error) {
 	out := make([]Decision, len(items))
 	for i, it := range items {
 		prev, ok := known[it.Key]
-		switch {
-		case !ok:
-			out[i] = Decision{Publish: true, Version: 1}
-		default:
-			if changed := Changed(prev.outcome, it.Outcome); len(changed) > 0 {
-				out[i] = Decision{Publish: true, Version: prev.version + 1, Changed: changed}
-			} else {
-				out[i] = Decision{Version: prev.version}
-			}
-		}
+		out[i] = prev.decide(ok, it.Outcome)
 		if out[i].Publish {
 			known[it.Key] = last{version: out[i].Version, outcome: it.Outcome}
 		}
@@ -153,12 +153,72 @@ func (s *Store) Plan(ctx context.Context, items []Item) ([]Decision, error) {
 	return out, nil
 }
 
-// Record remembers the published items' outcomes, after their outbox rows
-// are written. A version never goes back: recording an older version than
-// the one stored (a late retry) changes nothing.
-func (s *Store) Record(ctx context.Context, items []Item, decisions []Decision) error {
+// last is what a document's subscribers have: its last recorded outcome
+// (version 0: none), and a version reserved above it (0: none) whose
+// outbox row may exist.
+type last struct {
+	version, reserved        int
+	outcome, reservedOutcome Outcome
+}
+
+// decide is the decision on outcome o of a document whose state is l (ok:
+// the document has a recorded or reserved outcome).
+func (l last) decide(ok bool, o Outcome) Decision {
+	var changed []string
+	if l.version > 0 {
+		changed = Changed(l.outcome, o)
+	}
+	switch {
+	case ok && l.reserved > l.version && len(Changed(l.reservedOutcome, o)) == 0:
+		// The attempt that reserved it may have written its outbox row:
+		// the same row again, absorbed if it is there.
+		return Decision{Publish: true, Version: l.reserved, Changed: changed}
+	case ok && l.reserved > l.version:
+		// Another outcome may sit in the outbox under the reserved
+		// version: this one comes after it.
+		return Decision{Publish: true, Version: l.reserved + 1, Changed: changed}
+	case !ok || l.version == 0:
+		return Decision{Publish: true, Version: 1}
+	case len(changed) > 0:
+		return Decision{Publish: true, Version: l.version + 1, Changed: changed}
+	default:
+		return Decision{Version: l.version}
+	}
+}
+
+func decodeOutcome(raw []byte, o *Outcome) error {
+	if raw == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, o)
+}
+
+// Reserve records the versions of the items that will be published, before
+// their outbox rows are written (package comment). A reservation never
+// goes back to a lower version.
+func (s *Store) Reserve(ctx context.Context, items []Item, decisions []Decision) error {
+	indices, ids, versions, outcomes, err := latestPublished(items, decisions)
+	if err != nil || len(indices) == 0 {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `
+		INSERT INTO publish_reservations AS r (index_name, content_id, version, outcome)
+		SELECT idx, id, v, o::jsonb FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS t(idx, id, v, o)
+		ON CONFLICT (index_name, content_id) DO UPDATE
+		   SET version = EXCLUDED.version, outcome = EXCLUDED.outcome, reserved_at = NOW()
+		 WHERE r.version <= EXCLUDED.version`,
+		pq.Array(indices), pq.Array(ids), pq.Array(versions), pq.Array(outcomes))
+	if err != nil {
+		return fmt.Errorf("reserve publish versions: %w", err)
+	}
+	return nil
+}
+
+// latestPublished returns, per document, the columns of its last item to
+// publish.
+func latestPublished(items []Item, decisions []Decision) (indices, ids []string, versions []int64, outcomes []string, err error) {
 	if len(items) != len(decisions) {
-		return fmt.Errorf("record published outcomes: %d items, %d decisions", len(items), len(decisions))
+		return nil, nil, nil, nil, fmt.Errorf("%d items, %d decisions", len(items), len(decisions))
 	}
 	latest := make(map[domain.DocKey]int, len(items))
 	for i, d := range decisions {
@@ -166,25 +226,39 @@ func (s *Store) Record(ctx context.Context, items []Item, decisions []Decision) 
 			latest[items[i].Key] = i
 		}
 	}
-	if len(latest) == 0 {
-		return nil
-	}
-	var indices, ids, outcomes []string
-	var versions []int64
 	for k, i := range latest {
 		raw, err := json.Marshal(items[i].Outcome.Normalized())
 		if err != nil {
-			return fmt.Errorf("record published outcome of %s/%s: %w", k.Index, k.ID, err)
+			return nil, nil, nil, nil, fmt.Errorf("outcome of %s/%s: %w", k.Index, k.ID, err)
 		}
 		indices, ids = append(indices, k.Index), append(ids, k.ID)
 		versions, outcomes = append(versions, int64(decisions[i].Version)), append(outcomes, string(raw))
 	}
-	_, err := s.db.ExecContext(ctx, `
-		INSERT INTO published_outcomes AS p (index_name, content_id, version, outcome)
-		SELECT idx, id, v, o::jsonb FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS t(idx, id, v, o)
-		ON CONFLICT (index_name, content_id) DO UPDATE
-		   SET version = EXCLUDED.version, outcome = EXCLUDED.outcome, published_at = NOW()
-		 WHERE p.version < EXCLUDED.version`,
+	return indices, ids, versions, outcomes, nil
+}
+
+// Record remembers the published items' outcomes, after their outbox rows
+// are written, and clears their reservations. A version never goes back:
+// recording an older version than the one stored (a late retry) changes
+// nothing.
+func (s *Store) Record(ctx context.Context, items []Item, decisions []Decision) error {
+	indices, ids, versions, outcomes, err := latestPublished(items, decisions)
+	if err != nil {
+		return fmt.Errorf("record published outcomes: %w", err)
+	}
+	if len(indices) == 0 {
+		return nil
+	}
+	_, err = s.db.ExecContext(ctx, `
+		WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS t(idx, id, v, o)),
+		ins AS (
+			INSERT INTO published_outcomes AS p (index_name, content_id, version, outcome)
+			SELECT idx, id, v, o::jsonb FROM t
+			ON CONFLICT (index_name, content_id) DO UPDATE
+			   SET version = EXCLUDED.version, outcome = EXCLUDED.outcome, published_at = NOW()
+			 WHERE p.version < EXCLUDED.version)
+		DELETE FROM publish_reservations r USING t
+		 WHERE r.index_name = t.idx AND r.content_id = t.id AND r.version <= t.v`,
 		pq.Array(indices), pq.Array(ids), pq.Array(versions), pq.Array(outcomes))
 	if err != nil {
 		return fmt.Errorf("record published outcomes: %w", err)

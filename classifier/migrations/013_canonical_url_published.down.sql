@@ -1,0 +1,1 @@
+ALTER TABLE canonical_urls DROP COLUMN IF EXISTS published;

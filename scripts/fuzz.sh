@@ -7,6 +7,9 @@
 #     over each service's served OpenAPI document, against the real
 #     binaries with fresh databases and a valid token: a bounded number of
 #     examples per operation (SCHEMATHESIS_EXAMPLES, default 25), all checks.
+#     The dashboard server's own API (its Prometheus proxy, in front of a
+#     real Prometheus from Debian's package scraping the classifier) is
+#     fuzzed the same way. FUZZ_SERVICES picks the APIs (default: all four).
 # Any fuzz failure, 5xx or schema violation fails the run. Expects the
 # services of scripts/services.sh (it runs `up` and `env` itself).
 set -euo pipefail
@@ -93,6 +96,7 @@ echo "-- building the services into $work" >&2
 for m in classifier publisher index-manager; do
   (cd "$m" && go build -o "$work/" "./cmd/$m")
 done
+(cd dashboard/server && go build -o "$work/" ./cmd/dashboard)
 
 # start NAME ADDRVAR ENV... : runs a binary on a free port until /ready and
 # sets addr (not in a subshell, so that cleanup knows its pid).
@@ -136,10 +140,32 @@ index_manager=$addr
 token=$(curl -sf -X POST "http://$index_manager/api/v1/auth/login" -H 'Content-Type: application/json' \
   -d "{\"username\":\"fuzzer\",\"password\":\"$password\"}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
 
-for svc in "publisher $publisher" "classifier $classifier" "index-manager $index_manager"; do
-  set -- $svc
-  echo "-- schemathesis $1 (http://$2/api/v1/openapi.json, $examples examples per operation, all checks)" >&2
-  curl -sf -H "Authorization: Bearer $token" "http://$2/api/v1/openapi.json" >"$work/$1.openapi.json"
+# The dashboard server in front of a real Prometheus scraping the
+# classifier, with a stand-in build (its API does not serve the app).
+if ! command -v prometheus >/dev/null; then
+  echo "prometheus is missing (apt-get install prometheus): the dashboard server's proxy needs one" >&2
+  exit 1
+fi
+prom_port=$(free_port)
+printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: classifier\n    static_configs:\n      - targets: ["%s"]\n' "$classifier" >"$work/prometheus.yml"
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus" \
+  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$prom_port/-/ready" >/dev/null && break; sleep 0.5; done
+mkdir -p "$work/dist" && echo '<html></html>' >"$work/dist/index.html"
+start dashboard DASHBOARD_ADDR DASHBOARD_DIST="$work/dist" PROMETHEUS_URL="http://127.0.0.1:$prom_port" \
+  CLASSIFIER_URL="http://$classifier" PUBLISHER_URL="http://$publisher" INDEX_MANAGER_URL="http://$index_manager"
+dashboard=$addr
+
+# Each API's document: the services serve theirs at /api/v1/openapi.json,
+# the dashboard server at /api/openapi.json.
+declare -A docs=([publisher]=/api/v1/openapi.json [classifier]=/api/v1/openapi.json
+  [index-manager]=/api/v1/openapi.json [dashboard]=/api/openapi.json)
+declare -A addrs=([publisher]=$publisher [classifier]=$classifier [index-manager]=$index_manager [dashboard]=$dashboard)
+for name in ${FUZZ_SERVICES:-publisher classifier index-manager dashboard}; do
+  set -- "$name" "${addrs[$name]}"
+  echo "-- schemathesis $1 (http://$2${docs[$1]}, $examples examples per operation, all checks)" >&2
+  curl -sf -H "Authorization: Bearer $token" "http://$2${docs[$1]}" >"$work/$1.openapi.json"
   # From the scratch directory: schemathesis keeps its example database
   # (.schemathesis/) in the working directory, not in the repository.
   (cd "$work" && "$venv/bin/st" --config-file "$root/scripts/schemathesis.toml" run "$work/$1.openapi.json" --url "http://$2" \

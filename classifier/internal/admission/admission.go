@@ -8,6 +8,13 @@
 //     document in Elasticsearch, in the dead-letter queue and in published
 //     messages. One holding a NUL byte or invalid UTF-8, or over its limit, is
 //     refused.
+//   - A document read from a raw index, {source}_raw_content, belongs to
+//     that source: one whose source_name is another (or missing) is refused,
+//     since metric labels, retry budgets and source statistics are keyed by
+//     the source, and a writer must not be able to pick its own. The refused
+//     document's SourceName is set to its index's source, so that its
+//     dead letter and counts go to the source it came from; the refusal
+//     quotes the value it carried.
 //   - Free-text fields (title, raw_text, raw_html, og_type, meta_description,
 //     published_date, and the claim fields) are normalized in place: NUL bytes
 //     (which Elasticsearch accepts and Postgres refuses) are removed and each
@@ -89,6 +96,9 @@ func Admit(raw *domain.RawContent, l Limits) error {
 				Clip(raw.Index, maxQuotedBytes), n, ColumnChars)
 		}
 	}
+	if err := sourceOfIndex(raw); err != nil {
+		return err
+	}
 
 	// Free text: normalized in place.
 	d := &raw.RawDocument
@@ -111,6 +121,26 @@ func Admit(raw *domain.RawContent, l Limits) error {
 			total, len(d.Title), len(d.RawText), len(d.RawHTML), len(d.MetaDescription), byteLimit(l.MaxDocumentBytes))
 	}
 	return nil
+}
+
+// sourceOfIndex refuses a document of a raw index whose source_name is not
+// the index's source, and then gives it its index's source (package
+// comment).
+func sourceOfIndex(raw *domain.RawContent) error {
+	if contentindex.TypeOf(raw.Index) != contentindex.TypeRaw {
+		return nil // not read from a raw index (the classify API)
+	}
+	source := strings.TrimSuffix(raw.Index, contentindex.RawSuffix)
+	if raw.SourceName == source {
+		return nil
+	}
+	claimed := raw.SourceName
+	raw.SourceName = source
+	if claimed == "" {
+		return reject("source_name", "missing; the document is in raw index %q, of source %q", Clip(raw.Index, maxQuotedBytes), Clip(source, maxQuotedBytes))
+	}
+	return reject("source_name", "%q is not the source of its raw index %q (%q)",
+		Clip(claimed, maxQuotedBytes), Clip(raw.Index, maxQuotedBytes), Clip(source, maxQuotedBytes))
 }
 
 // DocumentBytes is the size MaxDocumentBytes bounds: the bytes of title,

@@ -67,7 +67,7 @@ func TestAdmit(t *testing.T) {
 		{name: "invalid UTF-8 in source", mod: func(d *domain.RawContent) { d.SourceName = "news\xc3" }, wantField: "source_name", wantMsg: "invalid UTF-8 at byte 4"},
 		{name: "300-character source", mod: func(d *domain.RawContent) { d.SourceName = strings.Repeat("s", 300) },
 			wantField: "source_name", wantMsg: "source_name: 300 characters, over the 255-character limit"},
-		{name: "255 multibyte characters of source", mod: func(d *domain.RawContent) { d.SourceName = strings.Repeat("é", 255) },
+		{name: "255 multibyte characters of source", mod: func(d *domain.RawContent) { d.SourceName, d.Index = strings.Repeat("é", 255), "" },
 			check: func(t *testing.T, d *domain.RawContent) {
 				if len(d.SourceName) != 510 || utf8.RuneCountInString(d.SourceName) != 255 {
 					t.Errorf("source changed: %d bytes", len(d.SourceName))
@@ -75,7 +75,16 @@ func TestAdmit(t *testing.T) {
 			}},
 		{name: "256 multibyte characters of source", mod: func(d *domain.RawContent) { d.SourceName = strings.Repeat("é", 256) },
 			wantField: "source_name", wantMsg: "256 characters, over the 255-character limit"},
-		{name: "empty source is tolerated", mod: func(d *domain.RawContent) { d.SourceName = "" }},
+		{name: "empty source is tolerated outside a raw index", mod: func(d *domain.RawContent) { d.SourceName, d.Index = "", "" }},
+		// The source is the raw index's: labels and retry budgets are keyed
+		// by it, so a document may not name another (before: admitted).
+		{name: "source of another index", mod: func(d *domain.RawContent) { d.SourceName = "wire" }, wantField: "source_name",
+			wantMsg: `source_name: "wire" is not the source of its raw index "news_test_raw_content" ("news_test")`},
+		{name: "source missing in a raw index", mod: func(d *domain.RawContent) { d.SourceName = "" }, wantField: "source_name",
+			wantMsg: `source_name: missing; the document is in raw index "news_test_raw_content", of source "news_test"`},
+		{name: "source differing in case", mod: func(d *domain.RawContent) { d.SourceName = "News_test" }, wantField: "source_name",
+			wantMsg: `"News_test" is not the source`},
+		{name: "source of a raw index is its own", mod: func(d *domain.RawContent) { d.Index = "wire_raw_content"; d.SourceName = "wire" }},
 
 		// url
 		{name: "missing url", mod: func(d *domain.RawContent) { d.URL = "" }, wantField: "url", wantMsg: "url: missing"},
@@ -340,5 +349,19 @@ func TestLimits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate = %v, want %q", err, want)
 		}
+	}
+}
+
+// A document refused for naming another source is recorded under its
+// index's source (its dead letter, its counts and labels), whatever it
+// claimed: a writer cannot pick the source it is charged to.
+func TestRefusedSourceIsTheIndexs(t *testing.T) {
+	t.Parallel()
+	d := doc(func(d *domain.RawContent) { d.SourceName = "someone-else-entirely" })
+	if err := Admit(d, Limits{}); !errors.Is(err, ErrRejected) {
+		t.Fatalf("Admit = %v, want a refusal", err)
+	}
+	if d.SourceName != "news_test" {
+		t.Errorf("refused document's source = %q, want its index's, news_test", d.SourceName)
 	}
 }

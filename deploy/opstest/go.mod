@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/lib/pq v1.12.3
 	github.com/north-cloud/infrastructure v0.0.0-00010101000000-000000000000
-	github.com/prometheus/prometheus v0.310.0
+	github.com/prometheus/prometheus v0.315.1
 	github.com/redis/go-redis/v9 v9.23.0
 	gopkg.in/yaml.v3 v3.0.1
 )

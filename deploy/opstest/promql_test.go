@@ -19,6 +19,9 @@ import (
 
 const root = "../.."
 
+// promParser parses PromQL as Prometheus does (default options).
+var promParser = parser.NewParser(parser.Options{})
+
 // exportedMetric is one line of exported_metrics.txt.
 type exportedMetric struct {
 	Name, Type, Service string
@@ -223,7 +226,7 @@ func TestAlertRuleExpressionsParseAndUseExportedMetrics(t *testing.T) {
 		t.Fatal("no rules in alerts.yml")
 	}
 	for _, e := range exprs {
-		parsed, err := parser.ParseExpr(e.expr)
+		parsed, err := promParser.ParseExpr(e.expr)
 		if err != nil {
 			t.Errorf("%s: %v\n%s", e.where, err, e.expr)
 			continue
@@ -300,7 +303,7 @@ func TestAlertTableCovered(t *testing.T) {
 		got := map[string][]string{}
 		for _, g := range rules.Groups {
 			for _, r := range g.Rules {
-				parsed, err := parser.ParseExpr(r.Expr)
+				parsed, err := promParser.ParseExpr(r.Expr)
 				if err != nil {
 					continue // reported by the parse test
 				}
@@ -333,7 +336,7 @@ func TestDashboardExpressionsParseAndUseExportedMetrics(t *testing.T) {
 			t.Errorf("%s: empty expression", e.where)
 			continue
 		}
-		parsed, err := parser.ParseExpr(e.expr)
+		parsed, err := promParser.ParseExpr(e.expr)
 		if err != nil {
 			t.Errorf("%s: %v\n%s", e.where, err, e.expr)
 			continue
@@ -413,7 +416,7 @@ func TestSpecGrafanaQueriesOnDashboards(t *testing.T) {
 	}
 	on := map[string]bool{}
 	for _, e := range dashboardExpressions(t) {
-		if p, err := parser.ParseExpr(e.expr); err == nil {
+		if p, err := promParser.ParseExpr(e.expr); err == nil {
 			on[p.String()] = true
 		}
 	}
@@ -422,7 +425,7 @@ func TestSpecGrafanaQueriesOnDashboards(t *testing.T) {
 		if replacement != "" {
 			want = replacement
 		}
-		p, err := parser.ParseExpr(want)
+		p, err := promParser.ParseExpr(want)
 		if err != nil {
 			t.Errorf("%s: %v", want, err)
 			continue

@@ -98,10 +98,20 @@ func TestRunbookCommands(t *testing.T) {
 	}
 	cdb := openDB(t, classifierDB)
 	pdb := openDB(t, publisherDB)
+	idb := openDB(t, indexManagerDB)
 	seedClassifier(t, cdb)
 	seedPublisher(t, pdb)
+	seedIndexManager(t, idb)
 
 	work := t.TempDir()
+	// The runbook's commands run from the repository root (scripts/db.sh).
+	scripts, err := filepath.Abs(filepath.Join(root, "scripts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(scripts, filepath.Join(work, "scripts")); err != nil {
+		t.Fatal(err)
+	}
 	env := append(os.Environ(),
 		"CLASSIFIER_DATABASE_URL="+classifierDB,
 		"PUBLISHER_DATABASE_URL="+publisherDB,
@@ -110,6 +120,7 @@ func TestRunbookCommands(t *testing.T) {
 		"PGCONNECT_TIMEOUT=10",
 	)
 
+	backedUp := map[string]int{} // rows of each database's table before the restore
 	checks := map[string]func(t *testing.T){
 		"dlq-requeue": func(t *testing.T) {
 			// The exhausted demo_news ES_TIMEOUT row has fresh retries and is due.
@@ -142,16 +153,33 @@ func TestRunbookCommands(t *testing.T) {
 			}
 		},
 		"restore": func(t *testing.T) {
-			// The restore replaced the database with the dump taken after
-			// the re-queue blocks: the rows are back, in that state.
-			var n int
-			if err := cdb.QueryRow(`SELECT COUNT(*) FROM dead_letter_queue`).Scan(&n); err != nil {
-				t.Fatal(err)
+			// The restore replaced each database with the dump taken after
+			// the re-queue blocks (before it, damage() emptied them): the
+			// rows are back, in that state.
+			for db, want := range map[*sql.DB]string{cdb: "dead_letter_queue", pdb: "classified_outbox", idb: "index_audit_log"} {
+				if n := count(t, db, want); n != backedUp[want] {
+					t.Errorf("%s has %d rows after restore, want the %d backed up", want, n, backedUp[want])
+				}
 			}
-			if n != 4 {
+			if n := count(t, cdb, "dead_letter_queue"); n != 4 {
 				t.Errorf("dead_letter_queue has %d rows after restore, want 4", n)
 			}
 			expectRow(t, cdb, `SELECT max_retries = 1 FROM dead_letter_queue WHERE id = '`+placeholderID+`'`)
+		},
+	}
+	// Before the restore block, every database loses its rows, so only a
+	// restore of all three brings them back.
+	before := map[string]func(t *testing.T){
+		"restore": func(t *testing.T) {
+			for db, table := range map[*sql.DB]string{cdb: "dead_letter_queue", pdb: "classified_outbox", idb: "index_audit_log"} {
+				backedUp[table] = count(t, db, table)
+				if _, err := db.Exec(`DELETE FROM ` + table); err != nil {
+					t.Fatalf("empty %s: %v", table, err)
+				}
+			}
+			if backedUp["dead_letter_queue"] == 0 || backedUp["classified_outbox"] == 0 || backedUp["index_audit_log"] == 0 {
+				t.Fatalf("nothing to restore: %v rows before the restore", backedUp)
+			}
 		},
 	}
 	seen := map[string]bool{}
@@ -166,6 +194,9 @@ func TestRunbookCommands(t *testing.T) {
 				t.Errorf("%s: no check for this block name in runbook_test.go", b)
 			}
 			seen[b.name] = true
+		}
+		if prepare := before[b.name]; prepare != nil {
+			prepare(t)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "bash", "-e", "-c", b.script)
@@ -324,4 +355,22 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "\n..."
+}
+
+// seedIndexManager writes one audit entry, so the index-manager's dump holds
+// a row the restore must bring back.
+func seedIndexManager(t *testing.T, db *sql.DB) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO index_audit_log (actor, action, index_name, outcome) VALUES ('runbook-test', 'create', 'demo_news_raw_content', 'success')`); err != nil {
+		t.Fatalf("seed index_audit_log: %v", err)
+	}
+}
+
+func count(t *testing.T, db *sql.DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
 }

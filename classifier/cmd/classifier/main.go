@@ -33,6 +33,7 @@ import (
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -178,6 +179,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 
 	duplicates := dedup.New(db, cfg.Duplicates)
+	hygiene := &processor.Hygiene{Duplicates: duplicates, Outcomes: republish.New(db)}
 	claims := claim.NewRegistry()
 	stores := processor.Stores{
 		Content:    storage.NewContentStoreWith(es, cfg.Store),
@@ -185,7 +187,7 @@ func serve(ctx context.Context, _ []string) error {
 		Outbox:     storage.NewOutboxWriter(outboxDB),
 		Reputation: repRepo,
 		Claims:     claims,
-		Hygiene:    &processor.Hygiene{Duplicates: duplicates, Outcomes: republish.New(db)},
+		Hygiene:    hygiene,
 	}
 	if cfg.DLQEnabled {
 		stores.DeadLetters = dlq
@@ -240,15 +242,6 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	v1 := srv.Router().Group("/api/v1", rt.Auth.Middleware())
-	// The playground runs on the active engine only, so its requests are
-	// not counted as shadow-mode comparisons.
-	if err := api.Register(v1, api.Deps{
-		Store: ruleRepo, Engine: engine, Pipeline: classifier,
-		RulesVersion: watcher.Version, Logger: log,
-	}); err != nil {
-		return err
-	}
 	sourceStats, err := sourcestats.New(sourcestats.Config{ES: es, DB: db, RawPattern: cfg.Poller.IndexPattern})
 	if err != nil {
 		return err
@@ -259,11 +252,20 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if err := opsapi.Register(v1, opsapi.Deps{
-		DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
-		PollStatus: poll.IndexStatus, SourceStats: sourceStats,
-		Priorities: priorityStore, Reprocess: reprocessor,
-	}); err != nil {
+	auditLog, err := audit.NewStore(db)
+	if err != nil {
+		return err
+	}
+	// The playground runs on the active engine only, so its requests are
+	// not counted as shadow-mode comparisons.
+	if err := mountAPI(srv.Router(),
+		audit.GroupConfig{Auth: rt.Auth, Store: auditLog, Meter: rt.Telemetry.Meter("classifier"), MetricPrefix: "classifier", Logger: log},
+		api.Deps{Store: ruleRepo, Engine: engine, Pipeline: classifier, RulesVersion: watcher.Version, Logger: log},
+		opsapi.Deps{
+			DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
+			PollStatus: poll.IndexStatus, SourceStats: sourceStats,
+			Priorities: priorityStore, Reprocess: reprocessor,
+		}); err != nil {
 		return err
 	}
 
@@ -285,7 +287,8 @@ func serve(ctx context.Context, _ []string) error {
 		lifecycle.Named("poller", poll),
 		lifecycle.Named("duplicate_cleanup", &lifecycle.Loop{Name: "duplicate_cleanup", Logger: log,
 			Step: func(ctx context.Context) time.Duration {
-				n, err := duplicates.Cleanup(ctx, 10_000)
+				// Duplicate windows, and the published outcomes they outlive.
+				n, err := hygiene.Cleanup(ctx, 10_000)
 				if err != nil {
 					log.WarnContext(ctx, "duplicate windows not cleaned up; tried again later", "error", err)
 					return 10 * time.Minute

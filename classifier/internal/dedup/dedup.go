@@ -667,6 +667,10 @@ func (s *Store) record(ctx context.Context, docs []Doc) error {
 	return nil
 }
 
+// Retention is how long the store remembers a document: the longer of its
+// windows.
+func (s *Store) Retention() time.Duration { return max(s.cfg.URLWindow, s.cfg.ContentWindow) }
+
 // Cleanup deletes URLs and fingerprints older than their windows, at most
 // limit rows of each, and returns how many it deleted.
 func (s *Store) Cleanup(ctx context.Context, limit int) (int64, error) {

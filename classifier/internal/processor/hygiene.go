@@ -103,6 +103,20 @@ func (h *Hygiene) record(ctx context.Context, published []*domain.ClassifiedCont
 	return nil
 }
 
+// Cleanup forgets, at most limit rows of each table at a time, the
+// canonical URLs and fingerprints past their windows and the published
+// outcomes (and version reservations) of documents the duplicate windows
+// no longer remember, so published_outcomes lives as long as its
+// documents' duplicate records. It returns how many rows it deleted.
+func (h *Hygiene) Cleanup(ctx context.Context, limit int) (int64, error) {
+	n, err := h.Duplicates.Cleanup(ctx, limit)
+	if err != nil {
+		return n, err
+	}
+	m, err := h.Outcomes.Cleanup(ctx, h.Duplicates.Retention(), limit)
+	return n + m, err
+}
+
 // rawKey is a classified document's identity: its raw index and id.
 func rawKey(d *domain.ClassifiedContent) domain.DocKey {
 	return domain.DocKey{Index: d.RawIndex, ID: d.ID}

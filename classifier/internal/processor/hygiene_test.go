@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/dedup"
@@ -56,5 +57,50 @@ func TestHygieneRetryWithAnotherOutcomeTakesTheNextVersion(t *testing.T) {
 	}
 	if again.Publish || again.Version != 2 {
 		t.Fatalf("after record: publish %t version %d, want version 2 not published", again.Publish, again.Version)
+	}
+}
+
+// The duplicate cleanup loop prunes published_outcomes with the documents'
+// duplicate records: past the longer window, a document's published
+// outcome is forgotten with its URL and text; a newer one stays.
+func TestHygieneCleanupPrunesPublishedOutcomes(t *testing.T) {
+	t.Parallel()
+	db, _ := dbtest.Migrated(t)
+	h := &Hygiene{Duplicates: dedup.New(db, dedup.Config{URLWindow: 48 * time.Hour, ContentWindow: 24 * time.Hour}), Outcomes: republish.New(db)}
+	ctx := context.Background()
+	for _, id := range []string{"old", "recent"} {
+		d := &domain.ClassifiedContent{ContentType: "article"}
+		d.ID, d.RawIndex, d.SourceName, d.URL = id, "s_raw_content", "s", "https://s.example/"+id
+		if err := h.decide(ctx, []*domain.ClassifiedContent{d}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.record(ctx, []*domain.ClassifiedContent{d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`UPDATE published_outcomes SET published_at = NOW() - INTERVAL '49 hours' WHERE content_id = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE published_outcomes SET published_at = NOW() - INTERVAL '47 hours' WHERE content_id = 'recent'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Cleanup(ctx, 1000); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	rows, err := db.Query(`SELECT content_id FROM published_outcomes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) != 1 || ids[0] != "recent" {
+		t.Fatalf("published outcomes after cleanup: %v, want [recent]", ids)
 	}
 }

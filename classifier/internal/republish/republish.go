@@ -24,6 +24,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -264,4 +265,29 @@ func (s *Store) Record(ctx context.Context, items []Item, decisions []Decision) 
 		return fmt.Errorf("record published outcomes: %w", err)
 	}
 	return nil
+}
+
+// Cleanup forgets, at most limit rows of each table at a time, the
+// outcomes published longer than retention ago and the reservations made
+// that long ago, and returns how many rows it deleted. A document
+// classified again after that is published as new. The classifier keeps
+// them as long as it keeps a document's canonical URL and text for
+// duplicates (processor.Hygiene.Cleanup), which is also as long as the
+// publisher keeps its outbox rows by default (7 days).
+func (s *Store) Cleanup(ctx context.Context, retention time.Duration, limit int) (int64, error) {
+	var total int64
+	for _, q := range []struct{ table, column string }{
+		{"published_outcomes", "published_at"},
+		{"publish_reservations", "reserved_at"},
+	} {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM `+q.table+` WHERE ctid IN (
+			SELECT ctid FROM `+q.table+` WHERE `+q.column+` < NOW() - make_interval(secs => $1) LIMIT $2)`,
+			retention.Seconds(), limit)
+		if err != nil {
+			return total, fmt.Errorf("clean up %s: %w", q.table, err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+	}
+	return total, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
@@ -142,5 +143,61 @@ func TestRetryWithAnotherOutcomeTakesTheNextVersion(t *testing.T) {
 	// published one: the published one goes out again, after it.
 	if d := plan(crime); !d.Publish || d.Version != 4 {
 		t.Fatalf("reverted outcome: %+v, want v4 (after the reserved sports v3)", d)
+	}
+}
+
+// Published outcomes and reservations are forgotten after the retention
+// (before, published_outcomes grew forever); newer ones stay, and the
+// work is bounded by limit.
+func TestCleanupForgetsOutcomesPastTheRetention(t *testing.T) {
+	db := openDB(t)
+	s := republish.New(db)
+	ctx := context.Background()
+	o := republish.Outcome{ContentType: "article", TextHash: "h"}
+	var items []republish.Item
+	for _, id := range []string{"old1", "old2", "old3", "new"} {
+		items = append(items, republish.Item{Key: domain.DocKey{Index: "a_raw_content", ID: id}, Outcome: o})
+	}
+	d, err := s.Plan(ctx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, items, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reserve(ctx, []republish.Item{{Key: domain.DocKey{Index: "a_raw_content", ID: "old4"}, Outcome: o}},
+		[]republish.Decision{{Publish: true, Version: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE published_outcomes SET published_at = NOW() - INTERVAL '8 days' WHERE content_id LIKE 'old%'`,
+		`UPDATE publish_reservations SET reserved_at = NOW() - INTERVAL '8 days'`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.Cleanup(ctx, 7*24*time.Hour, 2)
+	if err != nil || n != 3 { // two outcomes (the limit) and the reservation
+		t.Fatalf("first cleanup = %d, %v; want 3", n, err)
+	}
+	if n, err = s.Cleanup(ctx, 7*24*time.Hour, 2); err != nil || n != 1 {
+		t.Fatalf("second cleanup = %d, %v; want 1", n, err)
+	}
+	var left []string
+	rows, err := db.Query(`SELECT content_id FROM published_outcomes UNION ALL SELECT content_id FROM publish_reservations`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, id)
+	}
+	if !slices.Equal(left, []string{"new"}) {
+		t.Fatalf("left after cleanup: %v, want [new]", left)
 	}
 }

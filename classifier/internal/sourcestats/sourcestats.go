@@ -8,7 +8,11 @@
 // _id), dead-letter rows (one per document) and published_outcomes rows
 // (one per document). The work is bounded: one Elasticsearch search with
 // aggregations over every raw and classified index, and three grouped SQL
-// statements whose results have one row per index (and field).
+// statements whose results have one row per index (and field)
+// (published_outcomes is pruned with the duplicate windows:
+// processor.Hygiene.Cleanup). The Dashboard's Sources page polls it, so a
+// Reader computes at most one report at a time and serves it to every
+// caller for CacheFor.
 package sourcestats
 
 import (
@@ -21,6 +25,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -40,6 +45,7 @@ const duplicateKindField = "duplicate_of.kind"
 const (
 	RawPatternDefault = "*" + contentindex.RawSuffix
 	MaxIndicesDefault = 1000
+	CacheForDefault   = 5 * time.Second
 )
 
 // Config configures a Reader.
@@ -56,13 +62,25 @@ type Config struct {
 	// MaxIndices bounds the indices one answer covers. Defaults to
 	// MaxIndicesDefault.
 	MaxIndices int
-	// Clock dates the oldest pending document's age. Defaults to the system
-	// clock.
+	// Clock dates the oldest pending document's age and the report's
+	// freshness. Defaults to the system clock.
 	Clock clock.Clock
+	// CacheFor is how long a report is served to every caller before it is
+	// computed again. Defaults to CacheForDefault; negative: every call
+	// computes one (still one at a time).
+	CacheFor time.Duration
 }
 
-// Reader computes the per-source figures.
-type Reader struct{ cfg Config }
+// Reader computes the per-source figures, one report at a time, shared by
+// concurrent callers and cached for CacheFor.
+type Reader struct {
+	cfg Config
+
+	mu     sync.Mutex
+	last   *Report
+	lastAt time.Time
+	flight chan struct{} // closed when the report being computed is done
+}
 
 // New returns a Reader after checking cfg.
 func New(cfg Config) (*Reader, error) {
@@ -71,6 +89,9 @@ func New(cfg Config) (*Reader, error) {
 	}
 	if cfg.MaxIndices <= 0 {
 		cfg.MaxIndices = MaxIndicesDefault
+	}
+	if cfg.CacheFor == 0 {
+		cfg.CacheFor = CacheForDefault
 	}
 	var errs []error
 	if cfg.ES == nil {
@@ -131,8 +152,44 @@ type Report struct {
 	GeneratedAt time.Time `json:"generated_at"`
 }
 
-// Stats computes every source's figures.
+// Stats returns every source's figures (the report is shared: do not
+// modify it): the last report while it is fresher than CacheFor, else a new
+// one. Callers arriving while one is computed wait for it; when it fails,
+// the next of them computes another.
 func (r *Reader) Stats(ctx context.Context) (*Report, error) {
+	for {
+		r.mu.Lock()
+		if r.last != nil && r.cfg.Clock.Now().Sub(r.lastAt) < r.cfg.CacheFor {
+			rep := r.last
+			r.mu.Unlock()
+			return rep, nil
+		}
+		if wait := r.flight; wait != nil {
+			r.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("source stats: %w", ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		r.flight = done
+		r.mu.Unlock()
+		rep, err := r.compute(ctx)
+		r.mu.Lock()
+		r.flight = nil
+		if err == nil {
+			r.last, r.lastAt = rep, r.cfg.Clock.Now()
+		}
+		r.mu.Unlock()
+		close(done)
+		return rep, err
+	}
+}
+
+// compute computes every source's figures.
+func (r *Reader) compute(ctx context.Context) (*Report, error) {
 	now := r.cfg.Clock.Now().UTC()
 	bySource := map[string]*Source{}
 	get := func(rawIndex string) *Source {

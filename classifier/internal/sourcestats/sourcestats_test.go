@@ -198,3 +198,56 @@ func TestNewNeedsItsStores(t *testing.T) {
 		t.Fatalf("New with nothing = %v, want both stores named", err)
 	}
 }
+
+// The Sources page polls GET /sources/stats: concurrent callers share one
+// computation (before, each scanned Elasticsearch and published_outcomes
+// on its own), and a report is served until it is CacheFor old.
+func TestStatsSharedAndCached(t *testing.T) {
+	t.Parallel()
+	es, prefix := testenv.Elasticsearch(t)
+	db, _ := dbtest.Migrated(t)
+	clk := clock.NewManual(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	reader, err := sourcestats.New(sourcestats.Config{ES: es, DB: db, RawPattern: prefix + "*" + contentindex.RawSuffix,
+		Clock: clk.Clock(), CacheFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha := prefix + "alpha"
+	rawtest.Write(t, es, contentindex.RawIndex(alpha), rawtest.Doc(alpha, "a", clk.Now()))
+	ctx := context.Background()
+	const callers = 8
+	reports := make(chan *sourcestats.Report, callers)
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			rep, err := reader.Stats(ctx)
+			reports <- rep
+			errs <- err
+		}()
+	}
+	var first *sourcestats.Report
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		rep := <-reports
+		if first == nil {
+			first = rep
+		}
+		if rep != first {
+			t.Fatal("concurrent callers got reports of different computations")
+		}
+	}
+	rawtest.Write(t, es, contentindex.RawIndex(alpha), rawtest.Doc(alpha, "b", clk.Now()))
+	if rep, err := reader.Stats(ctx); err != nil || rep != first {
+		t.Fatalf("within CacheFor: %p, %v; want the cached report %p", rep, err, first)
+	}
+	clk.Advance(time.Minute)
+	rep, err := reader.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep == first || len(rep.Sources) != 1 || rep.Sources[0].ByStatus["pending"] != 2 {
+		t.Fatalf("after CacheFor: %+v, want a new report with 2 pending", rep)
+	}
+}

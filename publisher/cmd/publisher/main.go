@@ -6,11 +6,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -46,6 +48,10 @@ type Config struct {
 	Stream       sink.MirrorConfig
 	Rescuer      worker.RescuerConfig
 	Cleaner      worker.CleanerConfig
+	// WorkerEnabled runs the outbox worker (PUBLISHER_OUTBOX_ENABLED). Off,
+	// the publisher serves its API, rescues and cleans, and publishes
+	// nothing: rows wait pending until a publisher with the worker on runs.
+	WorkerEnabled bool
 }
 
 func loadConfig(l *config.Loader) (Config, error) {
@@ -88,6 +94,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 		fmt.Sprintf("must be longer than PUBLISHER_OUTBOX_PUBLISH_TIMEOUT (got %s <= %s), or rows still being published would be published twice",
 			c.Rescuer.StaleAfter, c.Worker.PublishTimeout))
 	c.Worker.ListenURL = c.DB.URL
+	c.WorkerEnabled = l.Bool("PUBLISHER_OUTBOX_ENABLED", true)
 	return c, l.Err()
 }
 
@@ -140,26 +147,45 @@ func serve(ctx context.Context, _ []string) error {
 	}
 
 	// /ready pings both dependencies and also fails, naming it, while a
-	// circuit breaker is open or half-open (the worker is not claiming).
-	srv, err := rt.HTTPServer(cfg.HTTP,
-		httpserver.ReadyCheck{Name: "postgres", Check: postgres.Ping(db)},
-		httpserver.ReadyCheck{Name: "redis", Check: redisclient.Ping(rdb)},
-		httpserver.ReadyCheck{Name: "postgres_breaker", Check: w.PostgresBreaker().Ready},
-		httpserver.ReadyCheck{Name: "redis_breaker", Check: w.RedisBreaker().Ready},
-	)
+	// circuit breaker is open or half-open (the worker is not claiming). A
+	// worker switched off is reported as degraded, not unready: the API
+	// still serves.
+	checks := []httpserver.ReadyCheck{
+		{Name: "postgres", Check: postgres.Ping(db)},
+		{Name: "redis", Check: redisclient.Ping(rdb)},
+		{Name: "postgres_breaker", Check: w.PostgresBreaker().Ready},
+		{Name: "redis_breaker", Check: w.RedisBreaker().Ready},
+	}
+	enabled := int64(1)
+	if !cfg.WorkerEnabled {
+		enabled = 0
+		log.WarnContext(ctx, "outbox worker disabled (PUBLISHER_OUTBOX_ENABLED=false): nothing is published; rows wait pending")
+		checks = append(checks, httpserver.ReadyCheck{Name: "outbox_worker", Advisory: true, Check: func(context.Context) error {
+			return errors.New("outbox worker disabled (PUBLISHER_OUTBOX_ENABLED=false)")
+		}})
+	}
+	metrics.WorkerEnabled.Record(ctx, enabled)
+	srv, err := rt.HTTPServer(cfg.HTTP, checks...)
 	if err != nil {
 		return err
 	}
-	if err := api.New(repo, log).Register(srv.Router().Group("/api/v1", rt.Auth.Middleware())); err != nil {
+	auditLog, err := audit.NewStore(db)
+	if err != nil {
+		return err
+	}
+	if err := mountAPI(srv.Router(), audit.GroupConfig{Auth: rt.Auth, Store: auditLog, Meter: rt.Telemetry.Meter("publisher"),
+		MetricPrefix: "publisher", Logger: log}, api.New(repo, log)); err != nil {
 		return err
 	}
 
-	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout,
+	components := []lifecycle.NamedComponent{
 		lifecycle.Named("outbox_rescuer", worker.NewRescuer(cfg.Rescuer, repo, metrics, log)),
 		lifecycle.Named("outbox_cleaner", worker.NewCleaner(cfg.Cleaner, repo, metrics, log)),
-		lifecycle.Named("outbox_worker", w),
-		lifecycle.Named("http", srv),
-	)
+	}
+	if cfg.WorkerEnabled {
+		components = append(components, lifecycle.Named("outbox_worker", w))
+	}
+	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout, append(components, lifecycle.Named("http", srv))...)
 }
 
 // newSink picks the sink for the Redis that REDIS_URL names: sharded

@@ -243,7 +243,7 @@ func operatorToken(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("publisher-test", time.Hour)
+	token, _, err := authn.Issue("publisher-test", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,5 +335,55 @@ func TestRedisPasswordNotLogged(t *testing.T) {
 	}
 	if bytes.Contains(out, []byte("s3cr3t-redis-pw")) {
 		t.Fatalf("the Redis password is in the log:\n%s", out)
+	}
+}
+
+// PUBLISHER_OUTBOX_ENABLED=false switches the outbox worker off (the spec's
+// rollback switch): the publisher serves, says so on /ready (degraded, not
+// unready) and /metrics, and publishes nothing; rows wait pending and a
+// publisher with the worker on publishes every one of them.
+func TestOutboxWorkerOffSwitch(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	db, dsn := outboxtest.Database(t)
+	rs := outboxtest.StartRedis(t)
+	env := []string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms"}
+	off := startBinary(t, bin, append(env, "PUBLISHER_OUTBOX_ENABLED=false")...)
+	outboxtest.Insert(t, db, outboxtest.Rows("switched-off", 5))
+
+	code, body := getStatus(t, "http://"+off.addr+"/ready")
+	var ready struct {
+		Status   string            `json:"status"`
+		Degraded []string          `json:"degraded"`
+		Checks   map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(body), &ready); err != nil {
+		t.Fatalf("/ready body %s: %v", body, err)
+	}
+	if code != http.StatusOK || !slices.Contains(ready.Degraded, "outbox_worker") {
+		t.Errorf("/ready with the worker off: %d %s, want 200 naming outbox_worker degraded", code, body)
+	}
+	if _, m := getStatus(t, "http://"+off.addr+"/metrics"); !strings.Contains(m, "publisher_outbox_worker_enabled 0") {
+		t.Errorf("/metrics lacks publisher_outbox_worker_enabled 0")
+	}
+
+	on := startBinary(t, bin, env...)
+	outboxtest.WaitFor(t, time.Minute, "rows published by the publisher with the worker on", func() bool {
+		return outboxtest.Counts(t, db)["published"] == 5
+	})
+	if _, m := getStatus(t, "http://"+on.addr+"/metrics"); !strings.Contains(m, "publisher_outbox_worker_enabled 1") {
+		t.Errorf("/metrics of the running worker lacks publisher_outbox_worker_enabled 1")
+	}
+	// Stopped first: Wait ends the copying of its output, so the logs are
+	// read after the last write.
+	if err := off.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.cmd.Wait(); err != nil {
+		t.Errorf("switched-off publisher exited with %v", err)
+	}
+	logs := off.logs.String()
+	if strings.Contains(logs, "outbox worker started") || !strings.Contains(logs, "outbox worker disabled") {
+		t.Errorf("the switched-off publisher's logs should say the worker is disabled and never started it:\n%s", logs)
 	}
 }

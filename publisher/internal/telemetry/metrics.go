@@ -52,6 +52,9 @@ type Metrics struct {
 	ClaimLost metric.Int64Counter
 	// BatchSize is the number of rows per claimed batch.
 	BatchSize metric.Int64Histogram
+	// WorkerEnabled is 1 while this publisher's outbox worker runs, 0 when
+	// PUBLISHER_OUTBOX_ENABLED=false switched it off.
+	WorkerEnabled metric.Int64Gauge
 }
 
 // BacklogFunc reads the outbox's row counts and oldest pending age.
@@ -89,6 +92,9 @@ func New(meter metric.Meter, backlog BacklogFunc) (*Metrics, error) {
 	errs = append(errs, err)
 	m.DependencyBreakerState, err = meter.Int64Gauge("publisher_breaker_state",
 		metric.WithDescription("Circuit breaker state by dependency: 0 closed, 1 half-open, 2 open"))
+	errs = append(errs, err)
+	m.WorkerEnabled, err = meter.Int64Gauge("publisher_outbox_worker_enabled",
+		metric.WithDescription("1 while the outbox worker runs, 0 when PUBLISHER_OUTBOX_ENABLED=false switched it off"))
 	errs = append(errs, err)
 	m.BatchSize, err = meter.Int64Histogram("publisher_outbox_batch_size",
 		metric.WithDescription("Rows per claimed outbox batch"),

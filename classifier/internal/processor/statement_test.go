@@ -110,6 +110,24 @@ func (e *env) deadLetters(t *testing.T) map[string][2]string {
 	return out
 }
 
+// runHealthy starts r with the service's hygiene, waits up to 30 s for
+// every document of ids to settle, checks that the first healthy ones were
+// classified and published, and returns every document's status and
+// failure reason.
+func (e *env) runHealthy(t *testing.T, r *replica, ids []string, healthy int) (st, reasons map[string]string) {
+	t.Helper()
+	e.withHygiene(r)
+	r.start(t)
+	st = e.waitSettled(t, len(ids), 30*time.Second)
+	published := e.outboxIDs(t)
+	for _, id := range ids[:healthy] {
+		if st[id] != contentindex.StatusClassified || !published[id] {
+			t.Errorf("healthy %s is %q, in the outbox: %v; want classified and published", id, st[id], published[id])
+		}
+	}
+	return st, e.reasons(t)
+}
+
 // flowsAfterwards loads more documents and waits for all of them to settle
 // classified: the replica was not left stopped.
 func (e *env) flowsAfterwards(t *testing.T, settled int) {
@@ -139,17 +157,7 @@ func TestNULTwinsDoNotStopTheReplica(t *testing.T) {
 	ids[20], ids[21] = "poi\x00son", "poison\x00"
 	ids = e.loadWith(t, 7, ids...)
 	r := e.replica(t, "twins", nil, time.Minute)
-	e.withHygiene(r)
-	r.start(t)
-
-	st := e.waitSettled(t, len(ids), 30*time.Second)
-	reasons := e.reasons(t)
-	published := e.outboxIDs(t)
-	for _, id := range ids[:20] {
-		if st[id] != contentindex.StatusClassified || !published[id] {
-			t.Errorf("healthy %s is %q, in the outbox: %v; want classified and published", id, st[id], published[id])
-		}
-	}
+	st, reasons := e.runHealthy(t, r, ids, 20)
 	for _, twin := range ids[20:] {
 		if st[twin] != contentindex.StatusFailed || !strings.HasPrefix(reasons[twin], string(domain.ErrorCodeValidation)) {
 			t.Errorf("twin %q is %q (%q), want failed with a VALIDATION_ERROR reason", twin, st[twin], reasons[twin])
@@ -213,17 +221,7 @@ func TestRowRefusedByEachWriteIsIsolated(t *testing.T) {
 	}
 	// bad-dlq fails in the pipeline, so it reaches the dead-letter queue.
 	r := e.replica(t, "refused", panicOn{id: "bad-dlq", inner: p}, time.Minute)
-	e.withHygiene(r)
-	r.start(t)
-
-	st := e.waitSettled(t, len(ids), 30*time.Second)
-	reasons := e.reasons(t)
-	published := e.outboxIDs(t)
-	for _, id := range ids[:20] {
-		if st[id] != contentindex.StatusClassified || !published[id] {
-			t.Errorf("healthy %s is %q, in the outbox: %v; want classified and published", id, st[id], published[id])
-		}
-	}
+	st, reasons := e.runHealthy(t, r, ids, 20)
 	dlq := e.deadLetters(t)
 	for _, want := range []struct {
 		id   string

@@ -34,6 +34,10 @@ const (
 // ErrStopped is returned by Submit once the processor is stopping.
 var ErrStopped = errors.New("batch processor stopped")
 
+// ErrQueueFull is returned by Submit when the queue had no room within the
+// submit timeout.
+var ErrQueueFull = errors.New("queue full")
+
 // Result is the outcome of classifying one document.
 type Result struct {
 	Raw *domain.RawContent
@@ -167,16 +171,23 @@ func (b *BatchProcessor) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Submit queues a document, waiting at most SubmitTimeout for room
-// (backpressure). On error the document was not accepted and stays claimed,
-// so its claim lease returns it to the poll.
+// Submit adds item to the work queue, waiting at most SubmitTimeout for
+// room (backpressure): SubmitWithTimeout with the configured timeout.
 func (b *BatchProcessor) Submit(ctx context.Context, item *domain.RawContent) error {
+	return b.SubmitWithTimeout(ctx, item, b.cfg.SubmitTimeout)
+}
+
+// SubmitWithTimeout adds item to the work queue, waiting at most timeout for
+// room. A full queue past the timeout is ErrQueueFull (the document is
+// counted in classifier_work_dropped_total and stays claimed, so the lease
+// brings it back); a stopping processor is ErrStopped.
+func (b *BatchProcessor) SubmitWithTimeout(ctx context.Context, item *domain.RawContent, timeout time.Duration) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if !b.accepting {
 		return ErrStopped
 	}
-	timer := time.NewTimer(b.cfg.SubmitTimeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case b.queue <- item:
@@ -188,7 +199,7 @@ func (b *BatchProcessor) Submit(ctx context.Context, item *domain.RawContent) er
 		return fmt.Errorf("submit %s: %w", item.ID, ctx.Err())
 	case <-timer.C:
 		b.metrics.WorkDropped.Add(ctx, 1)
-		return fmt.Errorf("submit %s: queue full for %s", item.ID, b.cfg.SubmitTimeout)
+		return fmt.Errorf("submit %s: %w for %s", item.ID, ErrQueueFull, timeout)
 	}
 }
 

@@ -46,6 +46,9 @@ func doc(id string) *domain.RawContent {
 
 // The queue is bounded: once it and the busy workers are full, Submit waits
 // SubmitTimeout and gives up; ShouldThrottle reports the queue over 80%.
+// The first seven submits may wait as long as it takes the two workers to
+// take their documents (a loaded machine can take longer than the 50 ms
+// SubmitTimeout to schedule them); the eighth finds no room.
 func TestBatchProcessorBackpressure(t *testing.T) {
 	t.Parallel()
 	g := gate{release: make(chan struct{})}
@@ -58,15 +61,15 @@ func TestBatchProcessorBackpressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	accepted := 0
-	for i := range 20 {
-		if err := b.Submit(context.Background(), doc(string(rune('a'+i)))); err != nil {
-			break
+	for i := range 7 {
+		if err := b.SubmitWithTimeout(context.Background(), doc(string(rune('a'+i))), time.Minute); err != nil {
+			t.Fatalf("submit %d of 7 (2 in workers + 5 queued): %v", i+1, err)
 		}
 		accepted++
 	}
-	// Two workers hold one document each, five wait in the queue.
-	if accepted != 7 {
-		t.Errorf("accepted %d documents, want 7 (2 in workers + 5 queued)", accepted)
+	// Two workers hold one document each, five wait in the queue: no room.
+	if err := b.Submit(context.Background(), doc("one-too-many")); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("submit with the workers busy and the queue full = %v, want ErrQueueFull", err)
 	}
 	if !b.ShouldThrottle() || b.FreeSlots() != 0 || b.QueueDepth() != 5 {
 		t.Errorf("throttle=%t free=%d depth=%d, want throttled with a full queue", b.ShouldThrottle(), b.FreeSlots(), b.QueueDepth())

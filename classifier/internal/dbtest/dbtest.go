@@ -28,3 +28,25 @@ func Migrated(t testing.TB) (*sql.DB, string) {
 	t.Cleanup(func() { db.Close() })
 	return db, dsn
 }
+
+// Strings returns the first column of query's rows, as text, in order.
+func Strings(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

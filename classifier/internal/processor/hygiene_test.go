@@ -87,19 +87,7 @@ func TestHygieneCleanupPrunesPublishedOutcomes(t *testing.T) {
 	if _, err := h.Cleanup(ctx, 1000); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	rows, err := db.Query(`SELECT content_id FROM published_outcomes`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := dbtest.Strings(t, db, `SELECT content_id FROM published_outcomes`)
 	if len(ids) != 1 || ids[0] != "recent" {
 		t.Fatalf("published outcomes after cleanup: %v, want [recent]", ids)
 	}

@@ -184,19 +184,7 @@ func TestCleanupForgetsOutcomesPastTheRetention(t *testing.T) {
 	if n, err = s.Cleanup(ctx, 7*24*time.Hour, 2); err != nil || n != 1 {
 		t.Fatalf("second cleanup = %d, %v; want 1", n, err)
 	}
-	var left []string
-	rows, err := db.Query(`SELECT content_id FROM published_outcomes UNION ALL SELECT content_id FROM publish_reservations`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		left = append(left, id)
-	}
+	left := dbtest.Strings(t, db, `SELECT content_id FROM published_outcomes UNION ALL SELECT content_id FROM publish_reservations`)
 	if !slices.Equal(left, []string{"new"}) {
 		t.Fatalf("left after cleanup: %v, want [new]", left)
 	}

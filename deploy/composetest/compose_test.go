@@ -498,14 +498,16 @@ func TestDockerfiles(t *testing.T) {
 		}
 		df := string(raw)
 		for _, want := range []string{
-			"FROM golang:${GO_VERSION}-bookworm AS build",
+			"ARG GO_IMAGE=golang:1.26-bookworm",
+			"FROM ${GO_IMAGE} AS build",
 			"COPY go.work go.work.sum* ./",
 			"COPY infrastructure/go.mod infrastructure/go.sum* ./infrastructure/",
 			"COPY " + name + "/go.mod " + name + "/go.sum* ./" + name + "/",
 			"go mod download",
 			"CGO_ENABLED=0",
 			"go build -trimpath -ldflags='-s -w'",
-			"FROM alpine:${ALPINE_VERSION}",
+			"ARG RUNTIME_IMAGE=alpine:3.20",
+			"FROM ${RUNTIME_IMAGE}",
 			"USER 10001:10001",
 			"EXPOSE " + strconv.Itoa(int(port)),
 			"HEALTHCHECK",
@@ -532,14 +534,15 @@ func TestDashboardDockerfile(t *testing.T) {
 	}
 	df := string(raw)
 	for _, want := range []string{
-		"FROM node:${NODE_VERSION}-bookworm-slim AS web",
+		"ARG NODE_IMAGE=node:20-bookworm-slim",
+		"FROM ${NODE_IMAGE} AS web",
 		"COPY dashboard/package.json dashboard/package-lock.json ./",
 		"RUN npm ci",
 		"RUN npm run build",
-		"FROM golang:${GO_VERSION}-bookworm AS build",
+		"FROM ${GO_IMAGE} AS build",
 		"CGO_ENABLED=0",
 		"COPY --from=web /web/dist /app/dist",
-		"FROM alpine:${ALPINE_VERSION}",
+		"FROM ${RUNTIME_IMAGE}",
 		"USER 10001:10001",
 		"EXPOSE 3000",
 		"http://127.0.0.1:3000/health",

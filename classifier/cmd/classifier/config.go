@@ -149,6 +149,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))
 	l.Check("CLASSIFIER_DLQ_SOURCE_RETRY_WINDOW", c.Retry.BudgetWindow >= time.Minute && c.Retry.BudgetWindow <= 24*time.Hour,
 		fmt.Sprintf("must be from 1m to 24h (got %s)", c.Retry.BudgetWindow))
+	policies, err := deadletter.ParsePolicies(l.String("CLASSIFIER_DLQ_RETRY_POLICY", ""))
+	l.Check("CLASSIFIER_DLQ_RETRY_POLICY", err == nil, fmt.Sprint(err))
+	c.DeadLetters.Policies = policies
 	l.Check("CLASSIFIER_DLQ_PERMANENT_AFTER", c.DeadLetters.PermanentAfter >= 2 && c.DeadLetters.PermanentAfter <= 1000,
 		fmt.Sprintf("must be 2..1000 (got %d)", c.DeadLetters.PermanentAfter))
 	l.Check("CLASSIFIER_COMMIT_BATCH", c.Committer.Batch <= 2000, fmt.Sprintf("must be at most 2000 (got %d)", c.Committer.Batch))

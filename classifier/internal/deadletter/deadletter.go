@@ -2,7 +2,7 @@
 // feature in one place:
 //
 //   - Entry and Failure, what the queue holds and what is written to it;
-//   - the retry policy of each error code (RetryPolicy, MaxRetries);
+//   - the retry schedule of each error code (Policies);
 //   - Repository, the dead_letter_queue table: recording failures with
 //     backoff, claiming due entries with a lease, resolving the entries of
 //     documents since classified, and the operator's list, stats, requeue
@@ -23,14 +23,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/infrastructure/backoff"
 )
-
-// MaxRetriesDefault is the number of retries of a retryable entry.
-const MaxRetriesDefault = 5
-
-// maxRetryDelay caps the backoff of any entry at one hour.
-const maxRetryDelay = time.Hour
 
 // Entry is a failed classification awaiting retry: one row of
 // dead_letter_queue, as the operator's API lists it.
@@ -68,30 +61,4 @@ type Failure struct {
 	Index   string
 	Code    domain.ErrorCode
 	Message string
-}
-
-// MaxRetries returns how many retries an entry of code gets. A validation
-// error is the document's own fault and a missing document cannot come
-// back, so they get none: they stay visible, and an operator can requeue
-// them.
-func MaxRetries(code domain.ErrorCode) int {
-	if code == domain.ErrorCodeValidation || code == domain.ErrorCodeNotFound {
-		return 0
-	}
-	return MaxRetriesDefault
-}
-
-// RetryPolicy returns the backoff of an error code: outages of Elasticsearch
-// or Postgres retry soon, a panic (a bug, probably repeatable) waits longer.
-// Every policy has jitter, so documents that failed together do not retry
-// together.
-func RetryPolicy(code domain.ErrorCode) backoff.Policy {
-	switch code {
-	case domain.ErrorCodeESTimeout, domain.ErrorCodeESUnavailable, domain.ErrorCodeDB:
-		return backoff.Policy{Initial: 30 * time.Second, Max: 30 * time.Minute, Multiplier: 2, Jitter: 0.3}
-	case domain.ErrorCodeRulePanic, domain.ErrorCodeQualityError:
-		return backoff.Policy{Initial: 5 * time.Minute, Max: time.Hour, Multiplier: 2, Jitter: 0.3}
-	default:
-		return backoff.Policy{Initial: time.Minute, Max: time.Hour, Multiplier: 2, Jitter: 0.3}
-	}
 }

@@ -40,6 +40,10 @@ type RepositoryConfig struct {
 	// Clock stamps a first failure's next_retry_at. Defaults to the system
 	// clock.
 	Clock clock.Clock
+	// Policies are the retry schedules by error code; a code without one
+	// follows the default (1, 2, 4, 8, 16 minutes, at most an hour apart,
+	// 5 retries; none for VALIDATION_ERROR and NOT_FOUND).
+	Policies Policies
 }
 
 func (c *RepositoryConfig) setDefaults() {
@@ -81,7 +85,7 @@ func NewRepositoryWith(db *sql.DB, cfg RepositoryConfig) (*Repository, error) {
 		return nil, fmt.Errorf("new dead-letter repository: %w", err)
 	}
 	cfg.Logger = cfg.Logger.With("component", "dead_letter_queue")
-	return &Repository{db: db, cfg: cfg, record: recordUpsert(cfg.PermanentAfter)}, nil
+	return &Repository{db: db, cfg: cfg, record: recordUpsert(cfg.PermanentAfter, cfg.Policies)}, nil
 }
 
 const entryColumns = `id, content_id, source_name, index_name, error_message, COALESCE(error_code, 'UNKNOWN'),
@@ -92,7 +96,15 @@ const entryColumns = `id, content_id, source_name, index_name, error_message, CO
 // starts a new streak of one; a streak that reaches permanentAfter, of a
 // code PermanentEligible allows, lowers max_retries to the retry count (the
 // entry is exhausted) and records the reason.
-func recordUpsert(permanentAfter int) string {
+// Each retry waits twice the wait before it (the first is the jittered
+// Initial of the code's schedule, stored as the first next_retry_at), at
+// most the code's Max.
+func recordUpsert(permanentAfter int, policies Policies) string {
+	longest := "CASE EXCLUDED.error_code"
+	for _, c := range ErrorCodes() {
+		longest += fmt.Sprintf(" WHEN %s THEN %d", pq.QuoteLiteral(string(c)), int64(policies.For(c).Max.Seconds()))
+	}
+	longest += fmt.Sprintf(" ELSE %d END", int64(RetryMaxDefault.Seconds()))
 	var ineligible []string
 	for _, c := range dependencyCodes() {
 		ineligible = append(ineligible, pq.QuoteLiteral(string(c)))
@@ -116,7 +128,7 @@ func recordUpsert(permanentAfter int) string {
 			last_attempt_at = NOW(),
 			next_retry_at = LEAST(
 				NOW() + (EXCLUDED.next_retry_at - NOW()) * POWER(2, dead_letter_queue.retry_count + 1),
-				NOW() + make_interval(secs => ` + fmt.Sprint(maxRetryDelay.Seconds()) + `))
+				NOW() + make_interval(secs => ` + longest + `))
 		WHERE dead_letter_queue.retry_count < dead_letter_queue.max_retries
 		RETURNING index_name, content_id, source_name, COALESCE(error_code, 'UNKNOWN'), (xmax = 0) AS inserted,
 			retry_count >= max_retries AND max_retries > 0 AS exhausted, COALESCE(permanent_reason, '')`
@@ -188,8 +200,8 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 		}
 		n := len(args)
 		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, f.ContentID, f.Source, f.Index, admission.Storable(f.Message, 4000), string(f.Code), MaxRetries(f.Code),
-			now.Add(RetryPolicy(f.Code).Delay(0)), Signature(f.Message))
+		args = append(args, f.ContentID, f.Source, f.Index, admission.Storable(f.Message, 4000), string(f.Code), r.cfg.Policies.For(f.Code).Retries,
+			now.Add(r.cfg.Policies.backoff(f.Code).Delay(0)), Signature(f.Message))
 	}
 	q.WriteString(r.record)
 	rows, err := r.db.QueryContext(ctx, q.String(), args...)

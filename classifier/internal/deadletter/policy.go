@@ -1,0 +1,107 @@
+package deadletter
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/backoff"
+)
+
+// Defaults of a Policy: the original design's schedule, retries after 1, 2,
+// 4, 8 and 16 minutes, no wait over an hour.
+const (
+	RetryInitialDefault = time.Minute
+	RetryMaxDefault     = time.Hour
+	MaxRetriesDefault   = 5
+)
+
+// retryJitter spreads the retries of documents that failed together.
+const retryJitter = 0.3
+
+// Policy is the retry schedule of one error code: the first retry Initial
+// after the failure, each later one twice the wait before it, never more
+// than Max, and Retries retries in all.
+type Policy struct {
+	Initial time.Duration
+	Max     time.Duration
+	Retries int
+}
+
+func (p Policy) String() string {
+	return fmt.Sprintf("%s/%s/%d", p.Initial, p.Max, p.Retries)
+}
+
+// Policies are the retry schedules by error code
+// (CLASSIFIER_DLQ_RETRY_POLICY). A code without one follows the default
+// schedule, except VALIDATION_ERROR and NOT_FOUND: a document that can
+// never succeed as it is, or no longer exists, gets no retries (it stays
+// visible, and an operator can requeue it).
+type Policies map[domain.ErrorCode]Policy
+
+// For returns the schedule of code.
+func (ps Policies) For(code domain.ErrorCode) Policy {
+	if p, ok := ps[code]; ok {
+		return p
+	}
+	p := Policy{Initial: RetryInitialDefault, Max: RetryMaxDefault, Retries: MaxRetriesDefault}
+	if code == domain.ErrorCodeValidation || code == domain.ErrorCodeNotFound {
+		p.Retries = 0
+	}
+	return p
+}
+
+// backoff is the jittered first wait of code's schedule; Record doubles it
+// per retry in SQL.
+func (ps Policies) backoff(code domain.ErrorCode) backoff.Policy {
+	p := ps.For(code)
+	return backoff.Policy{Initial: p.Initial, Max: p.Max, Multiplier: 2, Jitter: retryJitter}
+}
+
+// ErrorCodes are every error code a dead-letter entry can carry.
+func ErrorCodes() []domain.ErrorCode {
+	return []domain.ErrorCode{domain.ErrorCodeESTimeout, domain.ErrorCodeESUnavailable, domain.ErrorCodeRulePanic,
+		domain.ErrorCodeQualityError, domain.ErrorCodeUnknown, domain.ErrorCodeDB, domain.ErrorCodeValidation,
+		domain.ErrorCodeNotFound}
+}
+
+// ParsePolicies reads CLASSIFIER_DLQ_RETRY_POLICY: comma-separated
+// CODE=INITIAL/MAX/RETRIES, e.g. "ES_TIMEOUT=30s/30m/8,RULE_PANIC=5m/1h/2".
+// Empty is no override.
+func ParsePolicies(s string) (Policies, error) {
+	ps := Policies{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		code, spec, ok := strings.Cut(item, "=")
+		c := domain.ErrorCode(strings.ToUpper(strings.TrimSpace(code)))
+		if !ok || !slices.Contains(ErrorCodes(), c) {
+			return nil, fmt.Errorf("%q: want CODE=INITIAL/MAX/RETRIES with CODE one of %v", item, ErrorCodes())
+		}
+		parts := strings.Split(spec, "/")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q: want CODE=INITIAL/MAX/RETRIES, e.g. ES_TIMEOUT=30s/30m/8", item)
+		}
+		initial, err1 := time.ParseDuration(strings.TrimSpace(parts[0]))
+		most, err2 := time.ParseDuration(strings.TrimSpace(parts[1]))
+		retries, err3 := strconv.Atoi(strings.TrimSpace(parts[2]))
+		switch {
+		case err1 != nil || err2 != nil || err3 != nil:
+			return nil, fmt.Errorf("%q: INITIAL and MAX are durations (30s, 1h) and RETRIES a whole number", item)
+		case initial < time.Second || most < initial || most > 24*time.Hour:
+			return nil, fmt.Errorf("%q: want 1s <= INITIAL <= MAX <= 24h", item)
+		case retries < 0 || retries > 100:
+			return nil, fmt.Errorf("%q: RETRIES must be 0..100", item)
+		}
+		if _, dup := ps[c]; dup {
+			return nil, fmt.Errorf("%q: %s is given twice", item, c)
+		}
+		ps[c] = Policy{Initial: initial, Max: most, Retries: retries}
+	}
+	return ps, nil
+}

@@ -13,9 +13,10 @@
 // Published confirms the claim once its outbox row is written. A skipped
 // copy never claims a URL, and a provisional claim whose document never got
 // published (it failed for good) lapses with its lease. A document whose
-// URL is held only provisionally by another is published flagged with
-// duplicate_of (kind url): it is held back only behind an original that
-// reached the subscribers, so it can never vanish behind one that did not.
+// URL is held only provisionally by a document of another batch is
+// published flagged with duplicate_of (kind url): it is held back only
+// behind an original that reached the subscribers, or one committed with it
+// in the same batch.
 //
 // The decision is idempotent: classifying the same document again (a crash
 // before the commit point, a reprocess) gives the same verdict, because a
@@ -222,7 +223,7 @@ func (s *Store) checkURLs(ctx context.Context, docs []Doc, verdicts []Verdict) (
 // claimFree claims each free URL for the batch's document that will be
 // published at it, the one with the smallest key (a skipped copy never
 // claims a URL), and makes the batch's other documents at that URL its URL
-// duplicates. Claims are race-free across replicas: the statement takes a
+// duplicates, held back: they are committed with it. Claims are race-free across replicas: the statement takes a
 // URL only when it is free or expired, and a lost race reads the winner.
 func (s *Store) claimFree(ctx context.Context, docs []Doc, verdicts []Verdict, free map[string][]int) error {
 	var claim []Doc
@@ -246,6 +247,13 @@ func (s *Store) claimFree(ctx context.Context, docs []Doc, verdicts []Verdict, f
 		if !ok {
 			continue // nothing at the URL is published: no one holds it
 		}
+		ours := false
+		for _, i := range idx {
+			ours = ours || docs[i].Key == h.key
+		}
+		// Behind the batch's own claimant, held back as behind a published
+		// one; behind another replica's, as urlDuplicate says.
+		h.published = h.published || ours
 		for _, i := range idx {
 			if docs[i].Key != h.key {
 				verdicts[i] = urlDuplicate(h, verdicts[i].Publish)

@@ -323,7 +323,7 @@ func apiToken(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("e2e-fault@example.org", time.Hour)
+	token, _, err := authn.Issue("e2e-fault@example.org", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

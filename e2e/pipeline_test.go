@@ -326,7 +326,7 @@ func listIndices(t *testing.T, p *process, prefix string, n int, want int64) map
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("e2e@example.org", time.Hour)
+	token, _, err := authn.Issue("e2e@example.org", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestRuleEditChangesNextClassification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("e2e@example.org", time.Hour)
+	token, _, err := authn.Issue("e2e@example.org", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

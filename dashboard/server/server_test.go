@@ -31,7 +31,7 @@ func issue(t *testing.T, cfg auth.Config) string {
 	t.Helper()
 	a, err := auth.New(cfg)
 	must(t, err)
-	tok, _, err := a.Issue("operator", time.Hour)
+	tok, _, err := a.Issue("operator", auth.RoleOperator, time.Hour)
 	must(t, err)
 	return tok
 }

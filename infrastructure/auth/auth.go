@@ -102,9 +102,13 @@ func IsPlaceholder(secret string) bool {
 	return strings.Contains(strings.ToLower(secret), placeholderMarker)
 }
 
-// Claims are the registered JWT claims our tokens carry.
+// Claims are the registered JWT claims our tokens carry, and the holder's
+// role.
 type Claims struct {
 	jwt.RegisteredClaims
+	// Role is what the holder may do; a token without a known role is
+	// refused.
+	Role Role `json:"role"`
 }
 
 // Authenticator issues and verifies tokens with one secret.
@@ -154,11 +158,14 @@ func New(cfg Config) (*Authenticator, error) {
 	}, nil
 }
 
-// Issue signs a token for subject that expires after ttl, at most the
-// maximum lifetime.
-func (a *Authenticator) Issue(subject string, ttl time.Duration) (string, time.Time, error) {
+// Issue signs a token for subject with role that expires after ttl, at
+// most the maximum lifetime.
+func (a *Authenticator) Issue(subject string, role Role, ttl time.Duration) (string, time.Time, error) {
 	if err := checkSubject(subject); err != nil {
 		return "", time.Time{}, fmt.Errorf("issue token: %w", err)
+	}
+	if !role.Valid() {
+		return "", time.Time{}, fmt.Errorf("issue token: unknown role %q", role)
 	}
 	if ttl <= 0 || ttl > a.maxLifetime {
 		return "", time.Time{}, fmt.Errorf("issue token: ttl must be positive and at most %s (got %s)", a.maxLifetime, ttl)
@@ -173,7 +180,7 @@ func (a *Authenticator) Issue(subject string, ttl time.Duration) (string, time.T
 		NotBefore: jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(expiresAt),
 		ID:        uuid.NewString(),
-	}}
+	}, Role: role}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(a.secret)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("issue token: %w", err)
@@ -183,8 +190,9 @@ func (a *Authenticator) Issue(subject string, ttl time.Duration) (string, time.T
 
 // Verify checks the signature (HS256 only, so "none" and other algorithms
 // are refused), expiry and issue time (required, at most the maximum
-// lifetime apart), issuer, audience and subject (printable text only: it
-// reaches logs and the audit log), and returns the claims.
+// lifetime apart), issuer, audience, subject (printable text only: it
+// reaches logs and the audit log) and role (one of Roles), and returns the
+// claims.
 func (a *Authenticator) Verify(token string) (*Claims, error) {
 	claims := &Claims{}
 	_, err := a.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
@@ -206,6 +214,9 @@ func (a *Authenticator) Verify(token string) (*Claims, error) {
 	}
 	if err := checkSubject(claims.Subject); err != nil {
 		return nil, fmt.Errorf("verify token: %w", err)
+	}
+	if !claims.Role.Valid() {
+		return nil, fmt.Errorf("verify token: unknown role %q", claims.Role)
 	}
 	return claims, nil
 }
@@ -243,9 +254,10 @@ func (a *Authenticator) Authenticated(r *http.Request) bool {
 }
 
 // Middleware rejects a request without a valid "Authorization: Bearer"
-// token with 401 and the standard JSON error, and otherwise makes the
-// token's subject available through Subject.
-func (a *Authenticator) Middleware() gin.HandlerFunc {
+// token with 401 and the standard JSON error, makes the token's subject and
+// role available through Subject and RoleOf, and refuses with 403 a request
+// whose route needs a higher role than the token's under p.
+func (a *Authenticator) Middleware(p Policy) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		header := c.GetHeader("Authorization")
 		if header == "" {
@@ -267,6 +279,10 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 			return
 		}
 		c.Set(subjectKey, claims.Subject)
+		c.Set(roleKey, claims.Role)
+		if !authorize(c, p, claims.Role) {
+			return
+		}
 		c.Next()
 	}
 }

@@ -28,15 +28,21 @@ func newAuth(t *testing.T, s string) *auth.Authenticator {
 	return a
 }
 
-func claims(sub, iss string, exp time.Time) jwt.RegisteredClaims {
+func claims(sub, iss string, exp time.Time) auth.Claims {
 	now := time.Now()
-	return jwt.RegisteredClaims{Subject: sub, Issuer: iss, Audience: jwt.ClaimStrings{auth.AudienceDefault},
-		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp)}
+	return auth.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: sub, Issuer: iss, Audience: jwt.ClaimStrings{auth.AudienceDefault},
+		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp)}, Role: auth.RoleOperator}
 }
 
 // with returns c changed by f, for the token variants below.
-func with(c jwt.RegisteredClaims, f func(*jwt.RegisteredClaims)) jwt.RegisteredClaims {
-	f(&c)
+func with(c auth.Claims, f func(*jwt.RegisteredClaims)) auth.Claims {
+	f(&c.RegisteredClaims)
+	return c
+}
+
+// withRole returns c with the role claim role.
+func withRole(c auth.Claims, role auth.Role) auth.Claims {
+	c.Role = role
 	return c
 }
 
@@ -52,7 +58,7 @@ func sign(t *testing.T, method jwt.SigningMethod, c jwt.Claims, key any) string 
 func TestMiddleware(t *testing.T) {
 	t.Parallel()
 	a := newAuth(t, secret)
-	valid, expiresAt, err := a.Issue("user-1", time.Hour)
+	valid, expiresAt, err := a.Issue("user-1", auth.RoleViewer, time.Hour)
 	if err != nil {
 		t.Fatalf("Issue() error = %v", err)
 	}
@@ -64,7 +70,7 @@ func TestMiddleware(t *testing.T) {
 		t.Fatal(err)
 	}
 	hour := time.Now().Add(time.Hour)
-	otherIssuer, _, err := newAuthIssuer(t, "someone-else").Issue("user-1", time.Hour)
+	otherIssuer, _, err := newAuthIssuer(t, "someone-else").Issue("user-1", auth.RoleAdmin, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +109,15 @@ func TestMiddleware(t *testing.T) {
 		}), []byte(secret)), http.StatusUnauthorized, "invalid token"},
 		{"newline and ANSI escape in sub", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("mallory\n\x1b[31m", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
 		{"NUL in sub", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("a\x00b", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"no role", "Bearer " + sign(t, jwt.SigningMethodHS256, withRole(claims("user-1", "north-cloud", hour), ""), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"unknown role", "Bearer " + sign(t, jwt.SigningMethodHS256, withRole(claims("user-1", "north-cloud", hour), "root"), []byte(secret)), http.StatusUnauthorized, "invalid token"},
+		{"role in another case", "Bearer " + sign(t, jwt.SigningMethodHS256, withRole(claims("user-1", "north-cloud", hour), "Admin"), []byte(secret)), http.StatusUnauthorized, "invalid token"},
 		{"bidi override in sub", "Bearer " + sign(t, jwt.SigningMethodHS256, claims("admin\u202e", "north-cloud", hour), []byte(secret)), http.StatusUnauthorized, "invalid token"},
 	}
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.GET("/api/v1/me", a.Middleware(), func(c *gin.Context) { c.String(http.StatusOK, auth.Subject(c)) })
+	r.GET("/api/v1/me", a.Middleware(auth.Policy{}), func(c *gin.Context) { c.String(http.StatusOK, auth.Subject(c)) })
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +165,7 @@ func newAuthIssuer(t *testing.T, issuer string) *auth.Authenticator {
 func TestIssueAndVerify(t *testing.T) {
 	t.Parallel()
 	a := newAuth(t, secret)
-	token, _, err := a.Issue("svc-publisher", time.Minute)
+	token, _, err := a.Issue("svc-publisher", auth.RoleOperator, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +173,7 @@ func TestIssueAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify() error = %v", err)
 	}
-	if c.Subject != "svc-publisher" || c.Issuer != auth.IssuerDefault || c.ExpiresAt == nil || c.ID == "" ||
+	if c.Subject != "svc-publisher" || c.Role != auth.RoleOperator || c.Issuer != auth.IssuerDefault || c.ExpiresAt == nil || c.ID == "" ||
 		len(c.Audience) != 1 || c.Audience[0] != auth.AudienceDefault {
 		t.Errorf("claims = %+v", c)
 	}
@@ -184,10 +193,13 @@ func TestIssueAndVerify(t *testing.T) {
 		{"ttl over the maximum", "s", auth.MaxLifetimeDefault + time.Second, "at most 24h0m0s"},
 		{"control character in subject", "a\nb", time.Minute, "control character"},
 	}
+	if _, _, err := a.Issue("s", "root", time.Minute); err == nil || !strings.Contains(err.Error(), `unknown role "root"`) {
+		t.Errorf("Issue() with an unknown role: error = %v", err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, _, err := a.Issue(tt.subject, tt.ttl); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, _, err := a.Issue(tt.subject, auth.RoleViewer, tt.ttl); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Issue() error = %v, want containing %q", err, tt.want)
 			}
 		})

@@ -27,6 +27,8 @@ const (
 	CodeBodyTooLarge = "body_too_large"
 	// CodeUnauthorized: no valid bearer token.
 	CodeUnauthorized = "unauthorized"
+	// CodeForbidden: a valid token whose role may not do this (403).
+	CodeForbidden = "forbidden"
 	// CodeNotFound: no such route or resource.
 	CodeNotFound = "not_found"
 	// CodeMethodNotAllowed: the route exists, the method does not (405).

@@ -81,13 +81,13 @@ func serve(t *testing.T, deps api.Deps) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := srv.Router().Group("/api/v1", authn.Middleware())
+	v1 := srv.Router().Group("/api/v1", authn.Middleware(auth.Policy{}))
 	if err := api.Register(v1, deps); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Router())
 	t.Cleanup(ts.Close)
-	token, _, err := authn.Issue("test-operator", time.Hour)
+	token, _, err := authn.Issue("test-operator", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

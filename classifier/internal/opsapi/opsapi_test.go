@@ -48,7 +48,7 @@ func setupWith(t *testing.T, deps func(db *sql.DB, d *Deps)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("operator@example.org", time.Hour)
+	token, _, err := authn.Issue("operator@example.org", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func setupWith(t *testing.T, deps func(db *sql.DB, d *Deps)) *bundle {
 	if deps != nil {
 		deps(db, &d)
 	}
-	if err := Register(router.Group("/api/v1", authn.Middleware()), d); err != nil {
+	if err := Register(router.Group("/api/v1", authn.Middleware(auth.Policy{})), d); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := openapi.Load()

@@ -22,7 +22,7 @@ func TestPollStatusReportsEachIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("operator@example.org", time.Hour)
+	token, _, err := authn.Issue("operator@example.org", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestPollStatusReportsEachIndex(t *testing.T) {
 	serve := func(d Deps, path, bearer string) *httptest.ResponseRecorder {
 		router := gin.New()
 		d.Logger = testenv.Logger(t)
-		if err := Register(router.Group("/api/v1", authn.Middleware()), d); err != nil {
+		if err := Register(router.Group("/api/v1", authn.Middleware(auth.Policy{})), d); err != nil {
 			t.Fatal(err)
 		}
 		req := httptest.NewRequest(http.MethodGet, path, nil)

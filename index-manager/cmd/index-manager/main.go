@@ -53,6 +53,8 @@ type Config struct {
 	DB               postgres.Config
 	ES               esclient.Config
 	Account          api.Account
+	Accounts         []api.RoleAccount
+	AccountsFile     string
 	LoginLimits      api.LoginLimits
 	TrustedProxies   []netip.Prefix
 	TokenTTL         time.Duration
@@ -94,6 +96,18 @@ func loadConfig(l *config.Loader) (Config, error) {
 	}
 	if err := c.Account.Validate(); err != nil {
 		l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", false, err.Error())
+	}
+	// More accounts with their roles, one "name role bcrypt-hash" a line.
+	if c.AccountsFile = l.String("INDEX_MANAGER_ACCOUNTS_FILE", ""); c.AccountsFile != "" {
+		accounts, err := api.LoadAccountsFile(c.AccountsFile)
+		l.Check("INDEX_MANAGER_ACCOUNTS_FILE", err == nil, strings.ReplaceAll(fmt.Sprint(err), "\n", "; "))
+		c.Accounts = accounts
+		for _, a := range accounts {
+			l.Check("INDEX_MANAGER_ACCOUNTS_FILE", a.User != c.Account.User,
+				fmt.Sprintf("%s is also INDEX_MANAGER_ADMIN_USER; give the file's account another name", a.User))
+			l.Check("INDEX_MANAGER_ACCOUNTS_FILE", a.PasswordHash != examplePasswordHash,
+				fmt.Sprintf("the password hash of %s is the example of .env.example (the public password north-cloud-dev)", a.User))
+		}
 	}
 	l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", c.Account.PasswordHash != examplePasswordHash,
 		"is the example of .env.example (the public password north-cloud-dev); make your own with index-manager hash-password")
@@ -169,13 +183,14 @@ func serve(ctx context.Context, _ []string) error {
 	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting index-manager", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
 		"elasticsearch", redactURL(cfg.ES.URL), "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
-		"login_enabled", cfg.Account.Configured(), "token_ttl", cfg.TokenTTL.String(),
+		"accounts_file", cfg.AccountsFile, "accounts", len(cfg.Accounts),
+		"login_enabled", cfg.Account.Configured() || len(cfg.Accounts) > 0, "token_ttl", cfg.TokenTTL.String(),
 		"login_max_failures_per_user", cfg.LoginLimits.PerUser, "login_max_failures_per_address", cfg.LoginLimits.PerAddress,
 		"login_failure_window", cfg.LoginLimits.Window.String(), "login_max_delay", cfg.LoginLimits.MaxDelay.String(),
 		"trusted_proxies", cfg.TrustedProxies,
 		"stats_sample_interval", cfg.SampleInterval.String(), "stats_retention", cfg.SampleRetention.String(),
 		"query_timeout", cfg.QueryTimeout.String(), "protected_indices", cfg.ProtectedIndices)
-	if !cfg.Account.Configured() {
+	if !cfg.Account.Configured() && len(cfg.Accounts) == 0 {
 		log.WarnContext(ctx, "login disabled: INDEX_MANAGER_ADMIN_USER and INDEX_MANAGER_ADMIN_PASSWORD_HASH are not set")
 	}
 
@@ -218,7 +233,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
-		Account: cfg.Account, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
+		Meter: rt.Telemetry.Meter("index-manager"), Account: cfg.Account, Accounts: cfg.Accounts, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
 		QueryTimeout: cfg.QueryTimeout, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
 	})
 	if err != nil {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/north-cloud/index-manager/internal/api"
+	"github.com/north-cloud/infrastructure/auth"
 )
 
 func TestAuditListFiltersAndPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
-	bob, _, err := b.authn.Issue("bob", time.Hour)
+	bob, _, err := b.authn.Issue("bob", auth.RoleAdmin, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/north-cloud/infrastructure/auth"
 )
 
 // TestDeleteNeedsConfirmationAndIsAudited: an index of 1,000 documents is
@@ -15,7 +17,7 @@ func TestDeleteNeedsConfirmationAndIsAudited(t *testing.T) {
 	big := b.prefix + "_big_raw_content"
 	b.createIndex(big)
 	b.indexDocs(big, 1000)
-	token, _, err := b.authn.Issue("alice@example.org", time.Hour)
+	token, _, err := b.authn.Issue("alice@example.org", auth.RoleAdmin, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/north-cloud/index-manager/internal/audit"
 	"github.com/north-cloud/index-manager/internal/indices"
 	"github.com/north-cloud/index-manager/internal/openapi"
+	shared "github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -24,13 +26,6 @@ import (
 
 // QueryTimeoutDefault bounds one search through the API.
 const QueryTimeoutDefault = 10 * time.Second
-
-// AuditLog records index-changing operations (audit.Repository).
-type AuditLog interface {
-	Begin(ctx context.Context, actor, action, index string, params map[string]any, requestID string) (int64, error)
-	Finish(ctx context.Context, id int64, outcome string, status int, errMsg string) error
-	List(ctx context.Context, f audit.Filter) ([]audit.Entry, error)
-}
 
 // RateSource computes an index's rates from stored samples
 // (rates.Repository).
@@ -43,13 +38,18 @@ type Config struct {
 	// Indices is the Elasticsearch access. Required.
 	Indices *indices.Store
 	// Audit is the audit log. Required.
-	Audit AuditLog
+	Audit *audit.Repository
+	// Meter counts audit writes that failed. Defaults to a no-op.
+	Meter metric.Meter
 	// Rates computes indexing and search rates. Required.
 	Rates RateSource
 	// Auth verifies bearer tokens and issues them at login. Required.
 	Auth *auth.Authenticator
-	// Account is the operator login; empty disables login.
+	// Account is the admin login (role admin); with Accounts empty too,
+	// login is disabled.
 	Account Account
+	// Accounts are more logins with their roles (INDEX_MANAGER_ACCOUNTS_FILE).
+	Accounts []RoleAccount
 	// LoginLimits bound failed logins per (user name, client address) and
 	// per client address.
 	LoginLimits LoginLimits
@@ -96,6 +96,9 @@ func (c *Config) validate() error {
 	if err := c.Account.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Account: %w", err))
 	}
+	if err := validateAccounts(c.Account, c.Accounts); err != nil {
+		errs = append(errs, fmt.Errorf("Accounts: %w", err))
+	}
 	if err := c.LoginLimits.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("LoginLimits: %w", err))
 	}
@@ -105,10 +108,10 @@ func (c *Config) validate() error {
 // Handler serves the API.
 type Handler struct {
 	store          *indices.Store
-	audit          AuditLog
+	audit          *audit.Repository
 	rates          RateSource
 	auth           *auth.Authenticator
-	account        Account
+	accounts       []RoleAccount
 	dummyHash      []byte
 	pairFailures   *failureLimiter
 	addrFailures   *failureLimiter
@@ -133,12 +136,17 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("mount api: %w", err)
 	}
-	dummy, err := dummyHashFor(cfg.Account)
+	accounts := accountsOf(cfg.Account, cfg.Accounts)
+	var first Account
+	if len(accounts) > 0 {
+		first = accounts[0].Account
+	}
+	dummy, err := dummyHashFor(first)
 	if err != nil {
 		return fmt.Errorf("mount api: %w", err)
 	}
 	h := &Handler{
-		store: cfg.Indices, audit: cfg.Audit, rates: cfg.Rates, auth: cfg.Auth, account: cfg.Account, dummyHash: dummy,
+		store: cfg.Indices, audit: cfg.Audit, rates: cfg.Rates, auth: cfg.Auth, accounts: accounts, dummyHash: dummy,
 		pairFailures:   newFailureLimiter(cfg.LoginLimits.PerUser, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
 		addrFailures:   newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
 		trustedProxies: cfg.TrustedProxies,
@@ -155,7 +163,16 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	engine.UnescapePathValues = true
 
 	engine.POST("/api/v1/auth/login", checkText, h.login)
-	v1 := engine.Group("/api/v1", cfg.Auth.Middleware(), checkText)
+	// Every route is audited, checked against the role policy and behind
+	// the bearer token; GET /api/v1/audit lists the log.
+	v1, err := shared.Group(engine, "/api/v1", shared.GroupConfig{
+		Auth: cfg.Auth, Policy: APIPolicy(), Store: cfg.Audit, List: auditListOptions(),
+		Meter: cfg.Meter, MetricPrefix: "index_manager", Logger: cfg.Logger,
+	}, checkText)
+	if err != nil {
+		return fmt.Errorf("mount api: %w", err)
+	}
+	v1.GET("/auth/me", h.me)
 	v1.GET("/openapi.json", gin.WrapH(doc))
 	v1.GET("/indices", h.listIndices)
 	v1.POST("/indices", h.createIndex)
@@ -167,8 +184,21 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	v1.GET("/indices/:name/documents/:id", h.getDocument)
 	v1.POST("/indices/:name/_refresh", h.refreshIndex)
 	v1.POST("/indices/:name/_query", h.query)
-	v1.GET("/audit", h.listAudit)
 	return nil
+}
+
+// APIPolicy is the minimum role of the index-manager's routes
+// (docs/roles.md): reading needs viewer; creating, deleting and refreshing
+// an index need admin; a query is a read sent by POST.
+func APIPolicy() auth.Policy {
+	return auth.Policy{
+		Admin: []auth.Route{
+			{Method: http.MethodPost, Path: "/api/v1/indices"},
+			{Method: http.MethodDelete, Path: "/api/v1/indices/:name"},
+			{Method: http.MethodPost, Path: "/api/v1/indices/:name/_refresh"},
+		},
+		Read: []auth.Route{{Method: http.MethodPost, Path: "/api/v1/indices/:name/_query"}},
+	}
 }
 
 // bindJSON decodes the body under the shared kit's strict rule
@@ -200,7 +230,12 @@ func (h *Handler) audited(c *gin.Context, action, index string, params map[strin
 	// The subject is escaped (control characters quoted) and bounded
 	// before it reaches the audit row or the log.
 	actor := audit.SafeActor(auth.Subject(c))
-	id, err := h.audit.Begin(c.Request.Context(), actor, action, index, params, httpserver.RequestID(c))
+	id, err := h.audit.Begin(c.Request.Context(), audit.Entry{Actor: actor, Role: string(auth.RoleOf(c)),
+		Method: c.Request.Method, Route: c.FullPath(), Action: action, Target: index, Parameters: params,
+		RequestID: httpserver.RequestID(c)})
+	// This entry is the request's: the audit middleware does not write
+	// another.
+	shared.MarkRecorded(c)
 	if err != nil {
 		h.logger.ErrorContext(c.Request.Context(), "audit log unavailable", slog.String("action", action), slog.String("index", index), slog.Any("error", err))
 		return fmt.Errorf("%w: %w", errDatabase, err)

@@ -295,7 +295,7 @@ func TestAuditRowsAndPagesAreBounded(t *testing.T) {
 	}
 	ctx := context.Background()
 	huge := map[string]any{"settings": map[string]any{"pad": strings.Repeat("x", 1<<20)}}
-	id, err := repo.Begin(ctx, "op", audit.ActionCreate, "big_raw_content", huge, "")
+	id, err := repo.Begin(ctx, audit.Entry{Actor: "op", Action: audit.ActionCreate, Target: "big_raw_content", Parameters: huge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestAuditRowsAndPagesAreBounded(t *testing.T) {
 	var paramBytes, errBytes int
 	var truncated bool
 	if err := b.db.QueryRow(`SELECT octet_length(parameters::text), octet_length(error), (parameters->>'_truncated')::boolean
-		FROM index_audit_log WHERE id = $1`, id).Scan(&paramBytes, &errBytes, &truncated); err != nil {
+		FROM audit_log WHERE id = $1`, id).Scan(&paramBytes, &errBytes, &truncated); err != nil {
 		t.Fatal(err)
 	}
 	if paramBytes > audit.MaxParametersBytes || !truncated || errBytes > audit.MaxErrorBytes {
@@ -313,11 +313,11 @@ func TestAuditRowsAndPagesAreBounded(t *testing.T) {
 	}
 
 	// A 1 MB row from before the bounds, and 400 rows of 7 KB.
-	if _, err := b.db.Exec(`INSERT INTO index_audit_log (actor, action, index_name, parameters, outcome)
+	if _, err := b.db.Exec(`INSERT INTO audit_log (actor, action, target, parameters, outcome)
 		VALUES ('old', 'create', 'old_raw_content', jsonb_build_object('settings', repeat('y', 1000000)), 'failure')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.db.Exec(`INSERT INTO index_audit_log (actor, action, index_name, parameters, outcome)
+	if _, err := b.db.Exec(`INSERT INTO audit_log (actor, action, target, parameters, outcome)
 		SELECT 'bulk', 'refresh', 'bulk_raw_content', jsonb_build_object('pad', repeat('z', 7000)), 'success' FROM generate_series(1, 400)`); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
@@ -130,6 +130,8 @@ type LoginResponse struct {
 	Token     string    `json:"token"`
 	TokenType string    `json:"token_type"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Role is the role the token carries.
+	Role auth.Role `json:"role"`
 }
 
 // isJSON reports whether a Content-Type header names JSON (parameters
@@ -148,7 +150,7 @@ func (h *Handler) login(c *gin.Context) {
 			"the login body must be JSON (Content-Type: application/json)")
 		return
 	}
-	if !h.account.Configured() {
+	if len(h.accounts) == 0 {
 		httpserver.WriteError(c, http.StatusServiceUnavailable, "login_not_configured",
 			"login is disabled: set INDEX_MANAGER_ADMIN_USER and INDEX_MANAGER_ADMIN_PASSWORD_HASH")
 		return
@@ -188,8 +190,8 @@ func (h *Handler) login(c *gin.Context) {
 			fmt.Sprintf("too many failed logins from this address; try again in %d seconds", secs))
 		return
 	}
-	userOK := subtle.ConstantTimeCompare([]byte(req.Username), []byte(h.account.User)) == 1
-	hash := []byte(h.account.PasswordHash)
+	account, userOK := lookupAccount(h.accounts, req.Username)
+	hash := []byte(account.PasswordHash)
 	if !userOK {
 		hash = h.dummyHash
 	}
@@ -202,11 +204,11 @@ func (h *Handler) login(c *gin.Context) {
 	}
 	h.pairFailures.reset(pair)
 	h.addrFailures.forgive(addr)
-	token, exp, err := h.auth.Issue(h.account.User, h.tokenTTL)
+	token, exp, err := h.auth.Issue(account.User, account.Role, h.tokenTTL)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	h.logger.InfoContext(c.Request.Context(), "login", "user", h.account.User, "client_ip", addr, "request_id", httpserver.RequestID(c))
-	c.JSON(http.StatusOK, LoginResponse{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC()})
+	h.logger.InfoContext(c.Request.Context(), "login", "user", account.User, "role", account.Role, "client_ip", addr, "request_id", httpserver.RequestID(c))
+	c.JSON(http.StatusOK, LoginResponse{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC(), Role: account.Role})
 }

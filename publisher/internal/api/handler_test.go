@@ -57,7 +57,7 @@ func setup(t *testing.T) (*client, *outboxtestDB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := authn.Issue("operator", time.Hour)
+	token, _, err := authn.Issue("operator", auth.RoleOperator, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func setup(t *testing.T) (*client, *outboxtestDB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := api.New(outbox.NewRepository(db), testenv.Logger(t)).Register(srv.Router().Group("/api/v1", authn.Middleware())); err != nil {
+	if err := api.New(outbox.NewRepository(db), testenv.Logger(t)).Register(srv.Router().Group("/api/v1", authn.Middleware(auth.Policy{}))); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := openapi.Load()

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/north-cloud/classifier/internal/api"
+	"github.com/north-cloud/classifier/internal/dbtest"
+	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/opsapi"
+	"github.com/north-cloud/classifier/internal/pipeline"
+	"github.com/north-cloud/classifier/internal/reputation"
+	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/infrastructure/audit"
+	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
+	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// TestRoleMatrix mounts the API as serve does (mountAPI) over a migrated
+// database, calls every route with a token of every role and checks the
+// answers against the policy, the docs' matrix against the routes, and
+// that every call to a mutating route was audited.
+func TestRoleMatrix(t *testing.T) {
+	t.Parallel()
+	db, _ := dbtest.Migrated(t)
+	log := testenv.Logger(t)
+	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-roles"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := rules.NewEngine(rules.MatcherTokenIndex, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := pipeline.New(pipeline.Config{Topics: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditLog, err := audit.NewStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "classifier"}, log, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mountAPI(srv.Router(), audit.GroupConfig{Auth: authn, Store: auditLog, MetricPrefix: "classifier", Logger: log},
+		api.Deps{Store: rulestore.NewRepository(db), Engine: engine, Pipeline: pipe, Logger: log},
+		opsapi.Deps{DeadLetters: deadletter.NewRepository(db), Sources: reputation.NewRepository(db),
+			History: storage.NewHistoryRepository(db), Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	token := func(r auth.Role) string {
+		tok, _, err := authn.Issue(string(r)+"@example.org", r, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	observed := authtest.CheckRoutes(t, srv.Router(), srv.Router().Routes(), apiPolicy(), token)
+	authtest.CheckMatrix(t, "../../../docs/roles.md", "classifier", observed)
+	authtest.CheckAudited(t, db, observed)
+}

@@ -64,8 +64,10 @@ type Config struct {
 	PublisherURL    string
 	IndexManagerURL string
 	// ReadOnly hides destructive actions in the dashboard (served as
-	// /config.json). It is a convenience for operators, not a security
-	// boundary: the services' own authorization still applies.
+	// /config.json) and makes the proxy refuse, with 403, every method but
+	// GET and HEAD to the three APIs whatever the token's role (sign-in
+	// and the reads sent by POST pass). The services' own role policy
+	// applies either way.
 	ReadOnly bool
 	// ProxyTimeout bounds the wait for a service's response headers.
 	// Defaults to ProxyTimeoutDefault.
@@ -191,7 +193,11 @@ func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 	}
 	for _, u := range upstreams {
 		target, _ := url.Parse(u.target)
-		mux.Handle(u.prefix+"/", newProxy(u.prefix, target, cfg.ProxyTimeout, logger))
+		var proxy http.Handler = newProxy(u.prefix, target, cfg.ProxyTimeout, logger)
+		if cfg.ReadOnly {
+			proxy = readOnly(u.prefix, proxy)
+		}
+		mux.Handle(u.prefix+"/", proxy)
 	}
 	// The server's own API: every method reaches these handlers, which
 	// answer 401 without a valid token, then 405 for anything but GET.

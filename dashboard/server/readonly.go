@@ -1,0 +1,58 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// readsByPost are the requests a read-only dashboard still forwards
+// although they are not GET or HEAD: signing in, and the routes that only
+// read (docs/roles.md). Paths are after the proxy's prefix; "*" is one
+// path segment.
+func readsByPost(prefix string) []string {
+	switch prefix {
+	case "/api/index-manager":
+		return []string{"/api/v1/auth/login", "/api/v1/indices/*/_query"}
+	case "/api/classifier":
+		return []string{"/api/v1/rules/test", "/api/v1/classify"}
+	}
+	return nil
+}
+
+// readOnly refuses with 403 every request to the API behind prefix that
+// is not GET or HEAD (DASHBOARD_READ_ONLY=true), whatever the token's
+// role, except sign-in and the reads sent by POST.
+func readOnly(prefix string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && readByPost(prefix, r)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusForbidden, "read_only",
+			fmt.Sprintf("the dashboard is read-only (DASHBOARD_READ_ONLY=true): %s is refused", r.Method))
+	})
+}
+
+// readByPost reports whether r's path (escaped, so an escaped slash stays
+// inside its segment) is one of prefix's reads sent by POST.
+func readByPost(prefix string, r *http.Request) bool {
+	got := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), prefix), "/")
+	for _, pattern := range readsByPost(prefix) {
+		want := strings.Split(pattern, "/")
+		if len(want) != len(got) {
+			continue
+		}
+		match := true
+		for i := range want {
+			if want[i] != got[i] && (want[i] != "*" || got[i] == "") {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}

@@ -5,12 +5,15 @@ import type {
   RuleTestResponse, SourceListResponse, SourceReputation, SourceStatsResponse, PollStatusResponse,
   ReprocessRequest, ReprocessTask, ReprocessTaskList, SourcePriority, SourcePriorityLevel,
 } from '@/types/classifier'
+import type { AuditFilter, AuditListResponse } from '@/types/audit'
 
 /** Root of the classifier behind the dashboard's same-origin proxy. */
 export const CLASSIFIER_ROOT = '/api/classifier'
 
 export function createClassifierApi(http: HttpClient) {
   return {
+    /** The service's audit log, newest first. */
+    listAudit: (filter: AuditFilter = {}) => http.get<AuditListResponse>('/api/v1/audit', { ...filter }),
     listRules: (filter: RuleFilter = {}) => http.get<RuleListResponse>('/api/v1/rules', { ...filter }),
     getRule: (id: number) => http.get<Rule>(`/api/v1/rules/${seg(id)}`),
     createRule: (input: RuleInput) => http.post<Rule>('/api/v1/rules', input),

@@ -2,7 +2,7 @@ import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from '
 import type {
   AckResponse, AuditFilter, AuditListResponse, CreateIndexRequest, DocumentHit, DocumentListParams,
   DocumentQueryRequest, DocumentQueryResponse, IndexDetail, IndexListResponse, IndexStats,
-  LoginRequest, LoginResponse,
+  LoginRequest, LoginResponse, MeResponse,
 } from '@/types/indexManager'
 
 /** Path of the index-manager behind the dashboard's same-origin proxy. */
@@ -11,6 +11,7 @@ export const INDEX_MANAGER_BASE = '/api/index-manager/api/v1'
 export function createIndexManagerApi(http: HttpClient) {
   return {
     login: (req: LoginRequest) => http.post<LoginResponse>('/auth/login', req),
+    me: () => http.get<MeResponse>('/auth/me'),
     listIndices: (params?: { prefix?: string; index_type?: string }) => http.get<IndexListResponse>('/indices', params),
     getIndex: (name: string) => http.get<IndexDetail>(`/indices/${seg(name)}`),
     getMappings: (name: string) => http.get<Record<string, unknown>>(`/indices/${seg(name)}/mappings`),

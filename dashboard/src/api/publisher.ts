@@ -4,12 +4,15 @@ import type {
   OutboxStatsFilter,
 } from '@/types/publisher'
 import type { RequeueResponse } from '@/types/classifier'
+import type { AuditFilter, AuditListResponse } from '@/types/audit'
 
 /** Root of the publisher behind the dashboard's same-origin proxy. */
 export const PUBLISHER_ROOT = '/api/publisher'
 
 export function createPublisherApi(http: HttpClient) {
   return {
+    /** The service's audit log, newest first. */
+    listAudit: (filter: AuditFilter = {}) => http.get<AuditListResponse>('/api/v1/audit', { ...filter }),
     /** Figures of the rows matching the filter (all rows without one). */
     outboxStats: (filter: OutboxStatsFilter = {}) => http.get<OutboxStats>('/api/v1/outbox/stats', { ...filter }),
     listOutbox: (params: OutboxListParams = {}) => http.get<OutboxListResponse>('/api/v1/outbox', { ...params }),

@@ -1,6 +1,8 @@
 // Types of the index-manager API (checked against
 // index-manager/internal/openapi/openapi.yaml).
 
+import type { Role } from './audit'
+
 export type IndexType = 'raw_content' | 'classified_content' | 'other'
 
 export interface IndexSummary {
@@ -103,37 +105,16 @@ export interface LoginResponse {
   token: string
   token_type: 'Bearer'
   expires_at: string
+  /** The role the token carries (docs/roles.md). */
+  role: Role
 }
 
-export type AuditAction = 'create' | 'delete' | 'refresh'
-export type AuditOutcome = 'pending' | 'success' | 'failure'
+export type { AuditEntry, AuditFilter, AuditListResponse, AuditOutcome, Role } from './audit'
 
-export interface AuditEntry {
-  id: number
-  actor: string
-  action: AuditAction
-  index_name: string
-  parameters: Record<string, unknown>
-  outcome: AuditOutcome
-  status_code: number | null
-  error?: string
-  request_id?: string
-  created_at: string
-  finished_at: string | null
-}
-
-export interface AuditListResponse {
-  entries: AuditEntry[]
-  next_before_id?: number
-}
-
-export interface AuditFilter {
-  actor?: string
-  action?: AuditAction | ''
-  index?: string
-  outcome?: AuditOutcome | ''
-  limit?: number
-  before_id?: number
+/** GET /auth/me: who the token names and its role. */
+export interface MeResponse {
+  user: string
+  role: Role
 }
 
 export interface DocumentListParams {

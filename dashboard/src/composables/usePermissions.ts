@@ -1,0 +1,26 @@
+import { computed } from 'vue'
+import { useQuery } from '@tanstack/vue-query'
+import { indexManagerApi } from '@/api/client'
+import { allows } from '@/lib/audit'
+import type { Role } from '@/types/audit'
+import { useRuntimeConfig } from './useRuntimeConfig'
+
+/** The signed-in user and role, from the index-manager's GET /auth/me. */
+export function useMe() {
+  return useQuery({ queryKey: ['auth-me'], queryFn: () => indexManagerApi.me(), staleTime: Infinity, retry: false })
+}
+
+/**
+ * Whether the actions that need the role need are hidden: in a read-only
+ * dashboard, and when the signed-in user's role is below need. Until the
+ * role and the configuration have loaded, act read-only: never flash a
+ * button that is then hidden. The services refuse such actions anyway
+ * (403); this only keeps them out of sight.
+ */
+export function usePermissions(need: Role) {
+  const { readOnly: serverReadOnly } = useRuntimeConfig()
+  const me = useMe()
+  const role = computed(() => me.data.value?.role ?? null)
+  const readOnly = computed(() => serverReadOnly.value || !allows(role.value, need))
+  return { readOnly, role }
+}

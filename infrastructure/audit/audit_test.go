@@ -262,3 +262,76 @@ func TestStoreBoundsAndBegin(t *testing.T) {
 		t.Fatal("Finish of a missing entry succeeded")
 	}
 }
+
+// migrated returns a fresh database with the given migration files of
+// this repository applied in order.
+func migrated(t *testing.T, files ...string) *sql.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: testenv.Postgres(t)}, testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, f := range files {
+		exec(t, db, f)
+	}
+	return db
+}
+
+func exec(t *testing.T, db *sql.DB, file string) {
+	t.Helper()
+	ddl, err := os.ReadFile("../../" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(ddl)); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+func columns(t *testing.T, db *sql.DB, table string) string {
+	t.Helper()
+	var cols string
+	if err := db.QueryRow(`SELECT string_agg(column_name || ' ' || data_type || COALESCE('(' || character_maximum_length || ')', '') || ' ' ||
+		is_nullable || ' ' || COALESCE(column_default, ''), ', ' ORDER BY column_name)
+		FROM information_schema.columns WHERE table_name = $1`, table).Scan(&cols); err != nil {
+		t.Fatal(err)
+	}
+	return cols
+}
+
+// TestEveryServiceHasTheSameAuditTable: the classifier's and the
+// publisher's audit_log and the index-manager's, migrated from its former
+// index_audit_log with its rows kept, have the same columns; the
+// index-manager's down migration gives its table back.
+func TestEveryServiceHasTheSameAuditTable(t *testing.T) {
+	t.Parallel()
+	classifier := migrated(t, "classifier/migrations/014_audit_log.up.sql")
+	publisher := migrated(t, "publisher/migrations/009_audit_log.up.sql")
+	im := migrated(t, "index-manager/migrations/001_audit_log.up.sql", "index-manager/migrations/002_index_stats_samples.up.sql")
+	if _, err := im.Exec(`INSERT INTO index_audit_log (actor, action, index_name, outcome, status_code) VALUES ('op', 'delete', 'a_raw_content', 'success', 200)`); err != nil {
+		t.Fatal(err)
+	}
+	before := columns(t, im, "index_audit_log")
+	exec(t, im, "index-manager/migrations/003_audit_log.up.sql")
+
+	want := columns(t, classifier, "audit_log")
+	if got := columns(t, publisher, "audit_log"); got != want {
+		t.Errorf("publisher audit_log:\n%s\nwant the classifier's:\n%s", got, want)
+	}
+	if got := columns(t, im, "audit_log"); got != want {
+		t.Errorf("index-manager audit_log:\n%s\nwant the classifier's:\n%s", got, want)
+	}
+	s, err := audit.NewStore(im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.List(context.Background(), audit.Filter{Target: "a_raw_content"})
+	if err != nil || len(old) != 1 || old[0].Role != "admin" || old[0].Method != "DELETE" || old[0].Route != "/api/v1/indices/:name" || old[0].Action != "delete" {
+		t.Fatalf("the former row: %+v %v", old, err)
+	}
+	exec(t, im, "index-manager/migrations/003_audit_log.down.sql")
+	if got := columns(t, im, "index_audit_log"); got != before {
+		t.Errorf("after down:\n%s\nwant:\n%s", got, before)
+	}
+}

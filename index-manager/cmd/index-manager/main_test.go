@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,35 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 	} {
 		if _, err := loadConfig(config.NewFromMap(with(bad))); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+	// The accounts file: read and checked at start, its problems named.
+	dir := t.TempDir()
+	writeFile := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := writeFile("good", "vera viewer "+string(hash)+"\n")
+	cfg, err = loadConfig(config.NewFromMap(with(map[string]string{"INDEX_MANAGER_ACCOUNTS_FILE": good})))
+	if err != nil || len(cfg.Accounts) != 1 || cfg.Accounts[0].User != "vera" || cfg.Accounts[0].Role != "viewer" {
+		t.Fatalf("accounts file: %v %+v", err, cfg.Accounts)
+	}
+	for file, want := range map[string]string{
+		filepath.Join(dir, "missing"):                   "INDEX_MANAGER_ACCOUNTS_FILE: accounts file: open",
+		writeFile("role", "vera root "+string(hash)):    `INDEX_MANAGER_ACCOUNTS_FILE: accounts file ` + filepath.Join(dir, "role") + `: line 1: unknown role "root"`,
+		writeFile("admin", "op operator "+string(hash)): "op is also INDEX_MANAGER_ADMIN_USER",
+	} {
+		_, err := loadConfig(config.NewFromMap(with(map[string]string{"INDEX_MANAGER_ACCOUNTS_FILE": file,
+			"INDEX_MANAGER_ADMIN_USER": "op", "INDEX_MANAGER_ADMIN_PASSWORD_HASH": string(hash)})))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("accounts file %s: %v, want %q", file, err, want)
 		}
 	}
 	cfg, err = loadConfig(config.NewFromMap(with(map[string]string{"INDEX_MANAGER_TRUSTED_PROXIES": "none"})))

@@ -99,7 +99,9 @@ type bundle struct {
 type options struct {
 	esURL     string // overrides the real cluster (for "down" tests)
 	noAccount bool
-	closedDB  bool
+	// accounts are more logins with their roles (INDEX_MANAGER_ACCOUNTS_FILE).
+	accounts []api.RoleAccount
+	closedDB bool
 	// protected index names; "{prefix}" is replaced by the test's index
 	// prefix.
 	protected []string
@@ -185,7 +187,7 @@ func setup(t testing.TB, o options) *bundle {
 		clk = o.clock.Clock()
 	}
 	err = api.Mount(srv.Router(), api.Config{
-		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account,
+		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account, Accounts: o.accounts,
 		CursorKey: []byte(randomSecret()), ProtectedIndices: protected, Logger: log,
 		TrustedProxies: o.trusted, Clock: clk,
 	})

@@ -214,6 +214,10 @@ set -e
 [ "$dash_status" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
 
 
+# The takeover figures of the kill-mid-batch test (time from a classifier's
+# SIGKILL to the delivery of the documents it held).
+grep -ho '"Output":"[^"]*takeover-[a-z_]*: [^"]*' "$json" | sed 's/^"Output":"[ ]*//; s/\\n$//' >&2 || true
+
 # One summary over every module, in gotestsum's format.
 "$gotestsum" --format pkgname --raw-command -- cat "$json" || status=1
 

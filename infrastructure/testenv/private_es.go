@@ -109,7 +109,7 @@ func PrivateES(t testing.TB, opts ...ESOptions) *ESNode {
 		o.Heap = "256m"
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = 120 * time.Second
+		o.StartTimeout = esStartTimeoutDefault
 	}
 	switch o.JavaOpts {
 	case "":
@@ -214,7 +214,8 @@ func (n *ESNode) Stop() {
 }
 
 // Start starts the node again on the same ports and data, and waits until
-// it answers. It fails the test if the node does not come up in 120s.
+// it answers. It fails the test if the node does not come up within
+// esStartTimeoutDefault.
 func (n *ESNode) Start() {
 	n.t.Helper()
 	if err := n.TryStart(); err != nil {
@@ -224,7 +225,12 @@ func (n *ESNode) Start() {
 
 // TryStart is Start for a goroutine other than the test's: it returns the
 // error instead of failing the test.
-func (n *ESNode) TryStart() error { return n.start(120 * time.Second) }
+func (n *ESNode) TryStart() error { return n.start(esStartTimeoutDefault) }
+
+// esStartTimeoutDefault bounds a node's start until it answers: a JVM that
+// starts in 20 s on a quiet machine took over two minutes on a busy one,
+// and the wait ends as soon as the node is up.
+const esStartTimeoutDefault = 5 * time.Minute
 
 // LogTail returns the last lines of the node's console output.
 func (n *ESNode) LogTail(lines int) string { return n.log.Tail(lines) }

@@ -49,7 +49,7 @@ type ESOptions struct {
 	// Heap is the JVM heap (-Xms and -Xmx). Defaults to 256m.
 	Heap string
 	// StartTimeout bounds each start until the cluster is yellow.
-	// Defaults to 120s.
+	// Defaults to esStartTimeoutDefault (5 minutes).
 	StartTimeout time.Duration
 	// JavaOpts are added to ES_JAVA_OPTS after the heap. Defaults to
 	// ESJavaOptsDefault; set to "-" for none.

@@ -13,7 +13,9 @@
 #
 # Run as root (debootstrap) on Debian with a running Docker engine; the packages come from
 # Debian's mirror, the Elasticsearch zip from Maven Central (cached in NC_CACHE_DIR, shared
-# with scripts/services.sh), the Go toolchain through GOPROXY. An image whose inputs (its
+# with scripts/services.sh), the Go toolchain through GOPROXY. The machine's local CA
+# certificates (/usr/local/share/ca-certificates, e.g. a TLS-intercepting proxy's) are
+# trusted inside the Go, Node and runtime images as on the host. An image whose inputs (its
 # Dockerfile, files and versions) have not changed since it was built is kept; --force
 # rebuilds all. Prints one line per image to stderr.
 #
@@ -78,18 +80,22 @@ EOS
 }
 
 # image TAG DOCKERFILE EXTRA-HASH-INPUT [FILE...]: builds TAG from deploy/offline/DOCKERFILE
-# with the FILEs (of this directory) and what prepare_* put into $WORK/ctx as its context.
+# with the FILEs (of this directory), the machine's local CA certificates (local-ca/) and what
+# main put into $WORK/ctx as its context.
 image() {
   local tag=$1 dockerfile=$2 extra=$3 hash
   shift 3
-  hash="$( (cat "$dockerfile" "$@"; printf '%s\n' "$extra" "$(docker image inspect -f '{{.Id}}' "$BASE")") | sha256sum | cut -c1-16)"
+  hash="$( (cat "$dockerfile" "$@" /usr/local/share/ca-certificates/*.crt 2>/dev/null; printf '%s\n' "$extra" "$(docker image inspect -f '{{.Id}}' "$BASE")") | sha256sum | cut -c1-16)"
   if built "$tag" "$hash"; then
     log "$tag is up to date"
     rm -rf "$WORK/ctx"
     return 0
   fi
-  mkdir -p "$WORK/ctx"
+  mkdir -p "$WORK/ctx/local-ca"
   cp "$dockerfile" "$@" "$WORK/ctx/"
+  # The machine's local CAs (a TLS-intercepting proxy's): the images that fetch through the
+  # proxy, or carry the CA bundle, trust them as the host does.
+  cp /usr/local/share/ca-certificates/*.crt "$WORK/ctx/local-ca/" 2>/dev/null || true
   log "building $tag"
   docker build -q --label "$LABEL=$hash" --build-arg "BASE_IMAGE=$BASE" ${BUILD_ARGS:+$BUILD_ARGS} \
     -t "$tag" -f "$WORK/ctx/$dockerfile" "$WORK/ctx" >"$WORK/build.log" 2>&1 ||

@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/north-cloud/classifier/internal/api"
 	"github.com/north-cloud/classifier/internal/dbtest"
@@ -55,14 +54,5 @@ func TestRoleMatrix(t *testing.T) {
 			History: storage.NewHistoryRepository(db), Logger: log}); err != nil {
 		t.Fatal(err)
 	}
-	token := func(r auth.Role) string {
-		tok, _, err := authn.Issue(string(r)+"@example.org", r, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	observed := authtest.CheckRoutes(t, srv.Router(), srv.Router().Routes(), apiPolicy(), token)
-	authtest.CheckMatrix(t, "../../../docs/roles.md", "classifier", observed)
-	authtest.CheckAudited(t, db, observed)
+	authtest.CheckService(t, srv.Router(), authn, apiPolicy(), db, "../../../docs/roles.md", "classifier")
 }

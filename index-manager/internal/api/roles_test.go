@@ -2,10 +2,8 @@ package api_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/north-cloud/index-manager/internal/api"
-	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/auth/authtest"
 )
 
@@ -15,14 +13,5 @@ import (
 func TestRoleMatrix(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
-	token := func(r auth.Role) string {
-		tok, _, err := b.authn.Issue(string(r)+"@example.org", r, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	observed := authtest.CheckRoutes(t, b.router, b.router.Routes(), api.APIPolicy(), token)
-	authtest.CheckMatrix(t, "../../../docs/roles.md", "index-manager", observed)
-	authtest.CheckAudited(t, b.db, observed)
+	authtest.CheckService(t, b.router, b.authn, api.APIPolicy(), b.db, "../../../docs/roles.md", "index-manager")
 }

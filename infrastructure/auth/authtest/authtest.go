@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -179,4 +180,22 @@ func CheckAudited(t *testing.T, db *sql.DB, observed []Route) {
 			t.Errorf("%s %s: %d audit entries, want %d (one per role)", r.Method, r.Path, n, len(auth.Roles()))
 		}
 	}
+}
+
+// CheckService is the whole check of a service's API as its main mounts it
+// on engine: every route called with a token issued by a for every role
+// (CheckRoutes), the matrix of service in the docs at docsPath
+// (CheckMatrix), and the audit log in db (CheckAudited).
+func CheckService(t *testing.T, engine *gin.Engine, a *auth.Authenticator, policy auth.Policy, db *sql.DB, docsPath, service string) {
+	t.Helper()
+	token := func(r auth.Role) string {
+		tok, _, err := a.Issue(string(r)+"@example.org", r, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	observed := CheckRoutes(t, engine, engine.Routes(), policy, token)
+	CheckMatrix(t, docsPath, service, observed)
+	CheckAudited(t, db, observed)
 }

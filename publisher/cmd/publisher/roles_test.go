@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/auth"
@@ -39,14 +38,5 @@ func TestRoleMatrix(t *testing.T) {
 		api.New(outbox.NewRepository(db), log)); err != nil {
 		t.Fatal(err)
 	}
-	token := func(r auth.Role) string {
-		tok, _, err := authn.Issue(string(r)+"@example.org", r, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	observed := authtest.CheckRoutes(t, srv.Router(), srv.Router().Routes(), apiPolicy(), token)
-	authtest.CheckMatrix(t, "../../../docs/roles.md", "publisher", observed)
-	authtest.CheckAudited(t, db, observed)
+	authtest.CheckService(t, srv.Router(), authn, apiPolicy(), db, "../../../docs/roles.md", "publisher")
 }

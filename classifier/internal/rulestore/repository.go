@@ -3,16 +3,13 @@ package rulestore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
 
 	"github.com/lib/pq"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/infrastructure/fault"
 )
 
 // NotifyChannel is the Postgres channel the classification_rules triggers
@@ -305,30 +302,11 @@ func dbError(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// IsUnavailable reports whether err means the database could not be reached
-// or did not answer in time: a network error, a dropped connection, a server
-// shutting down or refusing connections, or a context deadline.
+// IsUnavailable reports whether err means the database could not be used:
+// ErrUnavailable, an availability error of the shared fault policy
+// (infrastructure/fault: connection lost or refused, credentials, too many
+// connections, shutting down, read-only), or a request that did not answer
+// in time (a 503 to the caller; nothing here opens a breaker).
 func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return true
-	}
-	if pqErr := pq.As(err); pqErr != nil {
-		code := string(pqErr.Code)
-		// 08: connection exception; 57P01-57P03: admin/crash shutdown,
-		// cannot connect now; 53300: too many connections.
-		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300"
-	}
-	return false
+	return err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || fault.PostgresUnavailable(err))
 }

@@ -429,7 +429,7 @@ func (w *OutboxWorker) woken(wakeups <-chan pgnotify.Wakeup) bool {
 }
 
 func (w *OutboxWorker) drainFailed(ctx context.Context, err error) {
-	if fault.PostgresUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+	if fault.PostgresUnavailable(err) || w.postgresBreaker.State() != breaker.Closed {
 		w.logger.WarnContext(ctx, "outbox drain failed: database unusable", "error", err,
 			"postgres_breaker", w.postgresBreaker.State().String())
 	} else {
@@ -464,11 +464,13 @@ func (w *OutboxWorker) claimTimeout() time.Duration { return max(w.dbTimeout(), 
 // minClaimTimeout is the least claimTimeout.
 const minClaimTimeout = 30 * time.Second
 
-// postgresFailed counts err against the Postgres breaker when it means the
-// database is unusable: a connection error, or a statement that did not
-// answer within its own deadline.
-func (w *OutboxWorker) postgresFailed(err error) {
-	if fault.PostgresUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+// postgresFailed counts err against the Postgres breaker when it proves the
+// database unusable (the shared fault policy): an availability error, or an
+// error that does not tell (a statement that did not answer within its own
+// deadline) followed by a failed probe of the database. A statement that
+// was only slow or refused its data is not an outage.
+func (w *OutboxWorker) postgresFailed(ctx context.Context, err error) {
+	if fault.PostgresProved(ctx, err, w.repo.Ping) == fault.Dependency {
 		w.postgresBreaker.Failure(err)
 	}
 }
@@ -522,7 +524,7 @@ func (w *OutboxWorker) claimAndPublish(ctx context.Context, limit int, prev *sen
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			w.postgresFailed(err)
+			w.postgresFailed(ctx, err)
 		}
 		if prev != nil {
 			// Neither the mark nor the claim happened (a statement that
@@ -605,7 +607,7 @@ func (w *OutboxWorker) finish(s *sentBatch, marked int64, markErr error) error {
 	if markErr != nil {
 		// The messages went out; the rows stay publishing and are rescued
 		// after the stale age: a duplicate delivery, never a loss.
-		w.postgresFailed(markErr)
+		w.postgresFailed(ctx, markErr)
 		errs = append(errs, fmt.Errorf("mark %d rows published: %w", published, markErr))
 	} else {
 		lost += int64(published) - marked
@@ -621,7 +623,7 @@ func (w *OutboxWorker) finish(s *sentBatch, marked int64, markErr error) error {
 	if len(failures) > 0 {
 		recorded, err := w.recordFailures(dbCtx, batch.Token, entries, outcomes, failures)
 		if err != nil {
-			w.postgresFailed(err)
+			w.postgresFailed(ctx, err)
 			errs = append(errs, err)
 		} else {
 			lost += int64(len(failures) - recorded)
@@ -630,7 +632,7 @@ func (w *OutboxWorker) finish(s *sentBatch, marked int64, markErr error) error {
 	if len(release) > 0 {
 		n, err := w.repo.Release(dbCtx, batch.Token, release)
 		if err != nil {
-			w.postgresFailed(err)
+			w.postgresFailed(ctx, err)
 			errs = append(errs, err)
 		} else {
 			lost += int64(len(release)) - n

@@ -156,7 +156,7 @@ func TestRunbookCommands(t *testing.T) {
 			// The restore replaced each database with the dump taken after
 			// the re-queue blocks (before it, damage() emptied them): the
 			// rows are back, in that state.
-			for db, want := range map[*sql.DB]string{cdb: "dead_letter_queue", pdb: "classified_outbox", idb: "index_audit_log"} {
+			for db, want := range map[*sql.DB]string{cdb: "dead_letter_queue", pdb: "classified_outbox", idb: "audit_log"} {
 				if n := count(t, db, want); n != backedUp[want] {
 					t.Errorf("%s has %d rows after restore, want the %d backed up", want, n, backedUp[want])
 				}
@@ -171,13 +171,13 @@ func TestRunbookCommands(t *testing.T) {
 	// restore of all three brings them back.
 	before := map[string]func(t *testing.T){
 		"restore": func(t *testing.T) {
-			for db, table := range map[*sql.DB]string{cdb: "dead_letter_queue", pdb: "classified_outbox", idb: "index_audit_log"} {
+			for db, table := range map[*sql.DB]string{cdb: "dead_letter_queue", pdb: "classified_outbox", idb: "audit_log"} {
 				backedUp[table] = count(t, db, table)
 				if _, err := db.Exec(`DELETE FROM ` + table); err != nil {
 					t.Fatalf("empty %s: %v", table, err)
 				}
 			}
-			if backedUp["dead_letter_queue"] == 0 || backedUp["classified_outbox"] == 0 || backedUp["index_audit_log"] == 0 {
+			if backedUp["dead_letter_queue"] == 0 || backedUp["classified_outbox"] == 0 || backedUp["audit_log"] == 0 {
 				t.Fatalf("nothing to restore: %v rows before the restore", backedUp)
 			}
 		},
@@ -250,7 +250,12 @@ func runSubscribe(t *testing.T, b runbookBlock, dir string, env []string, rdb *r
 			lines <- sc.Text()
 		}
 	}()
+	// The messages are JSON with the marker as id and source, as pipeline
+	// messages are: other tests subscribed to the same channels of the
+	// shared Redis read them and pass them by as another source's.
 	marker := testenv.UniqueName("runbook-")
+	news := fmt.Sprintf(`{"id":%q,"source_name":%q}`, marker, marker)
+	video := fmt.Sprintf(`{"id":%q,"source_name":%q}`, marker+"-video", marker)
 	var got []string
 	subscribed := 0
 	for {
@@ -265,16 +270,16 @@ func runSubscribe(t *testing.T, b runbookBlock, dir string, env []string, rdb *r
 			if line == "psubscribe" {
 				subscribed++
 				if subscribed == 2 {
-					for _, m := range [][2]string{{"articles:news", marker}, {"content:video", marker + "-video"}} {
+					for _, m := range [][2]string{{"articles:news", news}, {"content:video", video}} {
 						if err := rdb.Publish(ctx, m[0], m[1]).Err(); err != nil {
 							t.Fatalf("publish: %v", err)
 						}
 					}
 				}
 			}
-			if line == marker+"-video" {
+			if line == video {
 				joined := strings.Join(got, "\n")
-				if !strings.Contains(joined, "articles:news\n"+marker) {
+				if !strings.Contains(joined, "articles:news\n"+news) {
 					t.Errorf("%s: message on articles:news not shown:\n%s", b, joined)
 				}
 				t.Logf("%s ok:\n%s", b, truncate(joined, 1500))
@@ -361,8 +366,8 @@ func truncate(s string, n int) string {
 // a row the restore must bring back.
 func seedIndexManager(t *testing.T, db *sql.DB) {
 	t.Helper()
-	if _, err := db.Exec(`INSERT INTO index_audit_log (actor, action, index_name, outcome) VALUES ('runbook-test', 'create', 'demo_news_raw_content', 'success')`); err != nil {
-		t.Fatalf("seed index_audit_log: %v", err)
+	if _, err := db.Exec(`INSERT INTO audit_log (actor, action, target, outcome) VALUES ('runbook-test', 'create', 'demo_news_raw_content', 'success')`); err != nil {
+		t.Fatalf("seed audit_log: %v", err)
 	}
 }
 

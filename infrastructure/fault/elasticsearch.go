@@ -15,9 +15,11 @@ import (
 // a whole for what it carried (400, 404 of an index, 413 that a split could
 // not cure) is a Statement fault; unavailable, overloaded (429, 5xx),
 // unauthorized (401, 403 other than an index block) and unreachable are
-// the dependency's; a 408 and our own cancellation are transient. The
-// client answers only with a response or a transport error, so an error
-// without a response is the cluster's.
+// the dependency's; a 408 and our own cancellation are transient. An error
+// without a response is the cluster's when it could not be reached
+// (connection refused or reset, DNS), and Ambiguous when our own deadline
+// passed (a slow request, or a cluster gone quiet): ElasticsearchProved
+// tells them apart with a probe.
 func Elasticsearch(err error) Kind {
 	if err == nil {
 		return Transient
@@ -38,7 +40,27 @@ func Elasticsearch(err error) Kind {
 	if errors.Is(err, context.Canceled) {
 		return Transient
 	}
-	return Dependency // connection refused, reset, DNS, a whole request timing out
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return Ambiguous
+	}
+	return Dependency // connection refused, reset, DNS
+}
+
+// ElasticsearchProved classifies err (Elasticsearch) and settles an
+// Ambiguous answer with probe (a cluster ping): a cluster that fails it is
+// out (Dependency); one that answers was only slow for this request, which
+// is retried with backoff (Transient), never charged to the document's
+// data.
+func ElasticsearchProved(ctx context.Context, err error, probe Probe) Kind {
+	kind := Elasticsearch(err)
+	if kind != Ambiguous {
+		return kind
+	}
+	if Proved(ctx, kind, probe) == Dependency {
+		return Dependency
+	}
+	return Transient
 }
 
 // ElasticsearchItem classifies the error of one item of a bulk request.

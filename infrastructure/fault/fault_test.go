@@ -163,10 +163,30 @@ func TestElasticsearch(t *testing.T) {
 		{"malformed request", re(400, ""), fault.Statement},
 		{"cancelled by stop", context.Canceled, fault.Transient},
 		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, fault.Dependency},
+		{"our own deadline", fmt.Errorf("bulk: %w", context.DeadlineExceeded), fault.Ambiguous},
 	} {
 		if got := fault.Elasticsearch(tt.err); got != tt.want {
 			t.Errorf("%s: Elasticsearch() = %s, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A request that ran out of our own deadline is an outage only when the
+// cluster also fails its probe; otherwise it was a slow request, retried
+// with backoff, and never the document's fault.
+func TestElasticsearchProved(t *testing.T) {
+	t.Parallel()
+	slow := fmt.Errorf("bulk: %w", context.DeadlineExceeded)
+	answers := func(context.Context) error { return nil }
+	silent := func(context.Context) error { return errors.New("elasticsearch ping: connection refused") }
+	if got := fault.ElasticsearchProved(context.Background(), slow, answers); got != fault.Transient {
+		t.Errorf("slow request, cluster answers: %s, want transient", got)
+	}
+	if got := fault.ElasticsearchProved(context.Background(), slow, silent); got != fault.Dependency {
+		t.Errorf("slow request, cluster silent: %s, want dependency", got)
+	}
+	if got := fault.ElasticsearchProved(context.Background(), &esclient.ResponseError{Status: 400}, silent); got != fault.Statement {
+		t.Errorf("a refused request is the request's whatever the probe says: %s", got)
 	}
 }
 

@@ -68,8 +68,16 @@ func RowCode(err error) domain.ErrorCode {
 }
 
 // Elasticsearch classifies an error of a whole Elasticsearch request
-// (fault.Elasticsearch).
+// (fault.Elasticsearch); it may answer Ambiguous.
 func Elasticsearch(err error) Kind { return fault.Elasticsearch(err) }
+
+// ElasticsearchProved classifies an error of a whole Elasticsearch request
+// and, when it does not tell (our own deadline passed), asks probe whether
+// the cluster answers (fault.ElasticsearchProved): it never answers
+// Ambiguous.
+func ElasticsearchProved(ctx context.Context, err error, probe Probe) Kind {
+	return fault.ElasticsearchProved(ctx, err, probe)
+}
 
 // ElasticsearchItem classifies the error of one item of a bulk request
 // (fault.ElasticsearchItem).

@@ -112,7 +112,7 @@ func (p *Poller) resolve(ctx context.Context) (*resolution, error) {
 		p.es.FieldCaps.WithExpandWildcards("open"),
 	)
 	err = esclient.CheckResponse("list raw indices", res, err)
-	p.esOutcome(err)
+	p.esOutcome(ctx, err)
 	if err != nil {
 		return nil, err
 	}

@@ -403,7 +403,7 @@ func (p *Poller) find(ctx context.Context) (found, error) {
 		fresh, backlog = share, 0
 	}
 	pages, err := p.searchLanes(ctx, indices, fresh, backlog, urgentOnly)
-	p.esOutcome(err)
+	p.esOutcome(ctx, err)
 	if err != nil {
 		return found{}, err
 	}
@@ -451,7 +451,7 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 		p.beforeClaim(f.docs)
 	}
 	results, err := p.store.ClaimEach(ctx, p.cfg.ReplicaID, f.docs, p.now().UTC())
-	p.esOutcome(err)
+	p.esOutcome(ctx, err)
 	if err != nil {
 		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
@@ -514,7 +514,7 @@ func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, fresh, b
 		names[j] = pages[i].index
 	}
 	more, err := p.search(ctx, names, []lane{next}, false)
-	p.esOutcome(err)
+	p.esOutcome(ctx, err)
 	if err != nil {
 		// The first round's documents are still worth claiming.
 		p.logger.DebugContext(ctx, "second search for the rest of the batch failed", "error", err)
@@ -636,22 +636,25 @@ func refusal(t *claimTally) (code, reason string) {
 }
 
 // esOutcome tells the Elasticsearch breaker how a whole request went.
-func (p *Poller) esOutcome(err error) {
+func (p *Poller) esOutcome(ctx context.Context, err error) {
 	b := p.cfg.ESBreaker
 	switch {
 	case b == nil:
 	case err == nil:
 		b.Success()
-	case isDependencyFault(err):
+	case p.isDependencyFault(ctx, err):
 		b.Failure(err)
 	}
 }
 
 // isDependencyFault reports an error of a whole request that is
-// Elasticsearch's, not the request's (fault.Elasticsearch): unreachable,
-// unavailable (5xx), overloaded (429), refusing our credentials (401, or
-// 403 other than an index block).
-func isDependencyFault(err error) bool { return fault.Elasticsearch(err) == fault.Dependency }
+// Elasticsearch's, not the request's (fault.ElasticsearchProved):
+// unreachable, unavailable (5xx), overloaded (429), refusing our
+// credentials (401, or 403 other than an index block), or timed out on our
+// side while the cluster also fails a ping.
+func (p *Poller) isDependencyFault(ctx context.Context, err error) bool {
+	return fault.ElasticsearchProved(ctx, err, esclient.Ping(p.es)) == fault.Dependency
+}
 
 // page is one index's answer in a multi-search.
 type page struct {

@@ -357,7 +357,7 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.WriteClassified(ctx, docs)
 	if err != nil {
-		switch kind := fault.Elasticsearch(err); kind {
+		switch kind := fault.ElasticsearchProved(ctx, err, c.stores.Content.Ping); kind {
 		case fault.Dependency:
 			es.Failure(err)
 			return nil, failed, decided, es
@@ -595,7 +595,7 @@ func (c *Committer) flipOnce(ctx context.Context, changes []storage.StatusChange
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Content.FlipStatus(ctx, changes)
 	if err != nil {
-		if fault.Elasticsearch(err) == fault.Dependency {
+		if fault.ElasticsearchProved(ctx, err, c.stores.Content.Ping) == fault.Dependency {
 			es.Failure(err)
 			return nil, changes, nil
 		}

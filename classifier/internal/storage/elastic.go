@@ -27,6 +27,10 @@ type ContentStore struct {
 	cfg StoreConfig
 }
 
+// Ping asks the cluster for its health: the probe that proves an outage
+// when a request's error does not tell (fault.ElasticsearchProved).
+func (s *ContentStore) Ping(ctx context.Context) error { return esclient.Ping(s.es)(ctx) }
+
 // NewContentStore returns a store over es with the default settings.
 func NewContentStore(es *elasticsearch.Client) *ContentStore {
 	return NewContentStoreWith(es, StoreConfig{})

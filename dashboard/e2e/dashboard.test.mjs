@@ -665,6 +665,75 @@ describe('dashboard', { concurrency: false }, () => {
     await waitFor('the classifier to keep normal', async () => h.sql('classifier', `SELECT priority FROM source_priorities WHERE source_name = '${sports}'`) === 'normal')
   })
 
+  test('a service that is down is named where its figures were, never shown as a number; the Sources table stands on the index-manager', async () => {
+    // The stat card's figure, without the failure it names (whose status is digits too).
+    const figureText = async (card, failure) => (await card.getByTestId('stat-value').innerText()).replace(failure, '')
+    const PUBLISHER_DOWN = 'publisher unavailable (502)'
+    const publisherCards = ['overview-published', 'overview-backlog', 'overview-lag']
+    await goto('/')
+    for (const id of publisherCards) await page.getByTestId(id).locator('[data-figure="value"]').waitFor()
+    await h.halt(h.publisher)
+    try {
+      // On screen before: the last good value stays, greyed, beside the failure and its age.
+      const published = page.getByTestId('overview-published')
+      await published.locator('[data-figure="stale"]').filter({ hasText: `${PUBLISHER_DOWN} · last good` }).waitFor({ timeout: 45_000 })
+      assert.equal(await published.locator('.text-success').count(), 0, 'a stale figure is not green')
+      // A fresh page has no good value: each publisher card names the
+      // publisher and shows no number, not even in its hint; the others still count.
+      await page.reload()
+      for (const id of publisherCards) {
+        const card = page.getByTestId(id)
+        await card.locator('[data-figure="error"]').filter({ hasText: PUBLISHER_DOWN }).waitFor({ timeout: 45_000 })
+        assert.doesNotMatch(await figureText(card, PUBLISHER_DOWN), /\d/, `${id} shows no number`)
+        assert.doesNotMatch(await card.innerText(), /\d+ failed/, `${id} shows no hint figure`)
+      }
+      await page.getByTestId('overview-dlq').locator('[data-figure="value"]').filter({ hasText: /\d/ }).waitFor()
+      await page.getByTestId('overview-classified').locator('[data-figure="value"]').filter({ hasText: /\d/ }).waitFor()
+      assert.deepEqual(await axeViolations(page), [])
+      await shot('overview-publisher-down')
+    } finally {
+      await h.run(h.publisher)
+    }
+    await page.getByTestId('overview-published').locator('[data-figure="value"]').filter({ hasText: /\d/ }).waitFor({ timeout: 45_000 })
+
+    // The classifier down: its Overview cards name it; the Sources table
+    // still lists this run's sources with Elasticsearch's counts, the
+    // classifier's columns marked unavailable.
+    const CLASSIFIER_DOWN = 'classifier unavailable (502)'
+    await h.halt(h.classifier)
+    try {
+      await page.reload()
+      for (const id of ['overview-last-minute', 'overview-dlq', 'overview-queue']) {
+        const card = page.getByTestId(id)
+        await card.locator('[data-figure="error"]').filter({ hasText: CLASSIFIER_DOWN }).waitFor({ timeout: 45_000 })
+        assert.doesNotMatch(await figureText(card, CLASSIFIER_DOWN), /\d/, `${id} shows no number`)
+      }
+      await goto(`/sources?q=${h.prefix}`)
+      const row = page.locator(`tr[data-source="${metro}"]`)
+      await row.waitFor()
+      for (const id of ['pending', 'published', 'rejected', 'dlq-rate', 'attempts']) {
+        const marker = row.getByTestId(id).locator('[data-figure="error"]')
+        await marker.waitFor({ timeout: 45_000 })
+        assert.equal(await marker.getAttribute('title'), CLASSIFIER_DOWN)
+        assert.doesNotMatch((await marker.innerText()).replace(CLASSIFIER_DOWN, ''), /\d/)
+      }
+      const raw = (await h.es('GET', `/${metro}_raw_content/_count`)).count
+      const classified = (await h.es('GET', `/${metro}_classified_content/_count`)).count
+      assert.deepEqual([await row.getByTestId('documents').innerText(), await row.getByTestId('classified').innerText()], [raw, classified].map((n) => n.toLocaleString('en-US')))
+      await page.getByTestId('source-stats-error').filter({ hasText: CLASSIFIER_DOWN }).waitFor()
+      assert.doesNotMatch(await page.getByTestId('sources-totals').innerText(), /\d[\d,]* published/, 'the published total is not a number')
+      assert.deepEqual(await axeViolations(page), [])
+      await shot('sources-classifier-down')
+    } finally {
+      await h.run(h.classifier)
+    }
+    await waitFor('the classifier figures back on Sources', async () => {
+      await page.reload()
+      await page.locator(`tr[data-source="${metro}"] [data-testid="pending"] [data-figure="value"]`).waitFor({ timeout: 15_000 })
+      return true
+    }, { timeout: 60_000, interval: 1000 })
+  })
+
   test('dark mode', async () => {
     await page.getByRole('link', { name: 'Index Manager' }).click()
     await page.getByRole('button', { name: 'Switch to dark mode' }).click()

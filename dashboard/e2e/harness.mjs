@@ -169,23 +169,34 @@ export class Harness {
 
   async service(binary, addrVar, env, label = binary) {
     const port = await freePort()
-    const addr = `127.0.0.1:${port}`
-    const log = createWriteStream(path.join(artifacts, `${this.prefix}-${label}.log`))
-    const child = spawn(path.join(bin, binary), [], {
-      env: { ...this.env, ...env, [addrVar]: addr },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const proc = { label, binary, addr: `127.0.0.1:${port}`, env: { ...this.env, ...env, [addrVar]: `127.0.0.1:${port}` }, exited: true }
+    this.procs.push(proc)
+    await this.run(proc)
+    return proc
+  }
+
+  /** Starts a service's process (again, on the same address) and waits for its /ready. */
+  async run(proc) {
+    const log = createWriteStream(path.join(artifacts, `${this.prefix}-${proc.label}.log`), { flags: 'a' })
+    const child = spawn(path.join(bin, proc.binary), [], { env: proc.env, stdio: ['ignore', 'pipe', 'pipe'] })
     child.stdout.pipe(log)
     child.stderr.pipe(log)
-    const proc = { label, addr, child, exited: false }
+    proc.child = child
+    proc.exited = false
     child.on('exit', () => { proc.exited = true })
-    this.procs.push(proc)
-    await waitFor(`${label} /ready`, async () => {
-      if (proc.exited) throw new Error(`${label} exited; see ${log.path}`)
-      const res = await fetch(`http://${addr}/ready`)
+    await waitFor(`${proc.label} /ready`, async () => {
+      if (proc.exited) throw new Error(`${proc.label} exited; see ${log.path}`)
+      const res = await fetch(`http://${proc.addr}/ready`)
       return res.ok
     })
-    return proc
+  }
+
+  /** Stops a service's process (SIGTERM, as an orchestrator would) and waits for it to exit. */
+  async halt(proc) {
+    if (proc.exited) return
+    const gone = new Promise((resolve) => proc.child.once('exit', resolve))
+    proc.child.kill('SIGTERM')
+    await gone
   }
 
   async startPrometheus(targets) {

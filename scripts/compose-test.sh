@@ -36,6 +36,8 @@
 #   NC_COMPOSE_SETUP_BUDGET   seconds for the engine, compose, the stand-ins and
 #                             `docker compose build` (a first run builds them all) (2400)
 #   NC_COMPOSE_BUDGET         seconds for the stack: up --build to down -v     (600)
+#   NC_COMPOSE_ENV            more VAR=value lines for the stack's env file, e.g. a service
+#                             setting to try (CLASSIFIER_SHADOW_MATCHER=token_index)  (none)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -182,6 +184,7 @@ write_env() {
   local keys="${TEST_PORTS[*]%%=*}"
   grep -vE "^(${keys// /|})=" "$d/.env" >"$ENV_FILE"
   printf '%s\n' "${TEST_PORTS[@]}" >>"$ENV_FILE"
+  [[ -z ${NC_COMPOSE_ENV:-} ]] || printf '%s\n' "$NC_COMPOSE_ENV" >>"$ENV_FILE"
   chmod 600 "$ENV_FILE"
 }
 
@@ -199,7 +202,15 @@ subscribe() {
 build() {
   dc build >"$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log" >&2; die "docker compose build failed"; }
 }
-up() { dc up --build --wait --wait-timeout 400 >&2; }
+# `up --wait` of every service fails on the loader ("exited (0)": compose waits for it as
+# for a service, since nothing depends on its completion), so --wait names the long-running
+# services (their dependencies, the migrations included, start with them) and the loader
+# follows; jobs_exited_zero waits for it.
+readonly LONG_RUNNING=(classifier publisher index-manager dashboard prometheus)
+up() {
+  dc up --build --wait --wait-timeout 400 "${LONG_RUNNING[@]}" >&2
+  dc up -d loader >&2
+}
 
 # wait_for WHAT SECONDS COMMAND...: polls the condition until it holds or the time is up.
 wait_for() {
@@ -276,7 +287,7 @@ targets_up() {
   jq -e '[.data.activeTargets[].labels.job] | unique == ["classifier", "index-manager", "prometheus", "publisher"]' <<<"$t" &&
     jq -e '[.data.activeTargets[] | select(.health != "up")] | length == 0' <<<"$t" &&
     jq -e '[.data.activeTargets[] | select(.labels.job == "classifier")] | length == '"$1" <<<"$t" &&
-    prom 'query?query=up' | jq -e '[.data.result[] | select(.value[1] != "1")] | length == 0 and (.data.result | length) > 0'
+    prom 'query?query=up' | jq -e '(.data.result | length > 0) and ([.data.result[] | select(.value[1] != "1")] | length == 0)'
 }
 prometheus() {
   wait_for "Prometheus: every target up" 120 targets_up 1
@@ -300,7 +311,7 @@ metric() {
   docker exec "$1" wget -qO- "http://127.0.0.1:$2/metrics" | awk -v m="$3" '$1 == m || index($1, m "{") == 1 { s += $2 } END { printf "%d\n", s }'
 }
 scale() {
-  dc up -d --wait --wait-timeout 300 --scale classifier=3 --scale publisher=2 >&2
+  dc up -d --wait --wait-timeout 300 --scale classifier=3 --scale publisher=2 "${LONG_RUNNING[@]}" >&2
   local -a cls
   mapfile -t cls < <(service_containers classifier)
   ((${#cls[@]} == 3)) || die "scale: ${#cls[@]} classifier containers, want 3"
@@ -308,7 +319,8 @@ scale() {
   local -A before
   local c
   for c in "${cls[@]}"; do before[$c]="$(metric "$c" 8071 classifier_documents_processed_total)"; done
-  dc run --rm --no-deps loader /app/loader -count 300 >&2 || die "the second load failed"
+  # Large enough that one replica cannot drain it before the others poll.
+  dc run --rm --no-deps loader /app/loader -count 2000 >&2 || die "the second load failed"
   wait_for "the second load published and heard" 240 settled
   local working=0 delta
   for c in "${cls[@]}"; do

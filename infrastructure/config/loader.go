@@ -157,6 +157,21 @@ func (l *Loader) Duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// NonNegativeDuration is Duration for settings where zero means "none"
+// (no wait): "0s" is accepted, a negative value is not.
+func (l *Loader) NonNegativeDuration(name string, def time.Duration) time.Duration {
+	v, ok := l.get(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		l.add(name, fmt.Sprintf("must be a duration of zero or more such as \"0s\" or \"50ms\" (got %q)", v))
+		return def
+	}
+	return d
+}
+
 // Bool returns name parsed by strconv.ParseBool (1, t, true, 0, f, false...).
 func (l *Loader) Bool(name string, def bool) bool {
 	v, ok := l.get(name)

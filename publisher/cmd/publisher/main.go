@@ -64,7 +64,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 			BatchSize:      l.PositiveInt("PUBLISHER_OUTBOX_BATCH_SIZE", worker.BatchSizeDefault),
 			ClaimLoops:     l.PositiveInt("PUBLISHER_OUTBOX_CLAIM_LOOPS", worker.ClaimLoopsDefault),
 			PublishTimeout: l.Duration("PUBLISHER_OUTBOX_PUBLISH_TIMEOUT", worker.PublishTimeoutDefault),
-			NotifyDebounce: l.Duration("PUBLISHER_OUTBOX_NOTIFY_DEBOUNCE", worker.NotifyDebounceDefault),
+			NotifyDebounce: l.NonNegativeDuration("PUBLISHER_OUTBOX_NOTIFY_DEBOUNCE", worker.NotifyDebounceDefault),
 			Retry: backoff.Policy{
 				Initial:    l.Duration("PUBLISHER_OUTBOX_RETRY_INITIAL", worker.RetryInitialDefault),
 				Max:        l.Duration("PUBLISHER_OUTBOX_RETRY_MAX", worker.RetryMaxDefault),

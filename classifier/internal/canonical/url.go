@@ -191,9 +191,11 @@ func canonicalPath(p string) string {
 }
 
 // stripAMPExtension turns "story.amp.html" into "story.html" and
-// "story.amp" into "story".
+// "story.amp" into "story". The search folds ASCII case only, so its
+// indices are seg's even when seg holds bytes that are not UTF-8
+// (strings.ToLower would turn each into a 3-byte U+FFFD).
 func stripAMPExtension(seg string) string {
-	lower := strings.ToLower(seg)
+	lower := asciiLower(seg)
 	if i := strings.LastIndex(lower, ".amp."); i > 0 {
 		return seg[:i] + seg[i+len(".amp"):]
 	}
@@ -201,6 +203,18 @@ func stripAMPExtension(seg string) string {
 		return seg[:len(seg)-len(".amp")]
 	}
 	return seg
+}
+
+// asciiLower folds the ASCII letters of s to lower case and leaves every
+// other byte as it is: the result has s's length, byte for byte.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 func (c *Canonicalizer) query(q url.Values) string {

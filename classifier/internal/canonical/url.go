@@ -175,14 +175,22 @@ func canonicalPath(p string) string {
 			out = append(out, s)
 		}
 	}
-	if len(out) > 0 && strings.EqualFold(out[0], "amp") {
-		out = out[1:]
-	}
-	if n := len(out); n > 0 && strings.EqualFold(out[n-1], "amp") {
-		out = out[:n-1]
-	}
-	if n := len(out); n > 0 {
-		out[n-1] = stripAMPExtension(out[n-1])
+	// An AMP marker comes off the front ("/amp/story"), the end
+	// ("/story/amp") and the last segment ("story.amp.html") until none is
+	// left, so the canonical form of a canonical URL is itself
+	// ("/amp/amp/x" and "/x/amp.amp" would otherwise lose one per pass).
+	for stripped := true; stripped && len(out) > 0; {
+		last := len(out) - 1
+		switch bare := stripAMPExtension(out[last]); {
+		case strings.EqualFold(out[0], "amp"):
+			out = out[1:]
+		case strings.EqualFold(out[last], "amp"):
+			out = out[:last]
+		case bare != out[last]:
+			out[last] = bare
+		default:
+			stripped = false
+		}
 	}
 	if len(out) == 0 {
 		return ""

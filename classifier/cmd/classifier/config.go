@@ -130,6 +130,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
+	c.Committer.ClaimLease = c.Poller.ClaimLease
 	c.UrgentEnabled = l.Bool("CLASSIFIER_URGENT_QUEUE_ENABLED", true)
 	c.Urgent = processor.BatchProcessorConfig{
 		Concurrency:   l.PositiveInt("CLASSIFIER_URGENT_WORKERS", 2),

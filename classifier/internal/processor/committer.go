@@ -73,6 +73,12 @@ type CommitterConfig struct {
 	// Batches hold distinct documents, so they commit independently.
 	// Defaults to CommitWorkersDefault.
 	Workers int
+	// ClaimLease is the claim lease (CLASSIFIER_CLAIM_LEASE): a result whose
+	// claim was last known to hold longer ago than this, or that a renewal
+	// found taken over, is verified against Elasticsearch before anything
+	// of it is written, and dropped when another replica owns it now. Zero
+	// verifies only the claims a renewal found lost.
+	ClaimLease time.Duration
 }
 
 // Committer receives results from the workers and commits them in batches.
@@ -263,6 +269,9 @@ func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []
 	}
 	ctx, span := c.tracer.Start(ctx, "classifier.commit", trace.WithAttributes(attribute.Int("batch_size", len(results))))
 	defer span.End()
+	if results = c.dropTakenOver(ctx, results); len(results) == 0 {
+		return
+	}
 
 	var ok, failed []Result
 	for _, r := range results {
@@ -398,6 +407,7 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 			quiet = append(quiet, r)
 		}
 	}
+	news, quiet = c.dropSuperseded(ctx, news, quiet)
 	news, f, held = c.isolate(ctx, news, statement{name: "outbox", breaker: ob, probe: c.stores.Outbox.Ping, run: rowsOf(c.stores.Outbox.WriteBatch)})
 	if held {
 		return nil, failed, append(retry, stored...), ob
@@ -664,6 +674,99 @@ func (c *Committer) ownDrift(ctx context.Context, conflicts []storage.StatusChan
 			"documents", len(again))
 	}
 	return again
+}
+
+// dropSuperseded moves from news to quiet the results whose document
+// another attempt has decided a newer version of since this one planned
+// (a replica that took it over while this one was paused): their outcome
+// is stale and is not written to the outbox; the flip that follows is
+// refused for them as taken over. When the check cannot be made, news is
+// kept as it is (the outbox absorbs a version written twice).
+func (c *Committer) dropSuperseded(ctx context.Context, news, quiet []Result) ([]Result, []Result) {
+	if c.stores.Hygiene == nil || len(news) == 0 {
+		return news, quiet
+	}
+	docs := make([]*domain.ClassifiedContent, len(news))
+	for i, r := range news {
+		docs[i] = r.Doc
+	}
+	_, stale, err := c.stores.Hygiene.superseded(ctx, docs)
+	if err != nil {
+		c.logger.WarnContext(ctx, "newer versions not checked before the outbox write", "documents", len(news), "error", err)
+		return news, quiet
+	}
+	if len(stale) == 0 {
+		return news, quiet
+	}
+	isStale := make(map[*domain.ClassifiedContent]bool, len(stale))
+	for _, d := range stale {
+		isStale[d] = true
+	}
+	kept := news[:0:0]
+	for _, r := range news {
+		if !isStale[r.Doc] {
+			kept = append(kept, r)
+			continue
+		}
+		r.Doc.Publish = false
+		quiet = append(quiet, r)
+		c.logger.WarnContext(ctx, "outcome superseded by another attempt's newer version; not written to the outbox",
+			"content_id", r.Raw.ID, "source", r.Raw.SourceName, "version", r.Doc.Version)
+	}
+	return kept, quiet
+}
+
+// dropTakenOver returns results without those whose claim another replica
+// holds now: a replica paused or starved past its lease (a zombie) must not
+// write its stale outcome, which the new owner's may differ from (a
+// duplicate verdict that depends on what was seen first) and would then be
+// published as a second version. Only suspect claims are read back (lost to
+// a renewal, or not confirmed within the lease), so a healthy replica pays
+// nothing. When they cannot be read, the results are kept: the flip is
+// conditional on the version anyway.
+func (c *Committer) dropTakenOver(ctx context.Context, results []Result) []Result {
+	raws := make([]*domain.RawContent, len(results))
+	for i, r := range results {
+		raws[i] = r.Raw
+	}
+	suspect := c.stores.Claims.Suspect(c.cfg.ClaimLease, raws...)
+	if len(suspect) == 0 {
+		return results
+	}
+	refs := make([]domain.DocKey, len(suspect))
+	for i, d := range suspect {
+		refs[i] = domain.DocKey{Index: d.Index, ID: d.ID}
+	}
+	current, _, err := c.stores.Content.GetRaw(ctx, refs)
+	if err != nil {
+		c.logger.WarnContext(ctx, "claims not confirmed within the lease could not be read back; committing them, the flip decides",
+			"documents", len(suspect), "error", err)
+		return results
+	}
+	byKey := make(map[domain.DocKey]*domain.RawContent, len(current))
+	for _, cur := range current {
+		byKey[domain.DocKey{Index: cur.Index, ID: cur.ID}] = cur
+	}
+	gone := make(map[*domain.RawContent]bool, len(suspect))
+	for _, d := range suspect {
+		if cur := byKey[domain.DocKey{Index: d.Index, ID: d.ID}]; cur == nil || !stillOurs(d, cur) {
+			gone[d] = true
+		}
+	}
+	if len(gone) == 0 {
+		return results
+	}
+	kept := results[:0:0]
+	for _, r := range results {
+		if !gone[r.Raw] {
+			kept = append(kept, r)
+			continue
+		}
+		c.stores.Claims.Take(r.Raw)
+		c.logger.WarnContext(ctx, "claim taken over before the commit; this replica writes nothing of the document, its new owner commits it",
+			"content_id", r.Raw.ID, "source", r.Raw.SourceName, "index", r.Raw.Index)
+	}
+	return kept
 }
 
 // stillOurs reports whether cur, the document as Elasticsearch holds it

@@ -76,6 +76,33 @@ func (h *Hygiene) decide(ctx context.Context, docs []*domain.ClassifiedContent) 
 	return nil
 }
 
+// superseded splits docs, about to be written to the outbox, into those
+// still current and those another attempt decided a newer version of since
+// (republish.Store.Superseded): those are not written.
+func (h *Hygiene) superseded(ctx context.Context, docs []*domain.ClassifiedContent) (current, stale []*domain.ClassifiedContent, err error) {
+	if h == nil || len(docs) == 0 {
+		return docs, nil, nil
+	}
+	items := make([]republish.Item, len(docs))
+	decisions := make([]republish.Decision, len(docs))
+	for i, d := range docs {
+		items[i] = republish.Item{Key: rawKey(d)}
+		decisions[i] = republish.Decision{Publish: true, Version: d.Version}
+	}
+	newer, err := h.Outcomes.Superseded(ctx, items, decisions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("check superseded publications: %w", err)
+	}
+	for i, d := range docs {
+		if newer[i] {
+			stale = append(stale, d)
+		} else {
+			current = append(current, d)
+		}
+	}
+	return current, stale, nil
+}
+
 // record remembers the outcomes of the documents just inserted into the
 // outbox, so the same outcome is not published again.
 func (h *Hygiene) record(ctx context.Context, published []*domain.ClassifiedContent) error {

@@ -12,7 +12,7 @@ cache="${NC_CACHE_DIR:-$HOME/.cache/north-cloud}"
 start=$(date +%s)
 
 # Each stage prints its seconds when the next begins, and the run ends with
-# all of them (docs: the test run's budget).
+# all of them, so a slow stage is seen at once.
 stage_name= stage_start=$start timings=()
 step() {
   stage_end

@@ -159,9 +159,13 @@ func TestReplicasSplitBacklogAndTakeOverDeadClaims(t *testing.T) {
 		}
 		perReplica[r] = n
 	}
-	if perReplica["a"] == 0 || perReplica["b"] == 0 || perReplica["killed"] != 0 {
-		t.Errorf("work per replica = %v, want both a and b to share it", perReplica)
+	// Which live replica took how much depends on scheduling (a fast one
+	// may drain all 400 before the other's first poll): reported, not
+	// asserted. The dead replica commits nothing.
+	if perReplica["killed"] != 0 || perReplica["a"]+perReplica["b"] != len(ids) {
+		t.Errorf("work per replica = %v, want a and b to classify all %d and the killed replica nothing", perReplica, len(ids))
 	}
+	t.Logf("work per replica: %v", perReplica)
 	if n := e.count(t, e.outbox, `SELECT COUNT(*) FROM classified_outbox`); n != len(ids) {
 		t.Errorf("outbox rows = %d, want %d", n, len(ids))
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -118,49 +117,12 @@ func startPrometheus(t *testing.T, bin string, targets map[string]string) *prome
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - %q\nscrape_configs:\n", rules)
 	for job, addr := range targets {
 		fmt.Fprintf(&cfg, "  - job_name: %q\n    static_configs:\n      - targets: [%q]\n", job, addr)
 	}
-	cfgFile := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgFile, []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &prometheus{addr: freeAddr(t)}
-	log := &syncBuffer{}
-	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+p.addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("prometheus did not stop within 30s of SIGTERM\n%s", log.Tail(20))
-		}
-	})
-	waitFor(t, 60*time.Second, "prometheus /-/ready", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("prometheus exited: %v\n%s", err, log.Tail(40))
-		default:
-		}
-		res, err := http.Get("http://" + p.addr + "/-/ready")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-	return p
+	return &prometheus{addr: testenv.Prometheus(t, bin, cfg.String())}
 }
 
 // api GETs a Prometheus HTTP API path into out (the "data" member).

@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -422,44 +419,6 @@ func openAPIDoc(t *testing.T, b *promBundle) []byte {
 // test ends and returns its address once it is ready.
 func startPrometheus(t *testing.T, bin, target string) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: dashboard\n    static_configs:\n      - targets: [%q]\n", target)
-	must(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	var log strings.Builder
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &log, &log
-	must(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		select {
-		case err := <-done:
-			t.Fatalf("prometheus exited: %v\n%s", err, log.String())
-		case <-ctx.Done():
-			t.Fatalf("prometheus not ready within 60s")
-		case <-time.After(100 * time.Millisecond):
-		}
-		if res, err := http.Get("http://" + addr + "/-/ready"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return addr
-			}
-		}
-	}
+	return testenv.Prometheus(t, bin, fmt.Sprintf(
+		"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: dashboard\n    static_configs:\n      - targets: [%q]\n", target))
 }

@@ -2,6 +2,15 @@
 // standing in for the crawler in demos and tests.
 //
 //	loader -count 200 -sources demo_news,demo_metro [-seed 1] [-refresh]
+//	loader -shape crawler -html-kb 20-200 -dup-rate 0.03 -count 20000 ...
+//
+// The simple shape (the default) writes short texts from a few sentences;
+// the crawler shape writes texts of 2-8 KB from a 20,000-word vocabulary,
+// each with its page (raw_html, -html-kb), and a share of syndicated
+// copies (-dup-rate). Documents are generated batch by batch, each bulk
+// request bounded by -max-bulk-mb, so a large corpus of large pages never
+// sits in memory whole. The last line of output gives bulk_seconds, the
+// time spent in bulk requests alone (generation excluded).
 package main
 
 import (
@@ -10,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +46,10 @@ func run() error {
 	refresh := flag.Bool("refresh", false, "refresh the raw indices at the end so the documents are searchable at once")
 	priority := flag.String("priority", "", `"low" marks the documents as a backfill: the classifier takes them after fresh documents, with the share of capacity kept for the backlog`)
 	age := flag.Duration("age", 0, "crawl the documents this long ago (a backfill of old news), spread over the hour before")
+	shape := flag.String("shape", "simple", `"simple" (short texts) or "crawler" (real-length texts, pages, copies)`)
+	htmlKB := flag.String("html-kb", "20-200", "crawler shape: raw_html size in KB, MIN-MAX or one size")
+	dupRate := flag.Float64("dup-rate", loadgen.DuplicateRateDefault, "crawler shape: share of documents that copy an earlier text (half exactly, half nearly)")
+	maxBulkMB := flag.Int("max-bulk-mb", 16, "most bytes of documents per bulk request, in MB")
 	flag.Parse()
 
 	l := config.New()
@@ -44,8 +58,12 @@ func run() error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if *count < 0 || *batch <= 0 || *age < 0 {
-		return fmt.Errorf("-count must be >= 0, -batch > 0 and -age >= 0")
+	if *count < 0 || *batch <= 0 || *age < 0 || *maxBulkMB <= 0 {
+		return fmt.Errorf("-count must be >= 0, -batch > 0, -max-bulk-mb > 0 and -age >= 0")
+	}
+	next, copies, err := generator(*shape, *seed, *htmlKB, *dupRate)
+	if err != nil {
+		return err
 	}
 	if *priority != "" && *priority != contentindex.PriorityLow {
 		return fmt.Errorf("-priority must be %q or empty (got %q)", contentindex.PriorityLow, *priority)
@@ -67,22 +85,41 @@ func run() error {
 		return err
 	}
 
-	gen := loadgen.NewGenerator(*seed)
-	docs := make([]contentindex.RawDocument, *count)
-	for i := range docs {
-		docs[i] = gen.Document(names[i%len(names)], i)
-		docs[i].Priority = *priority
-		docs[i].CrawledAt = docs[i].CrawledAt.Add(-*age)
-	}
 	start := time.Now()
 	lastReport := time.Time{}
-	err = loadgen.Load(ctx, es, docs, *batch, func(done int) {
-		if time.Since(lastReport) > time.Second || done == len(docs) {
-			lastReport = time.Now()
-			fmt.Fprintf(os.Stderr, "loaded %d/%d documents (%.0f docs/s)\n", done, len(docs), float64(done)/time.Since(start).Seconds())
+	var bulkTime time.Duration
+	maxBytes := *maxBulkMB << 20
+	docs := make([]contentindex.RawDocument, 0, *batch)
+	size := 0
+	flush := func(done int) error {
+		if len(docs) == 0 {
+			return nil
 		}
-	})
-	if err != nil {
+		t := time.Now()
+		if err := loadgen.Load(ctx, es, docs, len(docs), nil); err != nil {
+			return err
+		}
+		bulkTime += time.Since(t)
+		docs, size = docs[:0], 0
+		if time.Since(lastReport) > time.Second || done == *count {
+			lastReport = time.Now()
+			fmt.Fprintf(os.Stderr, "loaded %d/%d documents (%.0f docs/s)\n", done, *count, float64(done)/time.Since(start).Seconds())
+		}
+		return nil
+	}
+	for i := range *count {
+		d := next(names[i%len(names)], i)
+		d.Priority = *priority
+		d.CrawledAt = d.CrawledAt.Add(-*age)
+		docs = append(docs, d)
+		size += len(d.RawText) + len(d.RawHTML) + 1024
+		if len(docs) == *batch || size >= maxBytes {
+			if err := flush(i + 1); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(*count); err != nil {
 		return err
 	}
 	if *refresh {
@@ -96,6 +133,52 @@ func run() error {
 		}
 		res.Body.Close()
 	}
-	fmt.Printf("loaded %d documents into %d sources in %s\n", len(docs), len(names), time.Since(start).Round(time.Millisecond))
+	fmt.Printf("loaded %d documents into %d sources in %s (%s) bulk_seconds=%.3f\n", *count, len(names),
+		time.Since(start).Round(time.Millisecond), copies(), bulkTime.Seconds())
 	return nil
+}
+
+// generator returns the document maker of a shape and a summary of the
+// copies it wrote.
+func generator(shape string, seed uint64, htmlKB string, dupRate float64) (func(string, int) contentindex.RawDocument, func() string, error) {
+	switch shape {
+	case "simple":
+		gen := loadgen.NewGenerator(seed)
+		return gen.Document, func() string { return "simple shape" }, nil
+	case "crawler":
+		lo, hi, err := parseRange(htmlKB)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-html-kb: %w", err)
+		}
+		c, err := loadgen.NewCrawler(seed, loadgen.CrawlerConfig{HTMLMinBytes: lo << 10, HTMLMaxBytes: hi << 10, DuplicateRate: dupRate})
+		if err != nil {
+			return nil, nil, err
+		}
+		next := func(source string, n int) contentindex.RawDocument {
+			d, _ := c.Document(source, n)
+			return d
+		}
+		summary := func() string {
+			cp := c.Copies()
+			return fmt.Sprintf("crawler shape, pages %s KB, exact_copies=%d near_copies=%d", htmlKB, cp[loadgen.ExactCopy], cp[loadgen.NearCopy])
+		}
+		return next, summary, nil
+	default:
+		return nil, nil, fmt.Errorf("-shape must be simple or crawler (got %q)", shape)
+	}
+}
+
+// parseRange reads "MIN-MAX" or "N" (N-N) of positive integers.
+func parseRange(s string) (lo, hi int, err error) {
+	a, b, found := strings.Cut(s, "-")
+	if !found {
+		b = a
+	}
+	if lo, err = strconv.Atoi(strings.TrimSpace(a)); err == nil {
+		hi, err = strconv.Atoi(strings.TrimSpace(b))
+	}
+	if err != nil || lo <= 0 || hi < lo {
+		return 0, 0, fmt.Errorf("want MIN-MAX or N, positive, MIN <= MAX (got %q)", s)
+	}
+	return lo, hi, nil
 }

@@ -112,6 +112,13 @@ func serve(ctx context.Context, _ []string) error {
 	gauges := telemetry.Gauges{
 		QueueDepth: func() int64 { return int64(proc.QueueDepth()) },
 		DLQDepth:   func(ctx context.Context) (map[string]int64, error) { return dlq.PendingBySource(ctx) },
+		DLQBacklog: func(ctx context.Context) (int64, int64, error) {
+			s, err := dlq.Stats(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			return s.Pending, s.Exhausted, nil
+		},
 		BreakerStates: func() map[string]int64 {
 			out := make(map[string]int64, len(allBreakers))
 			for _, b := range allBreakers {

@@ -96,6 +96,11 @@ type Gauges struct {
 	UrgentQueueDepth func() int64
 	// DLQDepth returns dead-letter rows still to retry, by source.
 	DLQDepth func(ctx context.Context) (map[string]int64, error)
+	// DLQBacklog returns every dead-letter row by state ("retrying",
+	// "exhausted"; permanent entries are exhausted), for
+	// classifier_dlq_backlog{state}: classifier_dlq_depth counts only the
+	// retrying ones, and reports nothing when there are none.
+	DLQBacklog func(ctx context.Context) (retrying, exhausted int64, err error)
 	// BreakerStates returns the state of each dependency's circuit breaker
 	// (0 closed, 1 half-open, 2 open), by dependency.
 	BreakerStates func() map[string]int64
@@ -176,6 +181,21 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 				for source, n := range bySource {
 					o.Observe(n, metric.WithAttributes(attribute.String("source", source)))
 				}
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if gauges.DLQBacklog != nil {
+		_, err = meter.Int64ObservableGauge("classifier_dlq_backlog", metric.WithDescription("Dead-letter entries by state (retrying, exhausted), zeros included"),
+			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				retrying, exhausted, err := gauges.DLQBacklog(ctx)
+				if err != nil {
+					return err
+				}
+				o.Observe(retrying, metric.WithAttributes(attribute.String("state", "retrying")))
+				o.Observe(exhausted, metric.WithAttributes(attribute.String("state", "exhausted")))
 				return nil
 			}))
 		errs = append(errs, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
@@ -76,6 +77,9 @@ type Config struct {
 	// Meter, when set, records <service>_http_requests_total and
 	// <service>_http_request_duration_seconds per route.
 	Meter metric.Meter
+	// TracerProvider, when set, gives every request a server span named
+	// after its route pattern, continuing the caller's traceparent.
+	TracerProvider trace.TracerProvider
 }
 
 // ConfigFromEnv reads the listen address from addrVar (defaulting to
@@ -196,6 +200,11 @@ func New(cfg Config, logger *slog.Logger, metrics http.Handler, checks ...ReadyC
 	// from a header any client can forge.
 	if err := engine.SetTrustedProxies(nil); err != nil {
 		return nil, fmt.Errorf("new http server: %w", err)
+	}
+	// The request's span is outermost, so it covers every other
+	// middleware and a panic's 500.
+	if cfg.TracerProvider != nil {
+		engine.Use(requestTracing(cfg.TracerProvider))
 	}
 	// Request metrics go first, outside recovery, so that a request whose
 	// handler panicked is counted with the 500 recovery answers.

@@ -73,10 +73,12 @@ func NewRuntime(ctx context.Context, c Common, logOut io.Writer) (*Runtime, erro
 }
 
 // HTTPServer builds the service's HTTP server with the runtime's logger, its
-// /metrics handler and per-route request metrics. /ready shows the error
+// /metrics handler, per-route request metrics and a server span per
+// request. /ready shows the error
 // text of failing checks only to callers with a valid bearer token.
 func (rt *Runtime) HTTPServer(cfg httpserver.Config, checks ...httpserver.ReadyCheck) (*httpserver.Server, error) {
 	cfg.Meter = rt.Telemetry.Meter("http")
+	cfg.TracerProvider = rt.Telemetry.TracerProvider()
 	cfg.ReadyDetails = rt.Auth.Authenticated
 	return httpserver.New(cfg, rt.Logger, rt.Telemetry.Handler(), checks...)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -40,14 +42,30 @@ type Config struct {
 	// "/v1/traces" path is appended). Empty disables tracing: spans are
 	// created by a no-op provider and cost nothing (OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTLPEndpoint string
+	// TracesFile, when set, is a file that finished spans are appended to,
+	// one JSON object per span (the OpenTelemetry stdout exporter's form),
+	// for a native run with no collector. It may be set with OTLPEndpoint:
+	// spans then go to both (OTEL_TRACES_FILE).
+	TracesFile string
+	// SpanExporter, when set, receives every span synchronously as it ends,
+	// beside the endpoint and the file: tests read a trace from an
+	// in-memory exporter with it.
+	SpanExporter sdktrace.SpanExporter
 }
 
-// ConfigFromEnv reads OTEL_EXPORTER_OTLP_ENDPOINT, recording an invalid URL on l.
+// ConfigFromEnv reads OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_TRACES_FILE,
+// recording an invalid URL on l.
 func ConfigFromEnv(l *config.Loader, service string) Config {
 	return Config{
 		ServiceName:  service,
 		OTLPEndpoint: l.URL("OTEL_EXPORTER_OTLP_ENDPOINT", "", "http", "https"),
+		TracesFile:   l.String("OTEL_TRACES_FILE", ""),
 	}
+}
+
+// tracing reports whether any span destination is configured.
+func (c Config) tracing() bool {
+	return c.OTLPEndpoint != "" || c.TracesFile != "" || c.SpanExporter != nil
 }
 
 func (c Config) validate() error {
@@ -79,6 +97,8 @@ type Provider struct {
 	tracers  trace.TracerProvider
 	// sdkTracers is nil when tracing is disabled.
 	sdkTracers *sdktrace.TracerProvider
+	// tracesFile is the open OTEL_TRACES_FILE, closed by Shutdown.
+	tracesFile *os.File
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -123,16 +143,46 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		tracers:  noop.NewTracerProvider(),
 	}
 
-	if cfg.OTLPEndpoint != "" {
-		spanExporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.tracesURL()))
-		if err != nil {
+	if cfg.tracing() {
+		if err := p.startTracing(ctx, cfg, res); err != nil {
 			_ = p.meters.Shutdown(ctx)
-			return nil, fmt.Errorf("new telemetry: otlp trace exporter: %w", err)
+			return nil, fmt.Errorf("new telemetry: %w", err)
 		}
-		p.sdkTracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(spanExporter), sdktrace.WithResource(res))
-		p.tracers = p.sdkTracers
 	}
 	return p, nil
+}
+
+// startTracing builds the SDK tracer provider over every configured span
+// destination. Spans are exported in batches, except to cfg.SpanExporter,
+// which sees each span as it ends.
+func (p *Provider) startTracing(ctx context.Context, cfg Config, res *resource.Resource) error {
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if cfg.OTLPEndpoint != "" {
+		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.tracesURL()))
+		if err != nil {
+			return fmt.Errorf("otlp trace exporter: %w", err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	if cfg.TracesFile != "" {
+		f, err := os.OpenFile(cfg.TracesFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("open traces file: %w", err)
+		}
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
+		if err != nil {
+			_ = f.Close()
+			return fmt.Errorf("file trace exporter: %w", err)
+		}
+		p.tracesFile = f
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	if cfg.SpanExporter != nil {
+		opts = append(opts, sdktrace.WithSyncer(cfg.SpanExporter))
+	}
+	p.sdkTracers = sdktrace.NewTracerProvider(opts...)
+	p.tracers = p.sdkTracers
+	return nil
 }
 
 // Meter returns a meter whose instruments are exported on Handler.
@@ -140,8 +190,8 @@ func (p *Provider) Meter(name string) metric.Meter {
 	return p.meters.Meter(name)
 }
 
-// Tracer returns a tracer that exports over OTLP/HTTP, or a no-op tracer
-// when no endpoint is configured.
+// Tracer returns a tracer that exports to the configured destinations (OTLP/HTTP,
+// the traces file), or a no-op tracer when none is configured.
 func (p *Provider) Tracer(name string) trace.Tracer {
 	return p.tracers.Tracer(name)
 }
@@ -172,6 +222,11 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		if p.sdkTracers != nil {
 			if err := p.sdkTracers.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("tracer provider: %w", err))
+			}
+		}
+		if p.tracesFile != nil {
+			if err := p.tracesFile.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("traces file: %w", err))
 			}
 		}
 		if err := p.meters.Shutdown(ctx); err != nil {

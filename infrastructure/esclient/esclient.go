@@ -16,6 +16,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/config"
@@ -41,6 +42,11 @@ type Config struct {
 	// MaxIdleConnsPerHost sizes the HTTP keep-alive pool. Defaults to 64, so
 	// concurrent workers do not open a connection per request.
 	MaxIdleConnsPerHost int
+	// TracerProvider, when set, gives every request a client span named
+	// after its endpoint ("search", "indices.create"), a child of the span
+	// in the request's context (the client's OpenTelemetry
+	// instrumentation). Request bodies are not recorded.
+	TracerProvider trace.TracerProvider
 }
 
 // ConfigFromEnv reads ELASTICSEARCH_URL (one URL, or several separated by
@@ -133,12 +139,16 @@ func NewLazy(cfg Config) (*elasticsearch.Client, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 60 * time.Second,
 	}
-	client, err := elasticsearch.NewClient(elasticsearch.Config{
+	esCfg := elasticsearch.Config{
 		Addresses:     Addresses(cfg.URL),
 		Transport:     transport,
 		MaxRetries:    2,
 		RetryOnStatus: []int{502, 503, 504},
-	})
+	}
+	if cfg.TracerProvider != nil {
+		esCfg.Instrumentation = elasticsearch.NewOpenTelemetryInstrumentation(cfg.TracerProvider, false)
+	}
+	client, err := elasticsearch.NewClient(esCfg)
 	if err != nil {
 		return nil, fmt.Errorf("new elasticsearch client: %w", err)
 	}

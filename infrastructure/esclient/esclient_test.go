@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -106,4 +109,35 @@ func TestSeveralNodeURLs(t *testing.T) {
 			t.Fatalf("ping %d with a dead first node: %v", i, err)
 		}
 	}
+}
+
+// With a tracer provider, each request is a span named after its endpoint,
+// a child of the span in its context: the index-manager's Elasticsearch
+// calls show inside its request spans.
+func TestRequestSpans(t *testing.T) {
+	t.Parallel()
+	url := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	client, err := esclient.NewLazy(esclient.Config{URL: url, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
+	if err := esclient.Ping(client)(ctx); err != nil {
+		testenv.Unavailable(t, "elasticsearch", err)
+	}
+	parent.End()
+	var names []string
+	for _, s := range spans.GetSpans() {
+		names = append(names, s.Name)
+		if s.Name == "cluster.health" {
+			if s.Parent.SpanID() != parent.SpanContext().SpanID() {
+				t.Errorf("cluster.health span's parent = %v, want %v", s.Parent.SpanID(), parent.SpanContext().SpanID())
+			}
+			return
+		}
+	}
+	t.Errorf("spans = %v, want a cluster.health span", names)
 }

@@ -199,6 +199,8 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer db.Close()
+	// Every Elasticsearch call is a span, inside the request span that made it.
+	cfg.ES.TracerProvider = rt.Telemetry.TracerProvider()
 	es, err := contentindex.Connect(ctx, cfg.ES, log)
 	if err != nil {
 		return err

@@ -57,6 +57,7 @@ type Config struct {
 	AccountsFile     string
 	LoginLimits      api.LoginLimits
 	TrustedProxies   []netip.Prefix
+	MessageBodies    api.MessageBodies
 	TokenTTL         time.Duration
 	QueryTimeout     time.Duration
 	ProtectedIndices []string
@@ -121,6 +122,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	trusted, err := api.ParseTrustedProxies(l.String("INDEX_MANAGER_TRUSTED_PROXIES", api.TrustedProxiesDefault))
 	l.Check("INDEX_MANAGER_TRUSTED_PROXIES", err == nil, fmt.Sprint(err))
 	c.TrustedProxies = trusted
+	bodies, err := api.ParseMessageBodies(l.String("VIEWER_MESSAGE_BODIES", string(api.BodiesShown)))
+	l.Check("VIEWER_MESSAGE_BODIES", err == nil, fmt.Sprint(err))
+	c.MessageBodies = bodies
 	l.Check("INDEX_MANAGER_STATS_RETENTION", c.SampleRetention > rates.WindowDefault,
 		fmt.Sprintf("must be longer than the %s rate window (got %s)", rates.WindowDefault, c.SampleRetention))
 	return c, l.Err()
@@ -188,6 +192,7 @@ func serve(ctx context.Context, _ []string) error {
 		"login_max_failures_per_user", cfg.LoginLimits.PerUser, "login_max_failures_per_address", cfg.LoginLimits.PerAddress,
 		"login_failure_window", cfg.LoginLimits.Window.String(), "login_max_delay", cfg.LoginLimits.MaxDelay.String(),
 		"trusted_proxies", cfg.TrustedProxies,
+		"viewer_message_bodies", string(cfg.MessageBodies),
 		"stats_sample_interval", cfg.SampleInterval.String(), "stats_retention", cfg.SampleRetention.String(),
 		"query_timeout", cfg.QueryTimeout.String(), "protected_indices", cfg.ProtectedIndices)
 	if !cfg.Account.Configured() && len(cfg.Accounts) == 0 {
@@ -235,7 +240,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
-		Meter: rt.Telemetry.Meter("index-manager"), Account: cfg.Account, Accounts: cfg.Accounts, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
+		Meter: rt.Telemetry.Meter("index-manager"), Account: cfg.Account, Accounts: cfg.Accounts, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, MessageBodies: cfg.MessageBodies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
 		QueryTimeout: cfg.QueryTimeout, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
 	})
 	if err != nil {

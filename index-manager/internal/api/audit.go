@@ -24,8 +24,11 @@ func auditListOptions() shared.ListOptions {
 type MeResponse struct {
 	User string    `json:"user"`
 	Role auth.Role `json:"role"`
+	// ReadsBodies is false when message bodies are hidden from this
+	// caller (a viewer under VIEWER_MESSAGE_BODIES=hide).
+	ReadsBodies bool `json:"reads_bodies"`
 }
 
 func (h *Handler) me(c *gin.Context) {
-	c.JSON(http.StatusOK, MeResponse{User: audit.SafeActor(auth.Subject(c)), Role: auth.RoleOf(c)})
+	c.JSON(http.StatusOK, MeResponse{User: audit.SafeActor(auth.Subject(c)), Role: auth.RoleOf(c), ReadsBodies: !h.hidesBodies(c)})
 }

@@ -47,6 +47,9 @@ func (h *Handler) getDocument(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	if h.hidesBodies(c) {
+		stripBodies([]indices.Hit{hit})
+	}
 	c.JSON(http.StatusOK, hit)
 }
 
@@ -155,6 +158,9 @@ func (h *Handler) listDocuments(c *gin.Context) {
 			h.fail(c, err)
 			return
 		}
+		if h.hidesBodies(c) && !refuseBodyReferences(c, sortFieldNames(cur.Sort)) {
+			return
+		}
 		for _, s := range cur.Sort {
 			if s.Field == "_doc" {
 				// Index order changes between searches without a point in
@@ -187,6 +193,9 @@ func (h *Handler) listDocuments(c *gin.Context) {
 			h.fail(c, err)
 			return
 		}
+	}
+	if h.hidesBodies(c) {
+		stripBodies(res.Hits)
 	}
 	c.JSON(http.StatusOK, res)
 }
@@ -246,6 +255,9 @@ func (h *Handler) query(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	if h.hidesBodies(c) && !refuseBodyReferences(c, req.Query, req.Highlight, aggs, sortFieldNames(req.Sort)) {
+		return
+	}
 	body := map[string]any{}
 	if len(aggs) > 0 {
 		body["aggs"] = aggs
@@ -266,6 +278,9 @@ func (h *Handler) query(c *gin.Context) {
 	if err != nil {
 		h.fail(c, err)
 		return
+	}
+	if h.hidesBodies(c) {
+		stripBodies(res.Hits)
 	}
 	c.JSON(http.StatusOK, res)
 }

@@ -68,6 +68,9 @@ type Config struct {
 	// ProtectedIndices cannot be created, deleted or refreshed, in addition
 	// to DefaultProtectedIndices.
 	ProtectedIndices []string
+	// MessageBodies says whether viewers read the documents' bodies
+	// (VIEWER_MESSAGE_BODIES). Empty is BodiesShown.
+	MessageBodies MessageBodies
 	// Logger is required.
 	Logger *slog.Logger
 }
@@ -120,6 +123,7 @@ type Handler struct {
 	cursors        cursorCodec
 	queryTimeout   time.Duration
 	protected      map[string]bool
+	bodies         MessageBodies
 	logger         *slog.Logger
 }
 
@@ -151,7 +155,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 		addrFailures:   newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
 		trustedProxies: cfg.TrustedProxies,
 		tokenTTL:       cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
-		protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")),
+		bodies: cfg.MessageBodies, protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")),
 	}
 	for _, n := range append(append([]string{}, DefaultProtectedIndices...), cfg.ProtectedIndices...) {
 		h.protected[n] = true

@@ -109,6 +109,8 @@ type options struct {
 	// system clock).
 	trusted []netip.Prefix
 	clock   *clock.Manual
+	// bodies is VIEWER_MESSAGE_BODIES (empty: shown).
+	bodies api.MessageBodies
 }
 
 func randomSecret() string {
@@ -189,7 +191,7 @@ func setup(t testing.TB, o options) *bundle {
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account, Accounts: o.accounts,
 		CursorKey: []byte(randomSecret()), ProtectedIndices: protected, Logger: log,
-		TrustedProxies: o.trusted, Clock: clk,
+		TrustedProxies: o.trusted, Clock: clk, MessageBodies: o.bodies,
 	})
 	if err != nil {
 		t.Fatalf("mount: %v", err)

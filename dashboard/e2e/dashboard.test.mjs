@@ -444,6 +444,29 @@ describe('dashboard', { concurrency: false }, () => {
     await page.waitForURL(/range=15m/)
     await page.reload()
     await waitFor('the chart right after a reload', async () => (await points()) >= 3, { timeout: 15_000 })
+    // A true time axis over the chosen range: 15 minutes ending now (within a step).
+    const axis = async () => [Number(await queues.getAttribute('data-x-min')), Number(await queues.getAttribute('data-x-max'))]
+    await waitFor('the axis laid out', async () => (await axis())[1] > 0, { timeout: 15_000 })
+    const [min15, max15] = await axis()
+    assert.equal(max15 - min15, 15 * 60_000, 'the axis spans the 15 minutes chosen')
+    assert.ok(Math.abs(Date.now() - max15) < 60_000, `the axis ends now, not at ${new Date(max15).toISOString()}`)
+    assert.equal(Number(await page.getByTestId('chart-outbox').getAttribute('data-x-min')), min15, 'the charts beside each other share the range')
+    // Every dead-letter entry by state, read as 0 when there is none, never a stale value.
+    const caption = await queues.getByTestId('chart-latest').innerText()
+    assert.match(caption, /dead letters retrying: \d[\d,]* at /)
+    assert.match(caption, /dead letters exhausted: \d[\d,]* at /)
+    await waitFor('the exhausted dead letters charted as Postgres counts them', async () => {
+      const rows = h.sql('classifier', 'SELECT count(*) FROM dead_letter_queue WHERE retry_count >= max_retries')
+      return (await queues.getByTestId('chart-latest').innerText()).includes(`dead letters exhausted: ${Number(rows).toLocaleString('en-US')} at `)
+    }, { timeout: 60_000, interval: 1000 })
+    // A week: its steps are 84 minutes, and the few minutes Prometheus holds still show.
+    await page.getByTestId('time-range').selectOption('7d')
+    await page.waitForURL(/range=7d/)
+    await waitFor('the week on the axis, with points', async () => {
+      const [min, max] = await axis()
+      return max - min === 7 * 24 * 3600_000 && (await points()) >= 1
+    }, { timeout: 15_000 })
+    await page.getByTestId('time-range').selectOption('15m')
     await page.waitForTimeout(500)
     await shot('overview')
   })

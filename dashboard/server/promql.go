@@ -12,9 +12,10 @@ import (
 
 // PromMetrics are the metric names a query through the proxy may select:
 // the series the Overview's charts read (dashboard/src/views/OverviewView.vue,
-// PROM_QUERIES). Anything else Prometheus holds (other services, the
+// its history query). Anything else Prometheus holds (other services, the
 // databases' exporters, Prometheus itself) stays out of reach.
 var PromMetrics = []string{
+	"classifier_dlq_backlog",
 	"classifier_dlq_depth",
 	"classifier_outbox_backlog",
 	"classifier_queue_depth",

@@ -55,8 +55,37 @@ describe('escapeControl', () => {
 describe('time ranges', () => {
   it('aligns the window to its step and sums a matrix per timestamp', async () => {
     const { rangeWindow, matrixPoints } = await import('@/lib/timeRange')
-    expect(rangeWindow('1h', 1_700_000_012_345)).toEqual({ start: 1_700_000_010 - 3600, end: 1_700_000_010, step: 30 })
+    expect(rangeWindow('1h', 1_700_000_012_345)).toEqual({ start: 1_700_000_010 - 3600, end: 1_700_000_010, step: 30, lookback: 30 })
     expect(rangeWindow('15m', 0).step).toBe(8)
     expect(matrixPoints([{ values: [[10, '1'], [20, '2']] }, { values: [[20, '3'], [30, 'NaN']] }])).toEqual([{ t: 10_000, v: 1 }, { t: 20_000, v: 5 }])
+  })
+})
+
+describe('charts on a time axis', () => {
+  it("reads each step's whole look-back, so a week's range sees twenty minutes of samples", async () => {
+    const { rangeWindow, withLookback } = await import('@/lib/timeRange')
+    const week = rangeWindow('7d', 1_700_000_000_000)
+    expect(week.lookback).toBe(week.step)
+    expect(rangeWindow('15m', 0).lookback).toBe(30)
+    expect(withLookback('sum(max_over_time(classifier_queue_depth[$lookback]))', week.lookback)).toBe(`sum(max_over_time(classifier_queue_depth[${week.step}s]))`)
+  })
+
+  it('puts every step of the range on the grid, a step without a sample as a gap', async () => {
+    const { onGrid, seriesByLabel } = await import('@/lib/timeRange')
+    expect(onGrid([{ t: 20_000, v: 3 }], 10, 40, 10)).toEqual([{ t: 10_000, v: null }, { t: 20_000, v: 3 }, { t: 30_000, v: null }, { t: 40_000, v: null }])
+    const split = seriesByLabel([
+      { metric: { state: 'retrying' }, values: [[10, '0'], [20, '0']] },
+      { metric: { state: 'exhausted' }, values: [[20, '4']] },
+    ], 'state', 10, 20, 10)
+    expect(split).toEqual({ retrying: [{ t: 10_000, v: 0 }, { t: 20_000, v: 0 }], exhausted: [{ t: 10_000, v: null }, { t: 20_000, v: 4 }] })
+  })
+
+  it('captions the latest value, or since when there is none, never an old value as current', async () => {
+    const { latestOf } = await import('@/lib/chartAxis')
+    const t = Date.UTC(2026, 0, 1, 12, 0)
+    const hhmm = (ms: number) => new Date(ms).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit' })
+    expect(latestOf([{ t, v: 1 }, { t: t + 60_000, v: 0 }])).toBe(`0 at ${hhmm(t + 60_000)}`)
+    expect(latestOf([{ t, v: 1 }, { t: t + 60_000, v: null }, { t: t + 120_000, v: null }])).toBe(`no data since ${hhmm(t + 60_000)}`)
+    expect(latestOf([{ t, v: null }])).toBe('no data in the range')
   })
 })

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestBenchCompareGates runs scripts/bench-compare.sh on small files: a
+// figure of the baseline missing from the run and a duplicate count above
+// zero fail it; the same figures, or a subset with -allow-missing, pass.
+func TestBenchCompareGates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := write("base.txt", "bench: e2e/ClassifierDrain: 500 classified_docs/s\n"+
+		"bench: e2e/ClassifierDrain: 3.1 raw_writes_per_doc\n"+
+		"bench: e2e/EndToEndLatency: 0 published_twice\n")
+	same := write("same.txt", "noise\nbench: e2e/ClassifierDrain: 510 classified_docs/s (min 400, max 600, n=3)\n"+
+		"bench: e2e/ClassifierDrain: 3.1 raw_writes_per_doc (min 3, max 3.2, n=3)\n"+
+		"bench: e2e/EndToEndLatency: 0 published_twice (sum of n=3)\n")
+	missing := write("missing.txt", "bench: e2e/ClassifierDrain: 510 classified_docs/s\n"+
+		"bench: e2e/EndToEndLatency: 0 published_twice\n")
+	twice := write("twice.txt", "bench: e2e/ClassifierDrain: 510 classified_docs/s\n"+
+		"bench: e2e/ClassifierDrain: 3.1 raw_writes_per_doc\n"+
+		"bench: e2e/EndToEndLatency: 2 published_twice (sum of n=3)\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"same figures", []string{base, same}, 0},
+		{"a figure missing", []string{base, missing}, 1},
+		{"a subset with -allow-missing", []string{"-allow-missing", base, missing}, 0},
+		{"published twice", []string{base, twice}, 1},
+		{"published twice with -allow-missing", []string{"-allow-missing", base, twice}, 1},
+	} {
+		out, err := exec.Command("../scripts/bench-compare.sh", c.args...).CombinedOutput()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.want {
+			t.Errorf("%s: exit %d, want %d\n%s", c.name, code, c.want, out)
+		}
+	}
+}

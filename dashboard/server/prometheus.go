@@ -24,10 +24,10 @@ const (
 	promBodyMaxBytes    = 32 << 20
 )
 
-// promProxy answers GET /api/prometheus/api/v1/query_range and /query from
-// Prometheus (behind requireToken and getOnly in New), with only query,
-// start, end, step and time passed on, the query checked against
-// promPolicy, at most maxInFlight calls at a time and each bounded by
+// promProxy answers GET /api/prometheus/api/v1/query_range, /query and
+// /alerts from Prometheus (behind requireToken and getOnly in New), with
+// only query, start, end, step and time passed on (nothing to /alerts, the
+// alerts Prometheus's rules hold), the query checked against promPolicy, at most maxInFlight calls at a time and each bounded by
 // timeout: the Overview's charts read the history Prometheus already keeps,
 // so they survive a reload and match Grafana, and nothing else of
 // Prometheus is reachable through the dashboard.
@@ -58,7 +58,10 @@ func (p *promProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	endpoint := r.PathValue("endpoint")
-	out, status, code, msg := p.params(endpoint, r.URL.Query())
+	out, status, code, msg := url.Values{}, 0, "", ""
+	if endpoint != "alerts" {
+		out, status, code, msg = p.params(endpoint, r.URL.Query())
+	}
 	if status != 0 {
 		writeError(w, status, code, msg)
 		return
@@ -111,7 +114,7 @@ func (p *promProxy) params(endpoint string, q url.Values) (out url.Values, statu
 			out.Set("time", t)
 		}
 	default:
-		return nil, http.StatusNotFound, "not_found", "only query and query_range are proxied to Prometheus"
+		return nil, http.StatusNotFound, "not_found", "only query, query_range and alerts are proxied to Prometheus"
 	}
 	out.Set("timeout", promUpstreamTimeout)
 	return out, 0, "", ""

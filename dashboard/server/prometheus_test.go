@@ -433,3 +433,47 @@ func startPrometheus(t *testing.T, bin, target string) string {
 	return testenv.Prometheus(t, bin, fmt.Sprintf(
 		"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: dashboard\n    static_configs:\n      - targets: [%q]\n", target))
 }
+
+// TestPrometheusProxyAlerts: the alerts Prometheus's rules hold reach a
+// signed-in dashboard through /api/prometheus/api/v1/alerts, firing ones
+// with their labels and annotations, and no one else; the answer matches
+// the server's OpenAPI document.
+func TestPrometheusProxyAlerts(t *testing.T) {
+	t.Parallel()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		testenv.Unavailable(t, "prometheus (apt-get install prometheus)", err)
+	}
+	rules := filepath.Join(t.TempDir(), "alerts.yml")
+	must(t, os.WriteFile(rules, []byte("groups:\n  - name: test\n    interval: 1s\n    rules:\n"+
+		"      - alert: AlwaysFiring\n        expr: vector(1)\n        labels: {severity: warning}\n        annotations: {summary: fires for the test}\n"), 0o644))
+	promAddr := testenv.Prometheus(t, bin, fmt.Sprintf("global:\n  evaluation_interval: 1s\nrule_files: [%q]\n", rules))
+	b := promSetup(t, server.Config{PrometheusURL: "http://" + promAddr}, nil)
+	doc, err := openapi.Load(openAPIDoc(t, b))
+	must(t, err)
+	if code, _, _ := b.do(t, "GET", "/api/prometheus/api/v1/alerts", true); code != http.StatusUnauthorized {
+		t.Errorf("alerts without a token: %d, want 401", code)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", b.srv.URL+"/api/prometheus/api/v1/alerts", nil)
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		res, err := http.DefaultClient.Do(req)
+		must(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err := doc.CheckResponse(req, res.StatusCode, res.Header, body); err != nil {
+			t.Fatalf("alerts: %v", err)
+		}
+		if res.StatusCode == 200 && strings.Contains(string(body), `"alertname":"AlwaysFiring"`) && strings.Contains(string(body), `"state":"firing"`) {
+			if !strings.Contains(string(body), `"summary":"fires for the test"`) {
+				t.Errorf("alerts: %s, want the annotations", body)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the firing alert never came through the proxy: %d %s", res.StatusCode, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

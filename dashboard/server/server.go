@@ -3,7 +3,7 @@
 // cross-origin call: /api/classifier/*, /api/publisher/* and
 // /api/index-manager/* go to the services with the prefix stripped, with
 // X-Forwarded-For set to the browser's address (the index-manager's login
-// limits count per client address). /api/prometheus/api/v1/{query,query_range}
+// limits count per client address). /api/prometheus/api/v1/{query,query_range,alerts}
 // is its own bounded, authenticated Prometheus proxy (prometheus.go), and
 // /api/openapi.json describes its own routes (openapi.yaml). Everything else
 // is a file of dist/, or index.html for the single-page app's own routes.

@@ -718,6 +718,14 @@ describe('dashboard', { concurrency: false }, () => {
       await page.getByTestId('overview-classified').locator('[data-figure="value"]').filter({ hasText: /\d/ }).waitFor()
       assert.deepEqual(await axeViolations(page), [])
       await shot('overview-publisher-down')
+      // Prometheus's rules (the deployment's, their `for` cut to 5 s) fire
+      // ServiceDown for the publisher, seen in the Alerts view.
+      await page.getByRole('link', { name: 'Alerts' }).click()
+      const down = page.getByTestId('alerts').locator('li[data-alert="ServiceDown"][data-state="firing"]').filter({ hasText: 'job=publisher' })
+      await down.waitFor({ timeout: 60_000 })
+      await down.getByText('critical').waitFor()
+      assert.deepEqual(await axeViolations(page), [])
+      await shot('alerts')
     } finally {
       await h.run(h.publisher)
     }
@@ -782,6 +790,7 @@ describe('dashboard', { concurrency: false }, () => {
       ['sources', `/sources?q=${h.prefix}&sort=-rejected`, () => page.locator(`tr[data-source="${metro}"]`).waitFor()],
       ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
       ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
+      ['alerts', '/alerts', () => page.getByRole('heading', { name: 'Alerts' }).waitFor()],
       ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
     ]
     const problems = []

@@ -4,7 +4,7 @@
 // package, driven by playwright-core). Everything is removed at the end.
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -204,7 +204,11 @@ export class Harness {
     if (!promBin) throw new Error('prometheus is missing: apt-get install prometheus')
     const dir = mkdtempSync(path.join(tmpdir(), 'nc-e2e-prometheus-'))
     this.cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
-    let cfg = 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n'
+    // The deployment's alert rules, each with its `for` cut to 5 s, so a
+    // stopped service fires ServiceDown within seconds instead of minutes.
+    const rules = readFileSync(path.join(root, 'deploy', 'prometheus', 'alerts.yml'), 'utf8').replace(/^(\s+for:\s*)\S+$/gm, '$15s')
+    writeFileSync(path.join(dir, 'alerts.yml'), rules)
+    let cfg = 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - alerts.yml\nscrape_configs:\n'
     for (const [job, addr] of Object.entries(targets)) cfg += `  - job_name: ${JSON.stringify(job)}\n    static_configs:\n      - targets: [${JSON.stringify(addr)}]\n`
     writeFileSync(path.join(dir, 'prometheus.yml'), cfg)
     const addr = `127.0.0.1:${await freePort()}`

@@ -259,7 +259,8 @@ func joinPath(base, p string) string {
 
 // spa serves files of dist, and index.html for any path that is not a file
 // (the app's own routes, such as /indices). Hashed assets are cached for a
-// year; index.html never, so a new build is picked up at once.
+// year; index.html never, so a new build is picked up at once. Text files
+// go gzip-compressed to a browser that accepts it (compress.go).
 func spa(dist string) http.Handler {
 	root := os.DirFS(dist)
 	files := http.FileServerFS(root)
@@ -274,6 +275,13 @@ func spa(dist string) http.Handler {
 			if st, err := fs.Stat(root, name); err == nil && !st.IsDir() {
 				if strings.HasPrefix(name, "assets/") {
 					w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+				}
+				if compressible(name) {
+					w.Header().Add("Vary", "Accept-Encoding")
+					if acceptsGzip(r) && r.Header.Get("Range") == "" {
+						serveGzip(w, r, root, name)
+						return
+					}
 				}
 				files.ServeHTTP(w, r)
 				return

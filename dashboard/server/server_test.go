@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -241,5 +242,30 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	if _, err := server.New(server.Config{Dist: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
 		t.Error("New without a secret: no error")
+	}
+}
+
+// TestAssetsCompressed: the JavaScript goes gzip-compressed to a browser
+// that accepts it, whole to one that does not or that asks for a range, and
+// caches are told the answer depends on Accept-Encoding.
+func TestAssetsCompressed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	status, h, body := get(t, b.srv.URL+"/assets/app-abc.js", "Accept-Encoding", "br, gzip;q=0.8")
+	if status != http.StatusOK || h.Get("Content-Encoding") != "gzip" || h.Get("Vary") != "Accept-Encoding" || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") {
+		t.Fatalf("asset with gzip accepted = %d, encoding %q, vary %q, type %q", status, h.Get("Content-Encoding"), h.Get("Vary"), h.Get("Content-Type"))
+	}
+	zr, err := gzip.NewReader(strings.NewReader(body))
+	must(t, err)
+	plain, err := io.ReadAll(zr)
+	must(t, err)
+	if string(plain) != "console.log(1)" {
+		t.Errorf("decompressed asset = %q", plain)
+	}
+	for _, header := range [][]string{{"Accept-Encoding", "identity"}, {"Accept-Encoding", "gzip;q=0"}, {"Accept-Encoding", "gzip", "Range", "bytes=0-6"}} {
+		_, h, body := get(t, b.srv.URL+"/assets/app-abc.js", header...)
+		if h.Get("Content-Encoding") != "" || !strings.HasPrefix("console.log(1)", body) || body == "" {
+			t.Errorf("asset with %v = encoding %q body %q, want it uncompressed", header, h.Get("Content-Encoding"), body)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,36 +19,62 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// backlogSizeDefault is the raw backlog BenchmarkClassifierDrain classifies.
-// BENCH_DRAIN_DOCS overrides it (a smaller backlog for quick iteration while
-// tuning; the figures of record use the default).
-const backlogSizeDefault = 100_000
+// drainDocsDefault is the raw backlog each drain benchmark classifies.
+// BENCH_DRAIN_DOCS overrides it (a smaller backlog for quick iteration; the
+// figures of record use the default).
+const drainDocsDefault = 20_000
 
-// drainBacklog returns the backlog size: BENCH_DRAIN_DOCS when set.
-func drainBacklog(tb testing.TB) int {
-	v := os.Getenv("BENCH_DRAIN_DOCS")
-	if v == "" {
-		return backlogSizeDefault
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		tb.Fatalf("BENCH_DRAIN_DOCS: want a positive integer, got %q", v)
-	}
-	return n
+// drainTunedEnv are the settings of the tuned run (BenchmarkClassifierDrainTuned):
+// a short poll and large batches, which no user gets without asking.
+var drainTunedEnv = map[string]string{
+	"CLASSIFIER_POLL_INTERVAL":   "100ms",
+	"CLASSIFIER_BATCH_SIZE":      "500",
+	"CLASSIFIER_MAX_QUEUE_DEPTH": "1000",
+	"CLASSIFIER_COMMIT_BATCH":    "500",
 }
 
-// BenchmarkClassifierDrain measures the classifier binary draining a backlog
-// of 100,000 raw documents (BENCH_DRAIN_DOCS) to classified, with the default rule set, on this
-// machine's real Elasticsearch and Postgres. It reports:
-//   - es_bulk_docs/s: the loader's bare _bulk indexing rate for the same
-//     documents, the ceiling the classifier (which must read, write and flip
-//     every document) is compared with;
-//   - classified_docs/s: the classifier's drain rate;
+// BenchmarkClassifierDrain measures the classifier binary, at its
+// documented defaults (no CLASSIFIER_* tuning), draining a backlog of
+// crawler-shaped raw documents (loader -shape crawler: 2-8 KB texts from a
+// 20,000-word vocabulary, 20-200 KB pages, 3% syndicated copies; seed 11)
+// to classified, on this machine's real Elasticsearch and Postgres. See
+// drainBench for the figures.
+func BenchmarkClassifierDrain(b *testing.B) { drainBench(b, "20-200", nil) }
+
+// BenchmarkClassifierDrain100KB is BenchmarkClassifierDrain with every page
+// 100 KB.
+func BenchmarkClassifierDrain100KB(b *testing.B) { drainBench(b, "100", nil) }
+
+// BenchmarkClassifierDrainTuned is BenchmarkClassifierDrain with the
+// benchmark-only settings of drainTunedEnv; it runs only with
+// BENCH_DRAIN_TUNED=1 and is never the figure of record.
+func BenchmarkClassifierDrainTuned(b *testing.B) {
+	if os.Getenv("BENCH_DRAIN_TUNED") != "1" {
+		b.Skip("BENCH_DRAIN_TUNED=1 runs the tuned drain")
+	}
+	drainBench(b, "20-200", drainTunedEnv)
+}
+
+// drainBench loads the backlog (pages of htmlKB, loader -html-kb) into the
+// raw indices of four sources with bare _bulk, then times the classifier
+// with env on top of its defaults classifying all of it. It reports:
+//   - es_bulk_docs/s: the loader's bare _bulk rate for the same documents
+//     into the same indices (time in bulk requests only), the ceiling;
+//   - classified_docs/s and x_of_es_bulk (classified_docs/s / es_bulk_docs/s);
+//   - es_cpu_ms/doc: Elasticsearch's CPU time (node stats
+//     process.cpu.total_in_millis) during the drain per classified document,
+//     beside es_bulk_cpu_ms/doc during the bulk load per document;
+//   - raw_writes_per_doc: indexing operations on the raw indices during the
+//     drain (primaries' index_total after, minus after the load) per
+//     document;
+//   - classified_twice: documents with more than one classification in the
+//     history, and outbox_twice: outbox rows beyond one per document, that
+//     is documents that would be published twice (both must be 0);
 //   - peak_rss_MB: the classifier process's peak resident memory (VmHWM).
 //
 // It sizes its own workload: run it with -benchtime 1x.
-func BenchmarkClassifierDrain(b *testing.B) {
-	backlogSize := drainBacklog(b)
+func drainBench(b *testing.B, htmlKB string, env map[string]string) {
+	backlogSize := envInt(b, "BENCH_DRAIN_DOCS", drainDocsDefault)
 	classifierDB := testenv.Postgres(b)
 	publisherDB := testenv.Postgres(b)
 	es, prefix := testenv.Elasticsearch(b)
@@ -60,31 +87,35 @@ func BenchmarkClassifierDrain(b *testing.B) {
 	}
 
 	sources := []string{prefix + "_a", prefix + "_b", prefix + "_c", prefix + "_d"}
-	start := time.Now()
+	rawIndices := prefix + "*" + contentindex.RawSuffix
+	esCPU := esCPUMillis(b, es)
 	load := exec.Command(binaryB(b, "loader"), "-count", strconv.Itoa(backlogSize), "-sources", strings.Join(sources, ","),
-		"-seed", "11", "-batch", "2000", "-refresh")
-	if out, err := load.CombinedOutput(); err != nil {
+		"-seed", "11", "-shape", "crawler", "-html-kb", htmlKB, "-refresh")
+	out, err := load.CombinedOutput()
+	if err != nil {
 		b.Fatalf("loader: %v\n%s", err, out)
 	}
-	bulkRate := float64(backlogSize) / time.Since(start).Seconds()
+	bulkCPU := esCPUMillis(b, es) - esCPU
+	bulkSecs := loaderBulkSeconds(b, string(out))
+	b.Logf("loader: %s", lastLine(string(out)))
+	loadedWrites := rawIndexOps(b, es, rawIndices)
 
 	b.ResetTimer()
-	addr := freeAddrB(b)
 	cmd := exec.Command(binaryB(b, "classifier"))
 	cmd.Env = append(os.Environ(),
-		"CLASSIFIER_HTTP_ADDR="+addr,
+		"CLASSIFIER_HTTP_ADDR="+freeAddrB(b),
 		"CLASSIFIER_DATABASE_URL="+classifierDB,
 		"CLASSIFIER_OUTBOX_DATABASE_URL="+testenv.WithUser(b, publisherDB, "classifier", "classifier"),
-		"CLASSIFIER_INDEX_PATTERN="+prefix+"*"+contentindex.RawSuffix,
+		"CLASSIFIER_INDEX_PATTERN="+rawIndices,
 		"CLASSIFIER_ID=bench",
-		"CLASSIFIER_POLL_INTERVAL=100ms",
-		"CLASSIFIER_BATCH_SIZE=500",
-		"CLASSIFIER_MAX_QUEUE_DEPTH=1000",
-		"CLASSIFIER_COMMIT_BATCH=500",
 		"LOG_LEVEL=warn",
 	)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	esCPU = esCPUMillis(b, es)
 	drainStart := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -94,7 +125,7 @@ func BenchmarkClassifierDrain(b *testing.B) {
 		_ = cmd.Wait()
 	}()
 
-	deadline := time.Now().Add(20 * time.Minute)
+	deadline := time.Now().Add(60 * time.Minute)
 	lastReport := time.Now()
 	for {
 		done := countStatus(b, es, prefix, contentindex.StatusClassified)
@@ -102,7 +133,7 @@ func BenchmarkClassifierDrain(b *testing.B) {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("classified %d of %d within 20 minutes\n%s", done, backlogSize, logs.Tail(20))
+			b.Fatalf("classified %d of %d within 60 minutes\n%s", done, backlogSize, logs.Tail(20))
 		}
 		if time.Since(lastReport) > 10*time.Second {
 			lastReport = time.Now()
@@ -111,15 +142,102 @@ func BenchmarkClassifierDrain(b *testing.B) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	elapsed := time.Since(drainStart)
+	drainCPU := esCPUMillis(b, es) - esCPU
+	drainWrites := rawIndexOps(b, es, rawIndices) - loadedWrites
 	peak := peakRSSMB(b, cmd.Process.Pid)
 	b.StopTimer()
 
 	if n := countStatus(b, es, prefix, contentindex.StatusFailed); n != 0 {
 		b.Errorf("%d documents failed", n)
 	}
+	_, twice := historyTwice(b, classifierDB)
+	rows, distinct := outboxRows(b, publisherDB)
+	bulkRate := float64(backlogSize) / bulkSecs
+	rate := float64(backlogSize) / elapsed.Seconds()
 	b.ReportMetric(bulkRate, "es_bulk_docs/s")
-	b.ReportMetric(float64(backlogSize)/elapsed.Seconds(), "classified_docs/s")
+	b.ReportMetric(rate, "classified_docs/s")
+	b.ReportMetric(rate/bulkRate, "x_of_es_bulk")
+	b.ReportMetric(float64(drainCPU)/float64(backlogSize), "es_cpu_ms/doc")
+	b.ReportMetric(float64(bulkCPU)/float64(backlogSize), "es_bulk_cpu_ms/doc")
+	b.ReportMetric(float64(drainWrites)/float64(backlogSize), "raw_writes_per_doc")
+	b.ReportMetric(float64(twice), "classified_twice")
+	b.ReportMetric(float64(rows-distinct), "outbox_twice")
 	b.ReportMetric(peak, "peak_rss_MB")
+}
+
+// loaderBulkSeconds reads the loader's bulk_seconds=N (time in bulk
+// requests alone).
+func loaderBulkSeconds(tb testing.TB, out string) float64 {
+	tb.Helper()
+	m := regexp.MustCompile(`bulk_seconds=([0-9.]+)`).FindStringSubmatch(out)
+	if m == nil {
+		tb.Fatalf("loader output has no bulk_seconds:\n%s", out)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || v <= 0 {
+		tb.Fatalf("loader bulk_seconds %q", m[1])
+	}
+	return v
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// esCPUMillis returns the CPU time the Elasticsearch node's process has
+// used (node stats process.cpu.total_in_millis; one node: the benchmarks
+// run on the single-node service).
+func esCPUMillis(tb testing.TB, es *elasticsearch.Client) int64 {
+	tb.Helper()
+	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("process"), es.Nodes.Stats.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		Nodes map[string]struct {
+			Process struct {
+				CPU struct {
+					TotalInMillis int64 `json:"total_in_millis"`
+				} `json:"cpu"`
+			} `json:"process"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
+		tb.Fatalf("node stats: %v (%s)", err, res.Status())
+	}
+	var total int64
+	for _, n := range parsed.Nodes {
+		total += n.Process.CPU.TotalInMillis
+	}
+	return total
+}
+
+// rawIndexOps returns the indexing operations (index_total of the
+// primaries: every index, update and conditional write of a document) the
+// indices matching pattern have taken.
+func rawIndexOps(tb testing.TB, es *elasticsearch.Client, pattern string) int64 {
+	tb.Helper()
+	res, err := es.Indices.Stats(es.Indices.Stats.WithIndex(pattern), es.Indices.Stats.WithMetric("indexing"),
+		es.Indices.Stats.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		All struct {
+			Primaries struct {
+				Indexing struct {
+					IndexTotal int64 `json:"index_total"`
+				} `json:"indexing"`
+			} `json:"primaries"`
+		} `json:"_all"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
+		tb.Fatalf("index stats of %s: %v (%s)", pattern, err, res.Status())
+	}
+	return parsed.All.Primaries.Indexing.IndexTotal
 }
 
 // countStatus counts raw documents under prefix with the given status.

@@ -10,7 +10,7 @@ import (
 
 // MaxInsertRows is the most rows InsertBatch sends in one statement: the
 // multi-row INSERT stays under Postgres's limit of 65,535 bind parameters
-// (18 columns a row). Larger batches go out in several statements.
+// (19 columns a row). Larger batches go out in several statements.
 const MaxInsertRows = 3000
 
 // Execer runs a statement: a *sql.DB, *sql.Tx or *sql.Conn.

@@ -69,6 +69,10 @@ type Message struct {
 	// DuplicateOf names the document whose text this one copies (raw
 	// index and id); nil for an original.
 	DuplicateOf *DocRef
+	// Traceparent is the W3C traceparent of the classifier's span that
+	// wrote the row, so the publisher continues the document's trace;
+	// empty (NULL) when the classifier does not trace.
+	Traceparent string
 }
 
 // DocRef names a document: its raw index and id.
@@ -130,6 +134,7 @@ func columns() []column {
 		{name: "duplicate_of_index", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.Index }) }, dest: func(e *Entry) any { return &e.dupIndex }},
 		{name: "duplicate_of_id", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.ID }) }, dest: func(e *Entry) any { return &e.dupID }},
 		{name: "duplicate_kind", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.Kind }) }, dest: func(e *Entry) any { return &e.dupKind }},
+		{name: "traceparent", written: true, value: func(m *Message) any { return nullIfEmpty(m.Traceparent) }, dest: func(e *Entry) any { return nullString{&e.Traceparent} }},
 		{name: "status", dest: func(e *Entry) any { return &e.Status }},
 		{name: "retry_count", dest: func(e *Entry) any { return &e.RetryCount }},
 		{name: "max_retries", dest: func(e *Entry) any { return &e.MaxRetries }},

@@ -62,7 +62,8 @@ func TestInsertBatchRoundTrip(t *testing.T) {
 			Topics: []string{"crime", "local"}, QualityScore: 81, IsCrimeRelated: true, CrimeSubcategory: &sub,
 			Title: "Title", Body: "Body", URL: "https://example.com/a", PublishedDate: &published,
 			Version: 2, ChangedFields: []string{"topics"}, CanonicalURL: "https://example.com/a",
-			DuplicateOf: &outbox.DocRef{Index: "wire_raw_content", ID: "w1", Kind: "content"}},
+			DuplicateOf: &outbox.DocRef{Index: "wire_raw_content", ID: "w1", Kind: "content"},
+			Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{ContentID: "b", SourceName: "src", IndexName: "src_classified_content", ContentType: "video",
 			QualityScore: 10, Title: "No topics", URL: "https://example.com/b"},
 	}

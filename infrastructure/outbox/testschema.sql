@@ -43,6 +43,7 @@ CREATE TABLE classified_outbox (
     duplicate_of_index VARCHAR(255),
     duplicate_of_id VARCHAR(512),
     duplicate_kind VARCHAR(16),
+    traceparent VARCHAR(55),
     CONSTRAINT outbox_status_valid CHECK (status IN ('pending', 'publishing', 'published', 'failed')),
     CONSTRAINT outbox_version_positive CHECK (version >= 1),
     CONSTRAINT unique_outbox_content_index_version UNIQUE (content_id, index_name, version)

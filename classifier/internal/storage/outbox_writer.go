@@ -8,6 +8,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/outbox"
+	"github.com/north-cloud/infrastructure/telemetry"
 )
 
 // OutboxWriter inserts classified documents into the publisher's outbox
@@ -31,11 +32,13 @@ func (w *OutboxWriter) Ping(ctx context.Context) error { return fault.PingPostgr
 // the version the committer decided (package republish). A version already
 // in the outbox is left as it is (ON CONFLICT DO NOTHING): a document
 // classified again after a crash before its commit point is not published
-// twice.
+// twice. Each row carries the traceparent of the span in ctx (the
+// committer's), so the publisher continues that trace when it publishes.
 func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.ClassifiedContent) error {
 	if len(docs) == 0 {
 		return nil
 	}
+	traceparent := telemetry.Traceparent(ctx)
 	msgs := make([]outbox.Message, len(docs))
 	for i, d := range docs {
 		msgs[i] = outbox.Message{
@@ -44,6 +47,7 @@ func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.Classified
 			IsCrimeRelated: d.IsCrimeRelated, CrimeSubcategory: d.CrimeSubcategory,
 			Title: d.Title, Body: d.RawText, URL: d.URL, PublishedDate: d.PublishedDate,
 			Version: d.Version, ChangedFields: d.ChangedFields, CanonicalURL: d.CanonicalURL,
+			Traceparent: traceparent,
 		}
 		if d.DuplicateOf != nil {
 			msgs[i].DuplicateOf = &outbox.DocRef{Index: d.DuplicateOf.Index, ID: d.DuplicateOf.ID, Kind: d.DuplicateOf.Kind}

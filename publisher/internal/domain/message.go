@@ -28,6 +28,7 @@ type Message struct {
 	Source           string           `json:"source"`
 	Title            string           `json:"title"`
 	Topics           []string         `json:"topics"`
+	Traceparent      string           `json:"traceparent,omitempty"`
 	URL              string           `json:"url"`
 	Version          int              `json:"version"`
 }
@@ -69,6 +70,7 @@ func (o *OutboxEntry) Message(now time.Time) Message {
 		Source:       o.SourceName,
 		Title:        o.Title,
 		Topics:       topics,
+		Traceparent:  o.Traceparent,
 		URL:          o.URL,
 		Version:      max(o.Version, 1),
 	}

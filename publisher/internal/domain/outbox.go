@@ -58,12 +58,16 @@ func (o *OutboxEntry) ShouldRetry() bool {
 // changes its outcome (changed_fields names what changed); canonical_url is
 // the article's URL in canonical form; duplicate_of names the document
 // whose text this one copies ({index, id, kind}), null for an original.
+// traceparent, beside the spec's fields and present only when the document
+// was traced, is the W3C trace context of its publication: a consumer that
+// continues it sees the document's trace from the raw index on (the worker
+// puts its publish span's context there; the row's otherwise).
 func (o *OutboxEntry) ToPublishMessage(now time.Time) map[string]any {
 	topics := o.Topics
 	if topics == nil {
 		topics = []string{}
 	}
-	return map[string]any{
+	m := map[string]any{
 		"id":                o.ContentID,
 		"source":            o.SourceName,
 		"index":             o.IndexName,
@@ -86,6 +90,10 @@ func (o *OutboxEntry) ToPublishMessage(now time.Time) map[string]any {
 			"channel":      o.RoutingKey(),
 		},
 	}
+	if o.Traceparent != "" {
+		m["traceparent"] = o.Traceparent
+	}
+	return m
 }
 
 // nullIfEmpty is nil (JSON null) for "", s otherwise.

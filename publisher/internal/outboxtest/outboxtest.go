@@ -63,6 +63,7 @@ type Row struct {
 	ChangedFields    []string
 	CanonicalURL     string
 	DuplicateOf      *outbox.DocRef
+	Traceparent      string
 }
 
 // Rows returns n article rows with content ids prefix-0 ... prefix-(n-1).
@@ -107,7 +108,7 @@ func (r Row) Message() outbox.Message {
 		Topics: r.Topics, QualityScore: r.QualityScore, IsCrimeRelated: r.IsCrimeRelated,
 		CrimeSubcategory: r.CrimeSubcategory, Title: r.Title, Body: r.Body, URL: r.URL,
 		PublishedDate: r.PublishedDate, Version: r.Version, ChangedFields: r.ChangedFields,
-		CanonicalURL: r.CanonicalURL, DuplicateOf: r.DuplicateOf,
+		CanonicalURL: r.CanonicalURL, DuplicateOf: r.DuplicateOf, Traceparent: r.Traceparent,
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/pgnotify"
+	tracecontext "github.com/north-cloud/infrastructure/telemetry"
 	"github.com/north-cloud/publisher/internal/domain"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/sink"
@@ -706,9 +707,11 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 	for i := range entries {
 		e := &entries[i]
 		channel := e.RoutingKey()
-		_, spans[i] = w.tracer.Start(ctx, "publisher.publish", trace.WithAttributes(
-			attribute.String("channel", channel), attribute.String("outbox_id", e.ID), attribute.String("source", e.SourceName)))
-		body, err := json.Marshal(e.Message(now))
+		var msgCtx context.Context
+		msgCtx, spans[i] = w.startPublishSpan(ctx, e, channel)
+		msg := e.Message(now)
+		msg.Traceparent = tracecontext.Traceparent(msgCtx)
+		body, err := json.Marshal(msg)
 		if err != nil {
 			out[i] = sink.Result{Err: fmt.Errorf("marshal message: %w", err)}
 			spans[i].RecordError(out[i].Err)
@@ -749,6 +752,23 @@ func (w *OutboxWorker) publish(ctx context.Context, entries []domain.OutboxEntry
 	}
 	w.logMirrorFailures(ctx, entries, out)
 	return out
+}
+
+// startPublishSpan starts the span of one message. A row the classifier
+// wrote with a traceparent continues the document's trace (the span is a
+// child of the classifier's), linked to the batch that carried it; a row
+// without one is a child of the batch. The message carries the returned
+// context's traceparent on to its consumers.
+func (w *OutboxWorker) startPublishSpan(ctx context.Context, e *domain.OutboxEntry, channel string) (context.Context, trace.Span) {
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		attribute.String("channel", channel), attribute.String("outbox_id", e.ID), attribute.String("source", e.SourceName),
+		attribute.String("content_id", e.ContentID))}
+	parent := ctx
+	if e.Traceparent != "" {
+		parent = tracecontext.ContextWithTraceparent(ctx, e.Traceparent)
+		opts = append(opts, trace.WithLinks(trace.LinkFromContext(ctx)))
+	}
+	return w.tracer.Start(parent, "publisher.publish", opts...)
 }
 
 // logMirrorFailures logs one warning per batch for the messages whose stream

@@ -1,0 +1,73 @@
+package storage_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/infrastructure/outbox"
+	"github.com/north-cloud/infrastructure/telemetry"
+	"github.com/north-cloud/infrastructure/testenv"
+)
+
+// Each outbox row carries the traceparent of the span the writer was called
+// in (the committer's), so the publisher continues the document's trace; a
+// write outside any span leaves the column NULL.
+func TestOutboxWriterCarriesTraceparent(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("postgres", testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ctx := context.Background()
+	if err := outbox.ApplyTestSchema(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(ctx) })
+	w := storage.NewOutboxWriter(db)
+	doc := func(id string) *domain.ClassifiedContent {
+		return &domain.ClassifiedContent{ID: id, SourceName: "s", Index: "s_raw_content", ContentType: "article", Title: "t", URL: "u"}
+	}
+
+	spanCtx, span := tp.Tracer("test").Start(ctx, "classifier.commit")
+	if err := w.WriteBatch(spanCtx, []*domain.ClassifiedContent{doc("traced")}); err != nil {
+		t.Fatal(err)
+	}
+	span.End()
+	if err := w.WriteBatch(ctx, []*domain.ClassifiedContent{doc("untraced")}); err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string]sql.NullString{}
+	rows, err := db.Query(`SELECT content_id, traceparent FROM ` + outbox.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var tpv sql.NullString
+		if err := rows.Scan(&id, &tpv); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = tpv
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := telemetry.Traceparent(spanCtx); got["traced"].String != want {
+		t.Errorf("traced row's traceparent = %q, want %q", got["traced"].String, want)
+	}
+	if got["traced"].String == "" {
+		t.Error("traced row has no traceparent")
+	}
+	if got["untraced"].Valid {
+		t.Errorf("untraced row's traceparent = %q, want NULL", got["untraced"].String)
+	}
+}

@@ -13,6 +13,8 @@ import { Harness, artifacts, screenshots, waitFor } from './harness.mjs'
 const h = new Harness()
 let page
 let firstMetroId
+// The document the dead-letter step sends to the queue (an ftp:// URL).
+let deadLetterId
 const metro = `${h.prefix}_metro`
 const sports = `${h.prefix}_sports`
 // A few thousand documents of one more source, loaded while the first
@@ -350,6 +352,7 @@ describe('dashboard', { concurrency: false }, () => {
 
   test('see a dead-letter entry and retry it', async () => {
     const id = await h.writeRawDocument(metro, { url: 'ftp://x', title: `Bad scheme ${h.id}` })
+    deadLetterId = id
     await page.getByRole('link', { name: 'Dead letters' }).click()
     const row = page.locator(`tr[data-dlq="${id}"]`)
     await row.waitFor({ timeout: 60_000 })
@@ -375,6 +378,50 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByRole('checkbox', { name: `Select ${id}` }).uncheck()
     await page.getByRole('button', { name: `Retry ${id}` }).click()
     await page.getByText(`Re-queued ${id}`).waitFor()
+  })
+
+  test('find a document by its id across raw, classified, outbox and dead letters, and follow each link', async () => {
+    // A published document: in its raw and classified index and in the outbox.
+    const published = h.sql('publisher', `SELECT content_id FROM classified_outbox WHERE index_name = '${metro}_classified_content' ORDER BY created_at LIMIT 1`)
+    assert.ok(published, 'a metro document has an outbox row')
+    await page.getByRole('link', { name: 'Find a document' }).click()
+    await page.getByTestId('find-id').fill(published)
+    await page.getByRole('button', { name: 'Find', exact: true }).click()
+    await page.waitForURL(/[?&]id=/)
+    const places = page.getByTestId('find-places')
+    for (const kind of ['raw', 'classified', 'outbox']) await places.locator(`li[data-place="${kind}"]`).waitFor()
+    assert.equal(await places.locator('li[data-place="dlq"]').count(), 0, 'no dead letter for a published document')
+    assert.deepEqual(await axeViolations(page), [])
+    await shot('find')
+    const follow = async (kind) => {
+      await places.locator(`li[data-place="${kind}"] a`).first().click()
+    }
+    await follow('raw')
+    await page.getByTestId('document-raw').filter({ hasText: published }).waitFor()
+    await page.goBack()
+    await follow('classified')
+    await page.getByTestId('query-summary').filter({ hasText: /^\s*1 documents/ }).waitFor()
+    await page.goBack()
+    await follow('outbox')
+    await page.waitForURL(/content_id=/)
+    const rows = page.getByTestId('outbox-table').locator('tbody tr')
+    await waitFor('the document\'s one outbox row', async () => (await rows.count()) === 1)
+    await rows.getByTestId('outbox-document-link').click()
+    await page.getByTestId('document-raw').filter({ hasText: published }).waitFor()
+
+    // The dead letter's document: its raw document, which says why it
+    // failed, and its entry in the queue.
+    await goto(`/find?id=${encodeURIComponent(deadLetterId)}`)
+    await places.locator('li[data-place="dlq"]').waitFor()
+    await places.locator('li[data-place="raw"]').waitFor()
+    await follow('dlq')
+    await page.locator(`tr[data-dlq="${deadLetterId}"]`).waitFor()
+    assert.equal(await page.locator('tr[data-dlq]').count(), 1, 'the queue filtered to the one document')
+    await page.goBack()
+    await follow('raw')
+    const reason = (await h.es('GET', `/${metro}_raw_content/_doc/${encodeURIComponent(deadLetterId)}`))._source.classification_error
+    assert.ok(reason, 'the failed raw document carries its classification_error')
+    await page.getByTestId('document-raw').getByTestId('classification-error').filter({ hasText: reason }).waitFor()
   })
 
   test('see outbox counts move as documents are published', async () => {
@@ -562,6 +609,10 @@ describe('dashboard', { concurrency: false }, () => {
     assert.equal(await esCount(`${hygiene}_classified_content`, { term: { 'duplicate_of.kind': 'content' } }), 1)
     assert.deepEqual([api.duplicates.url, api.duplicates.content, api.rejected_at_door.by_field, api.dead_letters], [1, 1, { url: 1 }, 1])
     assert.equal(Number(h.sql('classifier', `SELECT count(*) FROM dead_letter_queue WHERE index_name = '${hygiene}_raw_content'`)), api.dead_letters)
+    // The document page names the document a duplicate repeats.
+    const dup = (await h.es('POST', `/${hygiene}_classified_content/_search`, { query: { term: { 'duplicate_of.kind': 'url' } } })).hits.hits[0]
+    await goto(`/documents/${hygiene}_classified_content/${encodeURIComponent(dup._id)}`)
+    await page.getByTestId('document-classified').getByTestId('duplicate-of').filter({ hasText: `url ${dup._source.duplicate_of.index} / ${dup._source.duplicate_of.id}` }).waitFor()
 
     // The view shows the same, sorted by a new column with the sort in the URL.
     await goto(`/sources?q=${hygiene}`)
@@ -791,6 +842,7 @@ describe('dashboard', { concurrency: false }, () => {
       ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
       ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
       ['alerts', '/alerts', () => page.getByRole('heading', { name: 'Alerts' }).waitFor()],
+      ['find', `/find?id=${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('find-places').locator('li').first().waitFor()],
       ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
     ]
     const problems = []

@@ -14,6 +14,7 @@ export const routes = [
       { path: 'outbox', name: 'outbox', component: () => import('@/views/OutboxView.vue'), meta: { title: 'Outbox' } },
       { path: 'sources', name: 'sources', component: () => import('@/views/SourcesView.vue'), meta: { title: 'Sources' } },
       { path: 'documents/:index/:id', name: 'document', component: () => import('@/views/DocumentView.vue'), meta: { title: 'Document' } },
+      { path: 'find', name: 'find', component: () => import('@/views/FindView.vue'), meta: { title: 'Find a document' } },
       { path: 'alerts', name: 'alerts', component: () => import('@/views/AlertsView.vue'), meta: { title: 'Alerts' } },
       { path: 'audit', name: 'audit', component: () => import('@/views/AuditView.vue'), meta: { title: 'Audit log' } },
     ],

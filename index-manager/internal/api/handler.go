@@ -188,18 +188,27 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	v1.GET("/indices/:name/documents/:id", h.getDocument)
 	v1.POST("/indices/:name/_refresh", h.refreshIndex)
 	v1.POST("/indices/:name/_query", h.query)
+	v1.GET("/aliases", h.listAliases)
+	v1.PUT("/indices/:name/aliases/:alias", h.putAlias)
+	v1.DELETE("/indices/:name/aliases/:alias", h.deleteAlias)
+	v1.POST("/indices/:name/_forcemerge", h.forceMerge)
+	v1.GET("/tasks/:task", h.getTask)
 	return nil
 }
 
 // APIPolicy is the minimum role of the index-manager's routes
-// (docs/roles.md): reading needs viewer; creating, deleting and refreshing
-// an index need admin; a query is a read sent by POST.
+// (docs/roles.md): reading needs viewer; creating, deleting, refreshing and
+// force-merging an index and changing its aliases need admin; a query is a
+// read sent by POST.
 func APIPolicy() auth.Policy {
 	return auth.Policy{
 		Admin: []auth.Route{
 			{Method: http.MethodPost, Path: "/api/v1/indices"},
 			{Method: http.MethodDelete, Path: "/api/v1/indices/:name"},
 			{Method: http.MethodPost, Path: "/api/v1/indices/:name/_refresh"},
+			{Method: http.MethodPut, Path: "/api/v1/indices/:name/aliases/:alias"},
+			{Method: http.MethodDelete, Path: "/api/v1/indices/:name/aliases/:alias"},
+			{Method: http.MethodPost, Path: "/api/v1/indices/:name/_forcemerge"},
 		},
 		Read: []auth.Route{{Method: http.MethodPost, Path: "/api/v1/indices/:name/_query"}},
 	}
@@ -254,6 +263,8 @@ func (h *Handler) audited(c *gin.Context, action, index string, params map[strin
 		}
 	} else if action == audit.ActionCreate {
 		status = http.StatusCreated
+	} else if action == audit.ActionForceMerge {
+		status = http.StatusAccepted
 	}
 	// The operation has happened: record it even if the client went away.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)

@@ -13,14 +13,19 @@ import (
 
 // Actions recorded by the index operations.
 const (
-	ActionCreate  = "create"
-	ActionDelete  = "delete"
-	ActionRefresh = "refresh"
+	ActionCreate     = "create"
+	ActionDelete     = "delete"
+	ActionRefresh    = "refresh"
+	ActionAlias      = "alias"
+	ActionUnalias    = "unalias"
+	ActionForceMerge = "forcemerge"
 )
 
 // Actions lists the actions, the values the list endpoint's action filter
 // takes.
-func Actions() []string { return []string{ActionCreate, ActionDelete, ActionRefresh} }
+func Actions() []string {
+	return []string{ActionCreate, ActionDelete, ActionRefresh, ActionAlias, ActionUnalias, ActionForceMerge}
+}
 
 // Outcomes and bounds of the shared log.
 const (

@@ -506,6 +506,13 @@ describe('dashboard', { concurrency: false }, () => {
       const rows = h.sql('classifier', 'SELECT count(*) FROM dead_letter_queue WHERE retry_count >= max_retries')
       return (await queues.getByTestId('chart-latest').innerText()).includes(`dead letters exhausted: ${Number(rows).toLocaleString('en-US')} at `)
     }, { timeout: 60_000, interval: 1000 })
+    // Throughput per source: the late source, loaded in the previous step,
+    // classified and sent to publish within the window.
+    const late = page.getByTestId('throughput').locator(`tr[data-source="${h.prefix}_late"]`)
+    await waitFor('the late source in the throughput table', async () => {
+      if ((await late.count()) === 0) return false
+      return Number(await late.getByTestId('throughput-classified').innerText()) > 0 && Number(await late.getByTestId('throughput-published').innerText()) > 0
+    }, { timeout: 60_000, interval: 1000 })
     // A week: its steps are 84 minutes, and the few minutes Prometheus holds still show.
     await page.getByTestId('time-range').selectOption('7d')
     await page.waitForURL(/range=7d/)

@@ -316,23 +316,27 @@ func TestPrometheusProxyTimeout(t *testing.T) {
 }
 
 // frontEndQueries returns the PromQL the Overview sends (PROM_QUERIES in
-// dashboard/src/views/OverviewView.vue), so the allowlist cannot drift
-// from what the charts ask.
+// dashboard/src/views/OverviewView.vue, THROUGHPUT_QUERIES in
+// dashboard/src/lib/throughput.ts), so the allowlist cannot drift from what
+// the charts ask.
 func frontEndQueries(t *testing.T) []string {
 	t.Helper()
-	src, err := os.ReadFile("../src/views/OverviewView.vue")
-	must(t, err)
-	block := regexp.MustCompile(`(?s)const PROM_QUERIES = \{(.*?)\} as const`).FindSubmatch(src)
-	if block == nil {
-		t.Fatal("PROM_QUERIES not found in OverviewView.vue")
-	}
 	var out []string
-	for _, m := range regexp.MustCompile(`:\s*'([^']+)'`).FindAllSubmatch(block[1], -1) {
-		// $lookback is each step's selector range (withLookback).
-		out = append(out, strings.ReplaceAll(string(m[1]), "$lookback", "30s"))
-	}
-	if len(out) == 0 {
-		t.Fatal("no queries in PROM_QUERIES")
+	for file, name := range map[string]string{"../src/views/OverviewView.vue": "PROM_QUERIES", "../src/lib/throughput.ts": "THROUGHPUT_QUERIES"} {
+		src, err := os.ReadFile(file)
+		must(t, err)
+		block := regexp.MustCompile(`(?s)const ` + name + ` = \{(.*?)\} as const`).FindSubmatch(src)
+		if block == nil {
+			t.Fatalf("%s not found in %s", name, file)
+		}
+		n := len(out)
+		for _, m := range regexp.MustCompile(`:\s*'([^']+)'`).FindAllSubmatch(block[1], -1) {
+			// $lookback is each step's selector range (withLookback).
+			out = append(out, strings.ReplaceAll(string(m[1]), "$lookback", "30s"))
+		}
+		if len(out) == n {
+			t.Fatalf("no queries in %s", name)
+		}
 	}
 	return out
 }
@@ -351,6 +355,7 @@ func TestPrometheusProxyRealPrometheus(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		_, _ = io.WriteString(w, "classifier_queue_depth{source=\"a\"} 3\nclassifier_dlq_depth 1\n"+
 			"classifier_dlq_backlog{state=\"retrying\"} 1\nclassifier_dlq_backlog{state=\"exhausted\"} 4\n"+
+			"classifier_documents_processed_total{source=\"a\"} 10\nclassifier_publications_total{source=\"a\",decision=\"first\"} 8\n"+
 			"classifier_outbox_backlog{status=\"pending\"} 2\nclassifier_outbox_backlog{status=\"failed\"} 5\nsecret_metric 42\n")
 	}))
 	t.Cleanup(target.Close)
@@ -374,8 +379,10 @@ func TestPrometheusProxyRealPrometheus(t *testing.T) {
 	// Wait for the first scrape: the dashboard's gauges have a value.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
+		// Two scrapes at least, so rate() has samples to work on.
 		status, body := check(queryPath("sum(classifier_outbox_backlog)"))
-		if status == 200 && strings.Contains(body, `"7"`) {
+		_, rates := check(queryPath("sum(rate(classifier_documents_processed_total[1m]))"))
+		if status == 200 && strings.Contains(body, `"7"`) && strings.Contains(rates, `"value"`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -389,6 +396,9 @@ func TestPrometheusProxyRealPrometheus(t *testing.T) {
 		"classifier_queue_depth":    {`"3"`},
 		"classifier_dlq_backlog":    {`{"state":"retrying"}`, `"1"`, `{"state":"exhausted"}`, `"4"`},
 		"classifier_outbox_backlog": {`{"status":"pending"}`, `"2"`, `{"status":"failed"}`, `"5"`},
+		// A counter that does not move: its rate per source is 0.
+		"classifier_documents_processed_total": {`{"source":"a"}`, `"0"`},
+		"classifier_publications_total":        {`{"source":"a"}`, `"0"`},
 	}
 	end := time.Now().Unix() + 1 // the point at end follows the sample just seen
 	for _, q := range frontEndQueries(t) {

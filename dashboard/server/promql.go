@@ -12,12 +12,14 @@ import (
 
 // PromMetrics are the metric names a query through the proxy may select:
 // the series the Overview's charts read (dashboard/src/views/OverviewView.vue,
-// its history query). Anything else Prometheus holds (other services, the
+// PROM_QUERIES) and its throughput per source (SourceThroughput.vue). Anything else Prometheus holds (other services, the
 // databases' exporters, Prometheus itself) stays out of reach.
 var PromMetrics = []string{
 	"classifier_dlq_backlog",
 	"classifier_dlq_depth",
+	"classifier_documents_processed_total",
 	"classifier_outbox_backlog",
+	"classifier_publications_total",
 	"classifier_queue_depth",
 }
 

@@ -24,8 +24,15 @@ export interface AlertsResult {
   data: { alerts: PromAlert[] }
 }
 
+export interface InstantResult {
+  status: 'success' | 'error'
+  data: { resultType: 'vector'; result: { metric: Record<string, string>; value: [number, string] }[] }
+}
+
 export function createPrometheusApi(http: HttpClient) {
   return {
+    /** An instant query, evaluated now. */
+    query: (query: string) => http.get<InstantResult>('/query', { query }),
     /** The alerts Prometheus's rules hold now. */
     alerts: () => http.get<AlertsResult>('/alerts'),
     /** start and end in Unix seconds, step in seconds. */

@@ -104,6 +104,10 @@ func ClassifiedMapping() map[string]any {
 			},
 		},
 		"version": map[string]any{"type": "integer"},
+		// Queue hygiene (seed 004): how the URL's class had it processed.
+		"processing_strategy": map[string]any{"type": "keyword"},
+		"is_processable":      map[string]any{"type": "boolean"},
+		"url_class":           map[string]any{"type": "keyword"},
 	} {
 		props[k] = v
 	}

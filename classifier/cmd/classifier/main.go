@@ -111,9 +111,9 @@ func serve(ctx context.Context, _ []string) error {
 	var proc, urgentProc *processor.BatchProcessor
 	gauges := telemetry.Gauges{
 		QueueDepth: func() int64 { return int64(proc.QueueDepth()) },
-		DLQDepth:   func(ctx context.Context) (map[string]int64, error) { return dlq.PendingBySource(ctx) },
+		DLQDepth:   func(ctx context.Context) (map[string]int64, error) { return dlq.CountBySource(ctx) },
 		DLQBacklog: func(ctx context.Context) (int64, int64, error) {
-			s, err := dlq.Stats(ctx)
+			s, err := dlq.GetStats(ctx)
 			if err != nil {
 				return 0, 0, err
 			}

@@ -21,6 +21,11 @@
 //     run of invalid UTF-8 becomes U+FFFD, so a crawler's encoding glitch
 //     never loses an article. A title over its limit is cut (ending with
 //     "…"); an og_type over its limit is dropped.
+//   - The URL's class (AssessURL, seed 004) decides its strategy: a file://
+//     URL or one ending in an archive, document or executable extension is
+//     refused with the class and reason; a social media or video platform
+//     page is admitted and classified from its metadata only (package
+//     pipeline).
 //   - A document whose text (title, raw_text, raw_html, meta_description)
 //     is over MaxDocumentBytes after normalization is refused, as is one with
 //     neither text nor title.
@@ -187,8 +192,15 @@ func checkURL(s string, maxBytes int) error {
 		return reject("url", "%d bytes, over the %s limit", len(s), byteLimit(maxBytes))
 	}
 	u, err := url.Parse(s)
+	a := AssessURL(s)
+	if err == nil && a.Class == ClassFileURL {
+		return refuseByClass(a, s)
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return reject("url", "%q is not an absolute http(s) URL", Clip(s, maxQuotedBytes))
+	}
+	if a.Strategy == StrategyRefuse {
+		return refuseByClass(a, s)
 	}
 	return nil
 }

@@ -53,15 +53,15 @@ func deadLetter(t *testing.T, q *queue, es *elasticsearch.Client, source string,
 	t.Helper()
 	index := contentindex.RawIndex(source)
 	docs := make([]contentindex.RawDocument, n)
-	failures := make([]deadletter.Failure, n)
+	failures := make([]domain.DeadLetterEntry, n)
 	for i := range docs {
 		id := fmt.Sprintf("%s-%03d", source, i)
 		docs[i] = rawtest.Doc(source, id, time.Now().Add(-time.Hour))
 		docs[i].ClassificationStatus = contentindex.StatusFailed
-		failures[i] = deadletter.Failure{ContentID: id, Source: source, Index: index, Code: domain.ErrorCodeRulePanic, Message: "boom"}
+		failures[i] = domain.DeadLetterEntry{ContentID: id, SourceName: source, IndexName: index, ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: "boom"}
 	}
 	rawtest.Write(t, es, index, docs...)
-	if _, err := q.repo.Record(context.Background(), failures); err != nil {
+	if _, err := q.repo.EnqueueBatch(context.Background(), failures); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.db.Exec(`UPDATE dead_letter_queue SET next_retry_at = NOW() - make_interval(secs => $2) WHERE source_name = $1`,
@@ -137,21 +137,21 @@ func TestClaimTakesTurnsAcrossSourcesAndRenewsTheBudget(t *testing.T) {
 	t.Parallel()
 	q := setupQueue(t, deadletter.RepositoryConfig{})
 	ctx := context.Background()
-	var failures []deadletter.Failure
+	var failures []domain.DeadLetterEntry
 	for _, src := range []string{"a", "b", "c"} {
 		for i := range 5 {
-			failures = append(failures, deadletter.Failure{ContentID: fmt.Sprintf("%s-%d", src, i), Source: src,
-				Index: src + "_raw_content", Code: domain.ErrorCodeQualityError, Message: "scorer failed"})
+			failures = append(failures, domain.DeadLetterEntry{ContentID: fmt.Sprintf("%s-%d", src, i), SourceName: src,
+				IndexName: src + "_raw_content", ErrorCode: domain.ErrorCodeQualityError, ErrorMessage: "scorer failed"})
 		}
 	}
-	if _, err := q.repo.Record(ctx, failures); err != nil {
+	if _, err := q.repo.EnqueueBatch(ctx, failures); err != nil {
 		t.Fatal(err)
 	}
 	// a's entries are the oldest by far.
 	if _, err := q.db.Exec(`UPDATE dead_letter_queue SET next_retry_at = NOW() - CASE WHEN source_name = 'a' THEN INTERVAL '1 day' ELSE INTERVAL '1 minute' END`); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := q.repo.ClaimDue(ctx, deadletter.ClaimRequest{Limit: 6, Lease: time.Minute, SourceBudget: 10, Window: time.Hour})
+	claim, err := q.repo.FetchRetryable(ctx, deadletter.ClaimRequest{Limit: 6, Lease: time.Minute, SourceBudget: 10, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestClaimTakesTurnsAcrossSourcesAndRenewsTheBudget(t *testing.T) {
 	if _, err := q.db.Exec(`UPDATE dlq_retry_budgets SET spent = 8 WHERE source_name = 'a'`); err != nil {
 		t.Fatal(err)
 	}
-	claim, err = q.repo.ClaimDue(ctx, deadletter.ClaimRequest{Limit: 100, Lease: time.Minute, SourceBudget: 10, Window: time.Hour})
+	claim, err = q.repo.FetchRetryable(ctx, deadletter.ClaimRequest{Limit: 100, Lease: time.Minute, SourceBudget: 10, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestClaimTakesTurnsAcrossSourcesAndRenewsTheBudget(t *testing.T) {
 	if _, err := q.db.Exec(`UPDATE dead_letter_queue SET next_retry_at = NOW() - INTERVAL '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	claim, err = q.repo.ClaimDue(ctx, deadletter.ClaimRequest{Limit: 100, Lease: time.Minute, SourceBudget: 10, Window: time.Hour})
+	claim, err = q.repo.FetchRetryable(ctx, deadletter.ClaimRequest{Limit: 100, Lease: time.Minute, SourceBudget: 10, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,8 +45,8 @@ func setupQueue(t *testing.T, cfg deadletter.RepositoryConfig) *queue {
 // fail records one failure of the document doc of source "alpha".
 func (q *queue) fail(t *testing.T, doc string, code domain.ErrorCode, message string) deadletter.Recorded {
 	t.Helper()
-	recs, err := q.repo.Record(context.Background(), []deadletter.Failure{{
-		ContentID: doc, Source: "alpha", Index: "alpha_raw_content", Code: code, Message: message}})
+	recs, err := q.repo.EnqueueBatch(context.Background(), []domain.DeadLetterEntry{{
+		ContentID: doc, SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: code, ErrorMessage: message}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func (q *queue) makeDue(t *testing.T) {
 func (q *queue) retried(t *testing.T, doc string) bool {
 	t.Helper()
 	q.makeDue(t)
-	claim, err := q.repo.ClaimDue(context.Background(), deadletter.ClaimRequest{Limit: 10, Lease: time.Minute})
+	claim, err := q.repo.FetchRetryable(context.Background(), deadletter.ClaimRequest{Limit: 10, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func (q *queue) retried(t *testing.T, doc string) bool {
 	return false
 }
 
-func (q *queue) entry(t *testing.T, doc string) deadletter.Entry {
+func (q *queue) entry(t *testing.T, doc string) domain.DeadLetterEntry {
 	t.Helper()
 	entries, err := q.repo.List(context.Background(), deadletter.Filter{ContentID: doc}, nil, 10)
 	if err != nil {
@@ -179,8 +179,8 @@ func TestThreeIdenticalFailuresMakeAnEntryPermanent(t *testing.T) {
 	}
 
 	// A failure of a permanent entry changes nothing.
-	if recs, err := q.repo.Record(context.Background(), []deadletter.Failure{{ContentID: "doc-1", Source: "alpha",
-		Index: "alpha_raw_content", Code: domain.ErrorCodeRulePanic, Message: panicked(4)}}); err != nil || len(recs) != 0 {
+	if recs, err := q.repo.EnqueueBatch(context.Background(), []domain.DeadLetterEntry{{ContentID: "doc-1", SourceName: "alpha",
+		IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: panicked(4)}}); err != nil || len(recs) != 0 {
 		t.Fatalf("Record on a permanent entry: %v, %v; want no row touched", recs, err)
 	}
 
@@ -188,8 +188,8 @@ func TestThreeIdenticalFailuresMakeAnEntryPermanent(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = q.entry(t, "doc-1")
-	if e.Permanent || e.PermanentReason != nil || e.Exhausted || e.MaxRetries != deadletter.MaxRetriesDefault || e.FailureStreak != 0 {
-		t.Fatalf("requeued entry = %+v, want retryable with %d retries and a new streak", e, deadletter.MaxRetriesDefault)
+	if e.Permanent || e.PermanentReason != nil || e.Exhausted || e.MaxRetries != domain.MaxRetriesDefault || e.FailureStreak != 0 {
+		t.Fatalf("requeued entry = %+v, want retryable with %d retries and a new streak", e, domain.MaxRetriesDefault)
 	}
 	if !q.retried(t, "doc-1") {
 		t.Fatal("a requeued permanent entry is not retried")

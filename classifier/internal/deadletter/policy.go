@@ -11,47 +11,22 @@ import (
 	"github.com/north-cloud/infrastructure/backoff"
 )
 
-// Defaults of a Policy: the original design's schedule, retries after 1, 2,
-// 4, 8 and 16 minutes, no wait over an hour.
-const (
-	RetryInitialDefault = time.Minute
-	RetryMaxDefault     = time.Hour
-	MaxRetriesDefault   = 5
-)
-
 // retryJitter spreads the retries of documents that failed together.
 const retryJitter = 0.3
-
-// Policy is the retry schedule of one error code: the first retry Initial
-// after the failure, each later one twice the wait before it, never more
-// than Max, and Retries retries in all.
-type Policy struct {
-	Initial time.Duration
-	Max     time.Duration
-	Retries int
-}
-
-func (p Policy) String() string {
-	return fmt.Sprintf("%s/%s/%d", p.Initial, p.Max, p.Retries)
-}
 
 // Policies are the retry schedules by error code
 // (CLASSIFIER_DLQ_RETRY_POLICY). A code without one follows the default
 // schedule, except VALIDATION_ERROR and NOT_FOUND: a document that can
 // never succeed as it is, or no longer exists, gets no retries (it stays
 // visible, and an operator can requeue it).
-type Policies map[domain.ErrorCode]Policy
+type Policies map[domain.ErrorCode]domain.RetryPolicy
 
 // For returns the schedule of code.
-func (ps Policies) For(code domain.ErrorCode) Policy {
+func (ps Policies) For(code domain.ErrorCode) domain.RetryPolicy {
 	if p, ok := ps[code]; ok {
 		return p
 	}
-	p := Policy{Initial: RetryInitialDefault, Max: RetryMaxDefault, Retries: MaxRetriesDefault}
-	if code == domain.ErrorCodeValidation || code == domain.ErrorCodeNotFound {
-		p.Retries = 0
-	}
-	return p
+	return domain.DefaultRetryPolicy(code)
 }
 
 // backoff is the jittered first wait of code's schedule; Record doubles it
@@ -101,7 +76,7 @@ func ParsePolicies(s string) (Policies, error) {
 		if _, dup := ps[c]; dup {
 			return nil, fmt.Errorf("%q: %s is given twice", item, c)
 		}
-		ps[c] = Policy{Initial: initial, Max: most, Retries: retries}
+		ps[c] = domain.RetryPolicy{Initial: initial, Max: most, Retries: retries}
 	}
 	return ps, nil
 }

@@ -16,7 +16,7 @@ func TestParsePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ps.For(domain.ErrorCodeESTimeout); got != (deadletter.Policy{Initial: 30 * time.Second, Max: 30 * time.Minute, Retries: 8}) {
+	if got := ps.For(domain.ErrorCodeESTimeout); got != (domain.RetryPolicy{Initial: 30 * time.Second, Max: 30 * time.Minute, Retries: 8}) {
 		t.Errorf("ES_TIMEOUT: %s", got)
 	}
 	if got := ps.For(domain.ErrorCodeRulePanic); got.Retries != 2 || got.Initial != 5*time.Minute {
@@ -37,7 +37,7 @@ func TestDefaultPolicyIsTheSpecSchedule(t *testing.T) {
 	t.Parallel()
 	var ps deadletter.Policies
 	for _, c := range deadletter.ErrorCodes() {
-		want := deadletter.Policy{Initial: time.Minute, Max: time.Hour, Retries: 5}
+		want := domain.RetryPolicy{Initial: time.Minute, Max: time.Hour, Retries: 5}
 		if c == domain.ErrorCodeValidation || c == domain.ErrorCodeNotFound {
 			want.Retries = 0
 		}
@@ -56,8 +56,8 @@ func waits(t *testing.T, q *queue, code domain.ErrorCode, id string, times int, 
 		// A new message each time (words, not numbers, which the signature
 		// ignores), so no streak makes the entry permanent early.
 		word := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel")[len(out)]
-		f := deadletter.Failure{ContentID: id, Source: "alpha", Index: "alpha_raw_content", Code: code, Message: "attempt " + word + " failed"}
-		if _, err := q.repo.Record(context.Background(), []deadletter.Failure{f}); err != nil {
+		f := domain.DeadLetterEntry{ContentID: id, SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: code, ErrorMessage: "attempt " + word + " failed"}
+		if _, err := q.repo.EnqueueBatch(context.Background(), []domain.DeadLetterEntry{f}); err != nil {
 			t.Fatal(err)
 		}
 		var wait float64

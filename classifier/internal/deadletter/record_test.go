@@ -18,14 +18,14 @@ func TestRecordDeduplicatesOnTheStoredKey(t *testing.T) {
 	t.Parallel()
 	q := setupQueue(t, deadletter.RepositoryConfig{})
 	long := strings.Repeat("x", 600)
-	failures := []deadletter.Failure{
-		{ContentID: "poi\x00son", Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeValidation, Message: "id: NUL byte at byte 3"},
-		{ContentID: "healthy", Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeRulePanic, Message: "panic"},
-		{ContentID: "poison\x00", Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeValidation, Message: "id: NUL byte at byte 6"},
-		{ContentID: long + "a", Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeValidation, Message: "too long"},
-		{ContentID: long + "b", Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeValidation, Message: "too long"},
+	failures := []domain.DeadLetterEntry{
+		{ContentID: "poi\x00son", SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "id: NUL byte at byte 3"},
+		{ContentID: "healthy", SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: "panic"},
+		{ContentID: "poison\x00", SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "id: NUL byte at byte 6"},
+		{ContentID: long + "a", SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "too long"},
+		{ContentID: long + "b", SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "too long"},
 	}
-	recs, err := q.repo.Record(context.Background(), failures)
+	recs, err := q.repo.EnqueueBatch(context.Background(), failures)
 	if err != nil {
 		t.Fatalf("Record: %v", err)
 	}

@@ -104,7 +104,7 @@ func recordUpsert(permanentAfter int, policies Policies) string {
 	for _, c := range ErrorCodes() {
 		longest += fmt.Sprintf(" WHEN %s THEN %d", pq.QuoteLiteral(string(c)), int64(policies.For(c).Max.Seconds()))
 	}
-	longest += fmt.Sprintf(" ELSE %d END", int64(RetryMaxDefault.Seconds()))
+	longest += fmt.Sprintf(" ELSE %d END", int64(domain.RetryMaxDefault.Seconds()))
 	var ineligible []string
 	for _, c := range dependencyCodes() {
 		ineligible = append(ineligible, pq.QuoteLiteral(string(c)))
@@ -142,25 +142,25 @@ func recordUpsert(permanentAfter int, policies Policies) string {
 // upsert that touches one row twice (SQLSTATE 21000), so only the first
 // failure of a stored key is kept. The rows are sorted by key, so
 // concurrent Records take their rows' locks in one order.
-func storableRows(failures []Failure) []Failure {
-	seen := make(map[domain.DocKey]bool, len(failures))
-	out := make([]Failure, 0, len(failures))
-	for _, f := range failures {
-		f.ContentID, f.Source, f.Index = admission.Storable(f.ContentID, 512), admission.Storable(f.Source, 255), admission.Storable(f.Index, 255)
-		key := domain.DocKey{Index: f.Index, ID: f.ContentID}
+func storableRows(entries []domain.DeadLetterEntry) []domain.DeadLetterEntry {
+	seen := make(map[domain.DocKey]bool, len(entries))
+	out := make([]domain.DeadLetterEntry, 0, len(entries))
+	for _, f := range entries {
+		f.ContentID, f.SourceName, f.IndexName = admission.Storable(f.ContentID, 512), admission.Storable(f.SourceName, 255), admission.Storable(f.IndexName, 255)
+		key := f.Key()
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b Failure) int {
-		return cmp.Or(strings.Compare(a.Index, b.Index), strings.Compare(a.ContentID, b.ContentID))
+	slices.SortFunc(out, func(a, b domain.DeadLetterEntry) int {
+		return cmp.Or(strings.Compare(a.IndexName, b.IndexName), strings.Compare(a.ContentID, b.ContentID))
 	})
 	return out
 }
 
-// Recorded tells what Record did to one failure.
+// Recorded tells what EnqueueBatch did to one entry.
 type Recorded struct {
 	// Index and ContentID name the document (its raw index and _id).
 	Index     string
@@ -175,23 +175,33 @@ type Recorded struct {
 	PermanentReason string
 }
 
-// Record enqueues failures in one statement. A document's first failure is
-// inserted with the first delay of its code's policy (with jitter); a
-// document already in the queue has its retry count raised and its delay
-// doubled per retry, capped at an hour, unless this failure is the same as
-// the last PermanentAfter-1 (same code, same Signature), which makes the
-// entry permanent: no retries left, and the reason recorded. Entries that
-// are already exhausted are left alone. Validation errors are inserted with
-// no retries. Failures whose keys are one once stored are one entry
+// Enqueue adds one failed document to the queue, as EnqueueBatch does.
+// Only the entry's document (ContentID, SourceName, IndexName) and failure
+// (ErrorCode, ErrorMessage) are read: the schedule is the repository's
+// policy for the code.
+func (r *Repository) Enqueue(ctx context.Context, entry *domain.DeadLetterEntry) error {
+	_, err := r.EnqueueBatch(ctx, []domain.DeadLetterEntry{*entry})
+	return err
+}
+
+// EnqueueBatch enqueues failed documents in one statement. A document's
+// first failure is inserted with the first delay of its code's policy (with
+// jitter); a document already in the queue has its retry count raised and
+// its delay doubled per retry (DeadLetterEntry.NextRetryDelay), capped at
+// the policy's Max, unless this failure is the same as the last
+// PermanentAfter-1 (same code, same Signature), which makes the entry
+// permanent: no retries left, and the reason recorded. Entries that are
+// already exhausted are left alone. Validation errors are inserted with no
+// retries. Entries whose keys are one once stored are one entry
 // (storableRows).
-func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded, error) {
-	if len(failures) == 0 {
+func (r *Repository) EnqueueBatch(ctx context.Context, entries []domain.DeadLetterEntry) ([]Recorded, error) {
+	if len(entries) == 0 {
 		return nil, nil
 	}
 	var q strings.Builder
 	q.WriteString(`INSERT INTO dead_letter_queue
 		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at, failure_signature) VALUES `)
-	stored := storableRows(failures)
+	stored := storableRows(entries)
 	args := make([]any, 0, len(stored)*8)
 	now := r.cfg.Clock.Now()
 	for i, f := range stored {
@@ -200,13 +210,13 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 		}
 		n := len(args)
 		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, f.ContentID, f.Source, f.Index, admission.Storable(f.Message, 4000), string(f.Code), r.cfg.Policies.For(f.Code).Retries,
-			now.Add(r.cfg.Policies.backoff(f.Code).Delay(0)), Signature(f.Message))
+		args = append(args, f.ContentID, f.SourceName, f.IndexName, admission.Storable(f.ErrorMessage, 4000), string(f.ErrorCode),
+			r.cfg.Policies.For(f.ErrorCode).Retries, now.Add(r.cfg.Policies.backoff(f.ErrorCode).Delay(0)), Signature(f.ErrorMessage))
 	}
 	q.WriteString(r.record)
 	rows, err := r.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
-		return nil, fmt.Errorf("record dead letters: %w", err)
+		return nil, fmt.Errorf("enqueue dead letters: %w", err)
 	}
 	defer rows.Close()
 	var out []Recorded
@@ -214,18 +224,18 @@ func (r *Repository) Record(ctx context.Context, failures []Failure) ([]Recorded
 		var rec Recorded
 		var source, code string
 		if err := rows.Scan(&rec.Index, &rec.ContentID, &source, &code, &rec.Inserted, &rec.Exhausted, &rec.PermanentReason); err != nil {
-			return nil, fmt.Errorf("record dead letters: %w", err)
+			return nil, fmt.Errorf("enqueue dead letters: %w", err)
 		}
 		r.account(ctx, rec, source, code)
 		out = append(out, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("record dead letters: %w", err)
+		return nil, fmt.Errorf("enqueue dead letters: %w", err)
 	}
 	return out, nil
 }
 
-// account counts and logs what Record did to one document.
+// account counts and logs what EnqueueBatch did to one document.
 func (r *Repository) account(ctx context.Context, rec Recorded, source, code string) {
 	attrs := metric.WithAttributes(attribute.String("source", source), attribute.String("error_code", code))
 	if rec.Inserted && r.cfg.Metrics != nil {
@@ -241,7 +251,7 @@ func (r *Repository) account(ctx context.Context, rec Recorded, source, code str
 		"content_id", rec.ContentID, "index", rec.Index, "source", source, "error_code", code, "reason", rec.PermanentReason)
 }
 
-// ClaimRequest says what one ClaimDue may take.
+// ClaimRequest says what one FetchRetryable may take.
 type ClaimRequest struct {
 	// Limit is the most entries claimed.
 	Limit int
@@ -270,10 +280,10 @@ const deferBatch = 1000
 // budget. Claims are short and come every few seconds per replica.
 const claimLockKey = 0x646c7163 // "dlqc"
 
-// Claim is what one ClaimDue took, and what it held back.
+// Claim is what one FetchRetryable took, and what it held back.
 type Claim struct {
 	// Entries are the claimed entries, leased to the caller.
-	Entries []Entry
+	Entries []domain.DeadLetterEntry
 	// Deferred counts, per source that has spent its budget, the due
 	// entries moved to NextWindow.
 	Deferred map[string]int
@@ -282,7 +292,7 @@ type Claim struct {
 	NextWindow time.Time
 }
 
-// ClaimDue takes up to req.Limit entries whose retry is due and moves
+// FetchRetryable claims up to req.Limit entries whose retry is due and moves
 // their next_retry_at lease ahead in the same transaction, so that no other
 // worker or replica claims them while this one works; if the worker dies,
 // an entry is due again when its lease passes.
@@ -294,7 +304,7 @@ type Claim struct {
 // the next window (their next_retry_at says so), counted in
 // classifier_dlq_retries_deferred_total and logged, while the other
 // sources' entries are retried.
-func (r *Repository) ClaimDue(ctx context.Context, req ClaimRequest) (*Claim, error) {
+func (r *Repository) FetchRetryable(ctx context.Context, req ClaimRequest) (*Claim, error) {
 	if req.SourceBudget <= 0 {
 		req.SourceBudget = SourceBudgetDefault
 	}
@@ -303,15 +313,15 @@ func (r *Repository) ClaimDue(ctx context.Context, req ClaimRequest) (*Claim, er
 	}
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("claim due dead letters: %w", err)
+		return nil, fmt.Errorf("fetch retryable dead letters: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	claim, err := r.claimDue(ctx, tx, req)
 	if err != nil {
-		return nil, fmt.Errorf("claim due dead letters: %w", err)
+		return nil, fmt.Errorf("fetch retryable dead letters: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("claim due dead letters: %w", err)
+		return nil, fmt.Errorf("fetch retryable dead letters: %w", err)
 	}
 	r.accountClaim(ctx, claim, req)
 	return claim, nil
@@ -357,7 +367,7 @@ func (r *Repository) claimDue(ctx context.Context, tx *sql.Tx, req ClaimRequest)
 	if err != nil {
 		return nil, err
 	}
-	claim.Entries, err = scanEntries(rows)
+	claim.Entries, err = r.scanEntries(rows)
 	rows.Close()
 	if err != nil {
 		return nil, err
@@ -422,9 +432,10 @@ func (r *Repository) accountClaim(ctx context.Context, claim *Claim, req ClaimRe
 	}
 }
 
-// Resolve deletes the entries of documents that have now been classified
-// and returns how many there were.
-func (r *Repository) Resolve(ctx context.Context, docs []domain.DocKey) (int64, error) {
+// Remove deletes the entries of documents that have now been classified
+// and returns how many there were. A document is its raw index and id: ids
+// are unique only within an index.
+func (r *Repository) Remove(ctx context.Context, docs ...domain.DocKey) (int64, error) {
 	if len(docs) == 0 {
 		return 0, nil
 	}
@@ -435,7 +446,7 @@ func (r *Repository) Resolve(ctx context.Context, docs []domain.DocKey) (int64, 
 	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue
 		WHERE (index_name, content_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, pq.Array(indices), pq.Array(ids))
 	if err != nil {
-		return 0, fmt.Errorf("resolve dead letters: %w", err)
+		return 0, fmt.Errorf("remove dead letters: %w", err)
 	}
 	return res.RowsAffected()
 }
@@ -500,7 +511,7 @@ type Cursor struct {
 }
 
 // List returns up to limit entries matching f, newest first, after cursor.
-func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]Entry, error) {
+func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]domain.DeadLetterEntry, error) {
 	var args []any
 	where := f.where(&args)
 	if after != nil {
@@ -514,7 +525,7 @@ func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit in
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
 	defer rows.Close()
-	return scanEntries(rows)
+	return r.scanEntries(rows)
 }
 
 // Requeue makes one entry due now with its retries reset. An entry that was
@@ -535,7 +546,7 @@ func (r *Repository) Requeue(ctx context.Context, id string) error {
 func requeueSet() string {
 	return fmt.Sprintf(`retry_count = 0,
 		max_retries = CASE WHEN permanent_at IS NULL THEN GREATEST(max_retries, 1) ELSE GREATEST(max_retries, %d) END,
-		next_retry_at = NOW(), failure_streak = 0, permanent_reason = NULL, permanent_at = NULL`, MaxRetriesDefault)
+		next_retry_at = NOW(), failure_streak = 0, permanent_reason = NULL, permanent_at = NULL`, domain.MaxRetriesDefault)
 }
 
 // RequeueMatching requeues every entry matching f and returns how many.
@@ -546,6 +557,21 @@ func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, erro
 		return 0, fmt.Errorf("requeue dead letters: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// MarkExhausted spends the remaining retries of doc's entry: it stays in
+// the queue, visible and re-queueable, and is no longer retried. It returns
+// ErrNotFound when doc has no entry.
+func (r *Repository) MarkExhausted(ctx context.Context, doc domain.DocKey) error {
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET retry_count = max_retries, last_attempt_at = NOW()
+		WHERE index_name = $1 AND content_id = $2`, doc.Index, doc.ID)
+	if err != nil {
+		return fmt.Errorf("mark dead letter %s/%s exhausted: %w", doc.Index, doc.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // Delete removes one entry; the document stays failed in Elasticsearch.
@@ -572,9 +598,9 @@ type Stats struct {
 	ByErrorCode map[string]int64 `json:"by_error_code"`
 }
 
-// Stats returns the queue's counts. The oldest entry is MIN(created_at):
+// GetStats returns the queue's counts. The oldest entry is MIN(created_at):
 // the system this one replaces reported MAX, the newest.
-func (r *Repository) Stats(ctx context.Context) (*Stats, error) {
+func (r *Repository) GetStats(ctx context.Context) (*Stats, error) {
 	s := &Stats{BySource: map[string]int64{}, ByErrorCode: map[string]int64{}}
 	var oldest sql.NullTime
 	err := r.db.QueryRowContext(ctx, `
@@ -602,9 +628,9 @@ func (r *Repository) Stats(ctx context.Context) (*Stats, error) {
 	return s, nil
 }
 
-// PendingBySource counts retryable entries per source, for the
+// CountBySource counts retryable entries per source, for the
 // classifier_dlq_depth gauge.
-func (r *Repository) PendingBySource(ctx context.Context) (map[string]int64, error) {
+func (r *Repository) CountBySource(ctx context.Context) (map[string]int64, error) {
 	out := map[string]int64{}
 	return out, r.groupCount(ctx, "source_name", out, true)
 }
@@ -630,10 +656,10 @@ func (r *Repository) groupCount(ctx context.Context, col string, out map[string]
 	return rows.Err()
 }
 
-func scanEntries(rows *sql.Rows) ([]Entry, error) {
-	var out []Entry
+func (r *Repository) scanEntries(rows *sql.Rows) ([]domain.DeadLetterEntry, error) {
+	var out []domain.DeadLetterEntry
 	for rows.Next() {
-		var e Entry
+		var e domain.DeadLetterEntry
 		var reason sql.NullString
 		var permanentAt sql.NullTime
 		if err := rows.Scan(&e.ID, &e.ContentID, &e.SourceName, &e.IndexName, &e.ErrorMessage, &e.ErrorCode,
@@ -641,6 +667,10 @@ func scanEntries(rows *sql.Rows) ([]Entry, error) {
 			return nil, fmt.Errorf("scan dead letter: %w", err)
 		}
 		e.Exhausted = e.RetryCount >= e.MaxRetries
+		e.Policy = r.cfg.Policies.For(e.ErrorCode)
+		if a, ok := admission.AssessFailure(e.ErrorCode == domain.ErrorCodeValidation, e.ErrorMessage); ok {
+			e.ProcessingStrategy, e.IsProcessable, e.FailureReason = string(a.Strategy), &a.Processable, a.Reason
+		}
 		if reason.Valid {
 			e.Permanent, e.PermanentReason = true, &reason.String
 		}

@@ -53,7 +53,7 @@ type RetryConfig struct {
 // re-reads their documents from Elasticsearch by id, claims the documents
 // and submits them to the worker pool, so a retry takes the same commit path
 // as a first attempt. A document that no longer exists is recorded as
-// NOT_FOUND, with no retries. It is a lifecycle component.
+// NOT_FOUND and its entry exhausted. It is a lifecycle component.
 type RetryWorker struct {
 	cfg    RetryConfig
 	repo   *Repository
@@ -111,30 +111,28 @@ func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 		w.logger.DebugContext(ctx, "dead-letter retries paused: dependency unavailable", "dependency", b.Name())
 		return 0, nil
 	}
-	claim, err := w.repo.ClaimDue(ctx, ClaimRequest{Limit: size, Lease: w.cfg.Lease, SourceBudget: w.cfg.SourceBudget, Window: w.cfg.BudgetWindow})
+	claim, err := w.repo.FetchRetryable(ctx, ClaimRequest{Limit: size, Lease: w.cfg.Lease, SourceBudget: w.cfg.SourceBudget, Window: w.cfg.BudgetWindow})
 	if err != nil || len(claim.Entries) == 0 {
 		return 0, err
 	}
 	entries := claim.Entries
-	refs := make([]domain.DocKey, len(entries))
-	byKey := make(map[domain.DocKey]Entry, len(entries))
-	for i, e := range entries {
-		refs[i] = domain.DocKey{Index: e.IndexName, ID: e.ContentID}
-		byKey[refs[i]] = e
+	refs := make([]domain.DocKey, 0, len(entries))
+	byKey := make(map[domain.DocKey]*domain.DeadLetterEntry, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if !e.ShouldRetry() {
+			continue
+		}
+		refs = append(refs, e.Key())
+		byKey[e.Key()] = e
+		w.logger.DebugContext(ctx, "retrying dead-lettered document", "entry", e.String(), "delay_if_it_fails", e.NextRetryDelay().String())
 	}
 	found, missing, err := w.store.GetRaw(ctx, refs)
 	if err != nil {
 		return 0, fmt.Errorf("re-read dead-lettered documents: %w", err)
 	}
-	if len(missing) > 0 {
-		failures := make([]Failure, len(missing))
-		for i, m := range missing {
-			e := byKey[m]
-			failures[i] = Failure{ContentID: m.ID, Source: e.SourceName, Index: m.Index, Code: domain.ErrorCodeNotFound,
-				Message: fmt.Sprintf("raw document %s/%s no longer exists", m.Index, m.ID)}
-			w.logger.WarnContext(ctx, "dead-lettered document no longer exists", "content_id", m.ID, "index", m.Index)
-		}
-		if _, err := w.repo.Record(ctx, failures); err != nil {
+	for _, m := range missing {
+		if err := w.gone(ctx, byKey[m]); err != nil {
 			return 0, err
 		}
 	}
@@ -155,4 +153,21 @@ func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 		w.logger.InfoContext(ctx, "retrying dead-lettered documents", "documents", submitted, "claimed", len(entries))
 	}
 	return submitted, nil
+}
+
+// gone records that the document of e no longer exists: the failure is
+// NOT_FOUND, one more attempt, and the entry is exhausted at once (retrying
+// a document that is not there cannot succeed); it stays visible, and an
+// operator who restores the document can requeue it.
+func (w *RetryWorker) gone(ctx context.Context, e *domain.DeadLetterEntry) error {
+	e.ErrorCode = domain.ErrorCodeNotFound
+	e.IncrementRetry(fmt.Sprintf("raw document %s/%s no longer exists", e.IndexName, e.ContentID))
+	w.logger.WarnContext(ctx, "dead-lettered document no longer exists", "content_id", e.ContentID, "index", e.IndexName, "entry", e.String())
+	if err := w.repo.Enqueue(ctx, e); err != nil {
+		return err
+	}
+	if err := w.repo.MarkExhausted(ctx, e.Key()); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
 }

@@ -2,9 +2,12 @@ package deadletter_test
 
 import (
 	"context"
-	"github.com/north-cloud/classifier/internal/dbtest"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/north-cloud/classifier/internal/dbtest"
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
@@ -52,5 +55,55 @@ func TestNewRetryWorkerNeedsAReplicaID(t *testing.T) {
 	t.Parallel()
 	if _, err := deadletter.NewRetryWorker(deadletter.RetryConfig{}, nil, nil, openSlots{}, testenv.Logger(t)); err == nil {
 		t.Fatal("NewRetryWorker accepted a config without ReplicaID")
+	}
+}
+
+// A retried entry whose document no longer exists is NOT_FOUND and
+// exhausted at once, with the attempt counted (IncrementRetry, Enqueue,
+// MarkExhausted): retrying what is not there cannot succeed. Before, the
+// entry kept its retries and came back every backoff.
+func TestRetryWorkerExhaustsAnEntryWhoseDocumentIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := openQueue(t)
+	es, _ := testenv.Elasticsearch(t)
+	index := "dlqgone" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_")) + "_raw_content"
+	entry := domain.NewDeadLetterEntry("gone-1", "alpha", index, "timeout", domain.ErrorCodeESTimeout)
+	if err := repo.Enqueue(ctx, entry); err != nil {
+		t.Fatal(err)
+	}
+	due, err := repo.List(ctx, deadletter.Filter{}, nil, 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("list = %v, %v", due, err)
+	}
+	if err := repo.Requeue(ctx, due[0].ID); err != nil { // due now
+		t.Fatal(err)
+	}
+	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "gone"}, repo, storage.NewContentStore(es), openSlots{}, testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("RunOnce = %d, %v; want nothing submitted", n, err)
+	}
+	got, err := repo.List(ctx, deadletter.Filter{}, nil, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("list = %v, %v", got, err)
+	}
+	e := got[0]
+	if e.ErrorCode != domain.ErrorCodeNotFound || !e.Exhausted || e.ShouldRetry() || !strings.Contains(e.ErrorMessage, "no longer exists") {
+		t.Errorf("entry after retry = %s (%q), want NOT_FOUND and exhausted", e.String(), e.ErrorMessage)
+	}
+	if n, err := repo.CountBySource(ctx); err != nil || n["alpha"] != 0 {
+		t.Errorf("CountBySource = %v, %v; want no retryable entry", n, err)
+	}
+	if s, err := repo.GetStats(ctx); err != nil || s.Exhausted != 1 || s.Pending != 0 {
+		t.Errorf("GetStats = %+v, %v; want one exhausted entry", s, err)
+	}
+	if n, err := repo.Remove(ctx, e.Key()); err != nil || n != 1 {
+		t.Errorf("Remove = %d, %v; want 1", n, err)
+	}
+	if err := repo.MarkExhausted(ctx, e.Key()); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Errorf("MarkExhausted of a removed entry = %v, want ErrNotFound", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
@@ -135,8 +136,8 @@ func documentFilter(c *gin.Context, f *Filter) error {
 }
 
 type listResponse struct {
-	Entries    []Entry `json:"entries"`
-	NextCursor *string `json:"next_cursor"`
+	Entries    []domain.DeadLetterEntry `json:"entries"`
+	NextCursor *string                  `json:"next_cursor"`
 }
 
 // GET /dlq?source=&error_code=&exhausted=&permanent=&content_id=&index=&cursor=&limit=
@@ -187,7 +188,7 @@ func (h *routes) list(c *gin.Context) {
 		resp.Entries, resp.NextCursor = entries, &next
 	}
 	if resp.Entries == nil {
-		resp.Entries = []Entry{}
+		resp.Entries = []domain.DeadLetterEntry{}
 	}
 	c.JSON(http.StatusOK, resp)
 }
@@ -195,7 +196,7 @@ func (h *routes) list(c *gin.Context) {
 func (h *routes) stats(c *gin.Context) {
 	ctx, cancel := h.ctx(c)
 	defer cancel()
-	s, err := h.Repository.Stats(ctx)
+	s, err := h.Repository.GetStats(ctx)
 	if err != nil {
 		h.fail(c, "dead letter stats", err)
 		return

@@ -129,6 +129,16 @@ type ClassifiedContent struct {
 	ClassifierVersion     string         `json:"classifier_version"`
 	ClassifiedAt          time.Time      `json:"classified_at"`
 
+	// ProcessingStrategy is how the document was classified, from its URL's
+	// class (admission.AssessURL): "standard" from title and text,
+	// "metadata_only" from title and meta description (a social media or
+	// video platform page). IsProcessable is true on every classified
+	// document: refused ones ("refuse") are dead letters, not classified.
+	ProcessingStrategy string `json:"processing_strategy,omitempty"`
+	IsProcessable      bool   `json:"is_processable"`
+	// URLClass is the URL's class (web_page, social_media, video_platform).
+	URLClass string `json:"url_class,omitempty"`
+
 	// CanonicalURL is URL in canonical form (package canonical): the
 	// identity by which the same article under another URL is recognised.
 	CanonicalURL string `json:"canonical_url,omitempty"`

@@ -124,14 +124,14 @@ func (b *bundle) do(t *testing.T, method, path string, body any, out any) int {
 
 func (b *bundle) seed(t *testing.T) {
 	t.Helper()
-	var failures []deadletter.Failure
+	var failures []domain.DeadLetterEntry
 	for i := range 5 {
-		failures = append(failures, deadletter.Failure{ContentID: "es-" + string(rune('a'+i)), Source: "alpha", Index: "alpha_raw_content", Code: domain.ErrorCodeESUnavailable, Message: "timeout"})
+		failures = append(failures, domain.DeadLetterEntry{ContentID: "es-" + string(rune('a'+i)), SourceName: "alpha", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeESUnavailable, ErrorMessage: "timeout"})
 	}
 	failures = append(failures,
-		deadletter.Failure{ContentID: "bad-url", Source: "beta", Index: "beta_raw_content", Code: domain.ErrorCodeValidation, Message: "url is ftp"},
-		deadletter.Failure{ContentID: "panic", Source: "beta", Index: "beta_raw_content", Code: domain.ErrorCodeRulePanic, Message: "boom"})
-	if _, err := b.dlq.Record(context.Background(), failures); err != nil {
+		domain.DeadLetterEntry{ContentID: "bad-url", SourceName: "beta", IndexName: "beta_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "url is ftp"},
+		domain.DeadLetterEntry{ContentID: "panic", SourceName: "beta", IndexName: "beta_raw_content", ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: "boom"})
+	if _, err := b.dlq.EnqueueBatch(context.Background(), failures); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -22,14 +22,14 @@ func TestPermanentEntriesThroughTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg := "classification panicked: assignment to entry in nil map (attempt " + string(rune('1'+i)) + ")"
-		if _, err := b.dlq.Record(ctx, []deadletter.Failure{{ContentID: "poison", Source: "beta", Index: "beta_raw_content",
-			Code: domain.ErrorCodeRulePanic, Message: msg}}); err != nil {
+		if _, err := b.dlq.EnqueueBatch(ctx, []domain.DeadLetterEntry{{ContentID: "poison", SourceName: "beta", IndexName: "beta_raw_content",
+			ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: msg}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	var p struct {
-		Entries []deadletter.Entry `json:"entries"`
+		Entries []domain.DeadLetterEntry `json:"entries"`
 	}
 	if code := b.do(t, "GET", "/api/v1/dlq?permanent=true", nil, &p); code != 200 || len(p.Entries) != 1 {
 		t.Fatalf("GET /dlq?permanent=true = %d, %d entries; want the poison document alone", code, len(p.Entries))
@@ -55,7 +55,7 @@ func TestPermanentEntriesThroughTheAPI(t *testing.T) {
 		t.Fatalf("requeue permanent = %d %v, want 1", code, resp)
 	}
 	b.do(t, "GET", "/api/v1/dlq?content_id=poison", nil, &p)
-	if len(p.Entries) != 1 || p.Entries[0].Permanent || p.Entries[0].Exhausted || p.Entries[0].MaxRetries != deadletter.MaxRetriesDefault {
-		t.Errorf("requeued entry = %+v, want retryable with %d retries", p.Entries, deadletter.MaxRetriesDefault)
+	if len(p.Entries) != 1 || p.Entries[0].Permanent || p.Entries[0].Exhausted || p.Entries[0].MaxRetries != domain.MaxRetriesDefault {
+		t.Errorf("requeued entry = %+v, want retryable with %d retries", p.Entries, domain.MaxRetriesDefault)
 	}
 }

@@ -96,9 +96,15 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 	// within the limits, and so is everything copied from it below.
 	text := bounded(raw.RawText)
 	title := raw.Title
+	// A social media or video platform page is classified from its
+	// metadata: its text is a feed or a player, not an article.
+	assessed := admission.AssessURL(raw.URL)
+	if assessed.Strategy == admission.StrategyMetadataOnly {
+		text = raw.MetaDescription
+	}
 
 	words := raw.WordCount
-	if words <= 0 {
+	if words <= 0 || assessed.Strategy == admission.StrategyMetadataOnly {
 		words = len(strings.Fields(text))
 	}
 	published := parseDate(raw.PublishedDate)
@@ -150,6 +156,9 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		Index:                 contentindex.ClassifiedIndexFor(raw.Index),
 		RawIndex:              raw.Index,
 		ClaimID:               raw.ClaimID(),
+		ProcessingStrategy:    string(assessed.Strategy),
+		IsProcessable:         assessed.Processable,
+		URLClass:              string(assessed.Class),
 	}
 	// Matches come highest priority first, then best score: keep each
 	// topic once, at its best score, in that order.

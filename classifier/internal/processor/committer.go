@@ -551,11 +551,11 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 	var recorded []deadletter.Recorded
 	record := statement{name: "dead_letter", breaker: c.breakers.Postgres, probe: c.stores.History.Ping,
 		run: func(ctx context.Context, rs []Result) error {
-			entries := make([]deadletter.Failure, len(rs))
+			entries := make([]domain.DeadLetterEntry, len(rs))
 			for i, r := range rs {
-				entries[i] = deadletter.Failure{ContentID: r.Raw.ID, Source: r.Raw.SourceName, Index: r.Raw.Index, Code: r.Code, Message: r.Err.Error()}
+				entries[i] = domain.DeadLetterEntry{ContentID: r.Raw.ID, SourceName: r.Raw.SourceName, IndexName: r.Raw.Index, ErrorCode: r.Code, ErrorMessage: r.Err.Error()}
 			}
-			recs, err := c.stores.DeadLetters.Record(ctx, entries)
+			recs, err := c.stores.DeadLetters.EnqueueBatch(ctx, entries)
 			recorded = append(recorded, recs...)
 			return err
 		},
@@ -811,7 +811,7 @@ func (c *Committer) account(ctx context.Context, flipped []storage.StatusChange)
 		deltas[src] = d
 	}
 	if c.stores.DeadLetters != nil && len(resolved) > 0 {
-		n, err := c.stores.DeadLetters.Resolve(ctx, resolved)
+		n, err := c.stores.DeadLetters.Remove(ctx, resolved...)
 		if err != nil {
 			c.logger.ErrorContext(ctx, "resolving dead-letter entries failed; they will be retried and resolve then", "error", err)
 		} else if n > 0 {

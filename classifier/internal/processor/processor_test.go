@@ -47,8 +47,8 @@ func TestPoisonDocumentIsIsolated(t *testing.T) {
 	if err := e.db.QueryRow(`SELECT error_code, max_retries FROM dead_letter_queue WHERE content_id = $1`, poison).Scan(&code, &maxRetries); err != nil {
 		t.Fatalf("poison document not in the DLQ: %v", err)
 	}
-	if code != string(domain.ErrorCodeRulePanic) || maxRetries != deadletter.MaxRetriesDefault {
-		t.Errorf("DLQ row = %s with %d retries, want RULE_PANIC with %d", code, maxRetries, deadletter.MaxRetriesDefault)
+	if code != string(domain.ErrorCodeRulePanic) || maxRetries != domain.MaxRetriesDefault {
+		t.Errorf("DLQ row = %s with %d retries, want RULE_PANIC with %d", code, maxRetries, domain.MaxRetriesDefault)
 	}
 	if n := e.count(t, e.db, `SELECT COUNT(*) FROM dead_letter_queue`); n != 1 {
 		t.Errorf("DLQ rows = %d, want only the poison document", n)
@@ -218,7 +218,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 	}
 
 	// Exhaustion: ids[1] fails five more times.
-	for attempt := 1; attempt <= deadletter.MaxRetriesDefault; attempt++ {
+	for attempt := 1; attempt <= domain.MaxRetriesDefault; attempt++ {
 		due(ids[1])
 		if n, err := worker.RunOnce(ctx); err != nil || n != 1 {
 			t.Fatalf("retry %d: submitted %d, err %v", attempt, n, err)
@@ -233,7 +233,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 	if n, err := worker.RunOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("an exhausted entry was retried: submitted %d, err %v", n, err)
 	}
-	stats, err := dlq.Stats(ctx)
+	stats, err := dlq.GetStats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,11 @@ type Source struct {
 	// Duplicates counts the classified documents recorded as duplicates,
 	// by kind (url, content).
 	Duplicates map[string]int64 `json:"duplicates"`
+	// ByStrategy counts the source's documents by processing strategy
+	// (admission.Strategy): the classified ones by the strategy recorded
+	// on them (standard, metadata_only), and "refuse" for those refused at
+	// the door (Rejected.Total).
+	ByStrategy map[string]int64 `json:"by_strategy"`
 	// Published counts the documents published at least once.
 	Published int64 `json:"published"`
 	// DeadLetters counts the source's documents in the dead-letter queue.
@@ -196,7 +201,8 @@ func (r *Reader) compute(ctx context.Context) (*Report, error) {
 		s := bySource[rawIndex]
 		if s == nil {
 			s = &Source{Source: strings.TrimSuffix(rawIndex, contentindex.RawSuffix), RawIndex: rawIndex,
-				ByStatus: map[string]int64{}, Duplicates: map[string]int64{}, Rejected: Rejected{ByField: map[string]int64{}}}
+				ByStatus: map[string]int64{}, Duplicates: map[string]int64{}, Rejected: Rejected{ByField: map[string]int64{}},
+				ByStrategy: map[string]int64{}}
 			bySource[rawIndex] = s
 		}
 		return s
@@ -269,6 +275,9 @@ type statsResponse struct {
 				Duplicates struct {
 					Buckets []bucket `json:"buckets"`
 				} `json:"duplicates"`
+				Strategies struct {
+					Buckets []bucket `json:"buckets"`
+				} `json:"strategies"`
 				Pending struct {
 					Oldest struct {
 						Value *float64 `json:"value"`
@@ -293,6 +302,7 @@ func (r *Reader) elastic(ctx context.Context, now time.Time, get func(string) *S
 				"aggs": map[string]any{
 					"statuses":   map[string]any{"terms": map[string]any{"field": "classification_status", "size": 10}},
 					"duplicates": map[string]any{"terms": map[string]any{"field": duplicateKindField, "size": 10}},
+					"strategies": map[string]any{"terms": map[string]any{"field": "processing_strategy", "size": 10}},
 					"pending": map[string]any{
 						"filter": map[string]any{"term": map[string]any{"classification_status": contentindex.StatusPending}},
 						"aggs":   map[string]any{"oldest": map[string]any{"min": map[string]any{"field": "crawled_at"}}},
@@ -326,6 +336,9 @@ func (r *Reader) elastic(ctx context.Context, now time.Time, get func(string) *S
 			s.Processed = b.DocCount
 			for _, d := range b.Duplicates.Buckets {
 				s.Duplicates[d.Key] += d.DocCount
+			}
+			for _, d := range b.Strategies.Buckets {
+				s.ByStrategy[d.Key] += d.DocCount
 			}
 			continue
 		}
@@ -390,6 +403,7 @@ func (r *Reader) postgres(ctx context.Context, get func(string) *Source) error {
 			s := get(raw)
 			s.Rejected.Total += x.n
 			s.Rejected.ByField[x.field] += x.n
+			s.ByStrategy["refuse"] += x.n
 		}
 	}
 	published, err := query(`SELECT index_name, '', COUNT(*) FROM published_outcomes GROUP BY 1`)

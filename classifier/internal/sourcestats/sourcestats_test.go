@@ -66,7 +66,11 @@ func refusal(t *testing.T, mod func(*contentindex.RawDocument)) string {
 }
 
 func classified(id, dupKind string) map[string]any {
-	doc := map[string]any{"id": id, "source_name": "alpha", "classification_status": "classified"}
+	doc := map[string]any{"id": id, "source_name": "alpha", "classification_status": "classified",
+		"processing_strategy": "standard", "is_processable": true}
+	if id == "d" { // a video page, classified from its metadata
+		doc["processing_strategy"] = "metadata_only"
+	}
 	if dupKind != "" {
 		doc["duplicate_of"] = map[string]any{"index": "alpha_raw_content", "id": "orig", "kind": dupKind}
 	}
@@ -114,24 +118,24 @@ func TestSourceStats(t *testing.T) {
 
 	// alpha's failed documents: two refused at the door (url, raw_text),
 	// one retried twice after a panic (one document, three attempts).
-	failures := []deadletter.Failure{
-		{ContentID: "g", Source: alpha, Index: contentindex.RawIndex(alpha), Code: domain.ErrorCodeValidation,
-			Message: refusal(t, func(d *contentindex.RawDocument) { d.URL = "" })},
-		{ContentID: "h", Source: alpha, Index: contentindex.RawIndex(alpha), Code: domain.ErrorCodeValidation,
-			Message: refusal(t, func(d *contentindex.RawDocument) { d.RawText, d.Title = "", "" })},
+	failures := []domain.DeadLetterEntry{
+		{ContentID: "g", SourceName: alpha, IndexName: contentindex.RawIndex(alpha), ErrorCode: domain.ErrorCodeValidation,
+			ErrorMessage: refusal(t, func(d *contentindex.RawDocument) { d.URL = "" })},
+		{ContentID: "h", SourceName: alpha, IndexName: contentindex.RawIndex(alpha), ErrorCode: domain.ErrorCodeValidation,
+			ErrorMessage: refusal(t, func(d *contentindex.RawDocument) { d.RawText, d.Title = "", "" })},
 	}
 	for range 3 {
-		failures = append(failures, deadletter.Failure{ContentID: "i", Source: alpha, Index: contentindex.RawIndex(alpha),
-			Code: domain.ErrorCodeRulePanic, Message: "classification panicked"})
-		if _, err := b.dlq.Record(ctx, failures); err != nil {
+		failures = append(failures, domain.DeadLetterEntry{ContentID: "i", SourceName: alpha, IndexName: contentindex.RawIndex(alpha),
+			ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: "classification panicked"})
+		if _, err := b.dlq.EnqueueBatch(ctx, failures); err != nil {
 			t.Fatal(err)
 		}
 		failures = failures[:0]
 	}
 	// A VALIDATION_ERROR that is not the door's (a value the classified
 	// mapping refused) is a dead letter, not a refusal at the door.
-	if _, err := b.dlq.Record(ctx, []deadletter.Failure{{ContentID: "p", Source: beta, Index: contentindex.RawIndex(beta),
-		Code: domain.ErrorCodeValidation, Message: "mapper_parsing_exception: failed to parse field [title]"}}); err != nil {
+	if _, err := b.dlq.EnqueueBatch(ctx, []domain.DeadLetterEntry{{ContentID: "p", SourceName: beta, IndexName: contentindex.RawIndex(beta),
+		ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "mapper_parsing_exception: failed to parse field [title]"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.db.Exec(`INSERT INTO published_outcomes (index_name, content_id, version, outcome) VALUES
@@ -163,6 +167,9 @@ func TestSourceStats(t *testing.T) {
 	}
 	if a.Rejected.Total != 2 || a.Rejected.ByField["url"] != 1 || a.Rejected.ByField["raw_text"] != 1 {
 		t.Errorf("alpha refused at the door = %+v, want url 1 and raw_text 1", a.Rejected)
+	}
+	if a.ByStrategy["standard"] != 3 || a.ByStrategy["metadata_only"] != 1 || a.ByStrategy["refuse"] != 2 || len(a.ByStrategy) != 3 {
+		t.Errorf("alpha by strategy = %v, want standard 3, metadata_only 1, refuse 2", a.ByStrategy)
 	}
 	if a.Duplicates["url"] != 1 || a.Duplicates["content"] != 1 || len(a.Duplicates) != 2 {
 		t.Errorf("alpha duplicates = %v, want url 1 and content 1", a.Duplicates)

@@ -28,6 +28,14 @@ func NewOutboxWriter(db *sql.DB) *OutboxWriter {
 // an outage when a write's error does not tell (fault.Proved).
 func (w *OutboxWriter) Ping(ctx context.Context) error { return fault.PingPostgres(w.db)(ctx) }
 
+// Write inserts the outbox row of one classified document, as WriteBatch
+// does: the row of a version already in the outbox is left as it is. The
+// raw index travels with the document (doc.Index), as a content id is
+// unique only within its index.
+func (w *OutboxWriter) Write(ctx context.Context, doc *domain.ClassifiedContent) error {
+	return w.WriteBatch(ctx, []*domain.ClassifiedContent{doc})
+}
+
 // WriteBatch inserts one outbox row per document (outbox.InsertBatch), as
 // the version the committer decided (package republish). A version already
 // in the outbox is left as it is (ON CONFLICT DO NOTHING): a document

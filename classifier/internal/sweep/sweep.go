@@ -238,15 +238,15 @@ type refusal struct {
 // quarantine does what the classifier's committer does with refused
 // documents: the dead letters first, then the conditional status flip.
 func (s *Sweeper) quarantine(ctx context.Context, refused []refusal, report *Report, byIndex map[string]*Index) error {
-	failures := make([]deadletter.Failure, len(refused))
+	failures := make([]domain.DeadLetterEntry, len(refused))
 	changes := make([]storage.StatusChange, len(refused))
 	for i, r := range refused {
-		failures[i] = deadletter.Failure{ContentID: r.raw.ID, Source: r.raw.SourceName, Index: r.raw.Index,
-			Code: domain.ErrorCodeValidation, Message: r.message}
+		failures[i] = domain.DeadLetterEntry{ContentID: r.raw.ID, SourceName: r.raw.SourceName, IndexName: r.raw.Index,
+			ErrorCode: domain.ErrorCodeValidation, ErrorMessage: r.message}
 		changes[i] = storage.StatusChange{Raw: r.raw, Status: contentindex.StatusFailed,
 			Reason: string(domain.ErrorCodeValidation) + ": " + r.message}
 	}
-	if _, err := s.cfg.DeadLetters.Record(ctx, failures); err != nil {
+	if _, err := s.cfg.DeadLetters.EnqueueBatch(ctx, failures); err != nil {
 		return fmt.Errorf("quarantine: %w", err)
 	}
 	items, err := s.store.FlipStatus(ctx, changes)

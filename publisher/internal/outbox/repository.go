@@ -43,17 +43,32 @@ type Batch struct {
 	Entries []domain.OutboxEntry
 }
 
-// Claim moves up to limit publishable rows to publishing under one fresh
-// claim token and returns them, crime content first, then oldest first.
-// Publishable means pending, or failed with retries left and due. One
-// statement both selects (FOR UPDATE SKIP LOCKED, so concurrent publishers
-// never claim the same row) and moves the rows out of reach, so no lock has
-// to outlive it. Rows left publishing by a worker that died are returned to
-// pending by Rescue.
-func (r *Repository) Claim(ctx context.Context, limit int) (Batch, error) {
-	_, batch, err := r.MarkAndClaim(ctx, Published{}, limit)
+// FetchPending claims up to limit pending rows under one fresh claim token
+// (status publishing) and returns them, crime content first, then oldest
+// first. One statement both selects (FOR UPDATE SKIP LOCKED, so concurrent
+// publishers never claim the same row) and moves the rows out of reach, so
+// no lock has to outlive it. Rows left publishing by a worker that died are
+// returned to pending by ResetToPending.
+func (r *Repository) FetchPending(ctx context.Context, limit int) (Batch, error) {
+	_, batch, err := r.markAndClaim(ctx, Published{}, limit, claimPending)
 	return batch, err
 }
+
+// FetchRetryable claims, as FetchPending does, up to limit failed rows with
+// retries left whose next_retry_at has come, the longest due first.
+func (r *Repository) FetchRetryable(ctx context.Context, limit int) (Batch, error) {
+	_, batch, err := r.markAndClaim(ctx, Published{}, limit, claimRetryable)
+	return batch, err
+}
+
+// claimKind says which rows a claim may take.
+type claimKind string
+
+const (
+	claimPending   claimKind = "pending"
+	claimRetryable claimKind = "retryable"
+	claimAll       claimKind = "all"
+)
 
 // Published names the rows of one claim whose messages went out.
 type Published struct {
@@ -63,12 +78,18 @@ type Published struct {
 }
 
 // MarkAndClaim marks the rows of done published, as MarkPublished does,
-// and claims the next batch, as Claim does, in one statement: a worker that
+// and claims the next batch of publishable rows (pending, or failed with
+// retries left and due: FetchPending and FetchRetryable together) in one
+// statement: a worker that
 // claims again as soon as it has published spends one round trip and one
 // plan per batch instead of two. It returns how many of done's rows were
 // marked (rows no longer publishing under done.Token are left alone, as
 // MarkPublished leaves them); when it fails, neither happened.
 func (r *Repository) MarkAndClaim(ctx context.Context, done Published, limit int) (int64, Batch, error) {
+	return r.markAndClaim(ctx, done, limit, claimAll)
+}
+
+func (r *Repository) markAndClaim(ctx context.Context, done Published, limit int, kind claimKind) (int64, Batch, error) {
 	token, err := newToken()
 	if err != nil {
 		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
@@ -90,13 +111,13 @@ func (r *Repository) MarkAndClaim(ctx context.Context, done Published, limit int
 			RETURNING 1
 		), pending AS (
 			SELECT id, is_crime_related, created_at FROM classified_outbox
-			WHERE status = 'pending'
+			WHERE status = 'pending' AND $5 <> 'retryable'
 			ORDER BY is_crime_related DESC, created_at ASC
 			LIMIT $1
 			FOR UPDATE SKIP LOCKED
 		), due AS (
 			SELECT id, is_crime_related, created_at FROM classified_outbox
-			WHERE status = 'failed' AND retry_count < max_retries
+			WHERE status = 'failed' AND retry_count < max_retries AND $5 <> 'pending'
 			  AND (next_retry_at IS NULL OR next_retry_at <= NOW())
 			ORDER BY next_retry_at ASC NULLS FIRST
 			LIMIT $1
@@ -113,7 +134,7 @@ func (r *Repository) MarkAndClaim(ctx context.Context, done Published, limit int
 		)
 		SELECT (SELECT COUNT(*) FROM marked), claimed.id IS NOT NULL, claimed.*
 		FROM (VALUES (1)) AS one (x) LEFT JOIN claimed ON TRUE`
-	rows, err := r.db.QueryContext(ctx, query, limit, token, pq.Array(done.IDs), doneToken)
+	rows, err := r.db.QueryContext(ctx, query, limit, token, pq.Array(done.IDs), doneToken, string(kind))
 	if err != nil {
 		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
 	}
@@ -291,12 +312,12 @@ func (r *Repository) Release(ctx context.Context, token string, ids []string) (i
 	return n, nil
 }
 
-// Rescue returns rows left publishing for longer than stale (their worker
+// ResetToPending returns rows left publishing for longer than stale (their worker
 // died between claim and outcome) to pending. They are published again:
 // at-least-once, duplicates only from the batch that was in flight. The
 // claim token is cleared, so should that batch still record its outcome, it
 // touches none of these rows.
-func (r *Repository) Rescue(ctx context.Context, stale time.Duration) (int64, error) {
+func (r *Repository) ResetToPending(ctx context.Context, stale time.Duration) (int64, error) {
 	res, err := r.db.ExecContext(ctx, `
 		UPDATE classified_outbox SET status = 'pending', claim_token = NULL, updated_at = NOW()
 		WHERE status = 'publishing' AND updated_at < NOW() - make_interval(secs => $1)`, stale.Seconds())
@@ -360,14 +381,14 @@ func (r *Repository) CountByStatus(ctx context.Context) (map[domain.OutboxStatus
 	return out, rows.Err()
 }
 
-// Stats returns counts by status, failed rows split into retryable and
+// GetStats returns counts by status, failed rows split into retryable and
 // exhausted, the average and 95th percentile publish lag (insert to publish)
 // of the last hour, and the age of the oldest pending row.
-func (r *Repository) Stats(ctx context.Context) (domain.OutboxStats, error) {
+func (r *Repository) GetStats(ctx context.Context) (domain.OutboxStats, error) {
 	return r.StatsMatching(ctx, domain.OutboxFilter{})
 }
 
-// StatsMatching is Stats over the rows matching f, so that the figures
+// StatsMatching is GetStats over the rows matching f, so that the figures
 // beside a filtered list count what the list shows.
 func (r *Repository) StatsMatching(ctx context.Context, f domain.OutboxFilter) (domain.OutboxStats, error) {
 	where, args := filterSQL(f)

@@ -239,20 +239,20 @@ func TestClaimTokenKeepsRescuedRowsWithNewClaim(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	outboxtest.Insert(t, b.db, outboxtest.Rows("token", 4))
-	a, err := b.repo.Claim(ctx, 10)
+	a, err := b.repo.FetchPending(ctx, 10)
 	if err != nil || len(a.Entries) != 4 || a.Token == "" {
 		t.Fatalf("claim A: %d rows, token %q, %v", len(a.Entries), a.Token, err)
 	}
 	if _, err := b.db.Exec(`UPDATE classified_outbox SET updated_at = NOW() - INTERVAL '10 minutes'`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.repo.Rescue(ctx, 5*time.Minute); n != 4 || err != nil {
+	if n, err := b.repo.ResetToPending(ctx, 5*time.Minute); n != 4 || err != nil {
 		t.Fatalf("rescue: %d %v", n, err)
 	}
 	if n := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE claim_token IS NOT NULL`); n != 0 {
 		t.Fatalf("rescue left %d claim tokens", n)
 	}
-	bb, err := b.repo.Claim(ctx, 10)
+	bb, err := b.repo.FetchPending(ctx, 10)
 	if err != nil || len(bb.Entries) != 4 || bb.Token == a.Token {
 		t.Fatalf("claim B: %d rows, token %q (A %q), %v", len(bb.Entries), bb.Token, a.Token, err)
 	}
@@ -299,7 +299,7 @@ func TestMarkAndClaim(t *testing.T) {
 		}
 		return out
 	}
-	first, err := b.repo.Claim(ctx, 3)
+	first, err := b.repo.FetchPending(ctx, 3)
 	if err != nil || len(first.Entries) != 3 {
 		t.Fatalf("first claim: %d rows, %v", len(first.Entries), err)
 	}
@@ -369,7 +369,7 @@ func TestLateBatchDoesNotOverwriteNewClaim(t *testing.T) {
 	if _, err := b.db.Exec(`UPDATE classified_outbox SET updated_at = NOW() - INTERVAL '10 minutes'`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.repo.Rescue(ctx, 5*time.Minute); n != 10 || err != nil {
+	if n, err := b.repo.ResetToPending(ctx, 5*time.Minute); n != 10 || err != nil {
 		t.Fatalf("rescue: %d %v", n, err)
 	}
 	wb := b.newWorker(t, cfg, b.repo, rb.Client())

@@ -47,7 +47,7 @@ func NewRescuer(cfg RescuerConfig, repo *outbox.Repository, metrics *telemetry.M
 	logger = logger.With("component", "outbox_rescuer")
 	r := &OutboxRescuer{}
 	r.Loop = lifecycle.Loop{Name: "outbox rescuer", Logger: logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
-		n, err := repo.Rescue(ctx, cfg.StaleAfter)
+		n, err := repo.ResetToPending(ctx, cfg.StaleAfter)
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.ErrorContext(ctx, "outbox rescue failed", "error", err)

@@ -119,7 +119,7 @@ func TestClaimPriorityOrdering(t *testing.T) {
 	}
 	var got []string
 	for range 3 {
-		batch, err := b.repo.Claim(context.Background(), 2)
+		batch, err := b.repo.FetchPending(context.Background(), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,11 +196,11 @@ func TestRetryBackoffToSuccessAndExhaustion(t *testing.T) {
 		t.Errorf("breaker %s: a refused channel is not a Redis outage", w.RedisBreaker().State())
 	}
 	// Exhausted rows are not claimed again...
-	batch, err := b.repo.Claim(ctx, 10)
+	batch, err := b.repo.FetchPending(ctx, 10)
 	if err != nil || len(batch.Entries) != 0 {
 		t.Fatalf("claim after exhaustion: %v %v, want nothing", batch.Entries, err)
 	}
-	stats, err := b.repo.Stats(ctx)
+	stats, err := b.repo.GetStats(ctx)
 	if err != nil || stats.FailedExhausted != 1 || stats.FailedRetryable != 0 {
 		t.Fatalf("stats %+v %v, want one exhausted row", stats, err)
 	}

@@ -48,7 +48,7 @@ func TestLoginCarriesTheAccountsRole(t *testing.T) {
 		r = b.do(request{Method: "GET", Path: "/api/v1/auth/me", Token: &lr.Token})
 		var me api.MeResponse
 		r.decode(t, &me)
-		if r.Status != http.StatusOK || me != (api.MeResponse{User: c.user, Role: c.role}) {
+		if r.Status != http.StatusOK || me != (api.MeResponse{User: c.user, Role: c.role, ReadsBodies: true}) {
 			t.Fatalf("me of %s: %d %+v", c.user, r.Status, me)
 		}
 		if c.role == auth.RoleViewer {

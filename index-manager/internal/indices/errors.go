@@ -84,9 +84,29 @@ type esErrorDetail struct {
 // short enough for an API error message.
 const maxReasonLen = 500
 
-// check sends req and classifies a transport failure or non-2xx answer.
+// do sends req and classifies a transport failure or non-2xx answer.
 // On success the caller reads and closes res.Body.
+//
+// Each call is a span named "elasticsearch <op>" when the client was built
+// with a tracer provider (esclient.Config.TracerProvider), a child of the
+// span in ctx (the HTTP request's): the request structs the store builds
+// carry no instrumentation of their own, so the store starts it here.
 func (s *Store) do(ctx context.Context, op string, req esapi.Request) (*esapi.Response, error) {
+	inst := s.es.InstrumentationEnabled()
+	if inst == nil {
+		return s.send(ctx, op, req)
+	}
+	ctx = inst.Start(ctx, "elasticsearch "+op)
+	defer inst.Close(ctx)
+	res, err := s.send(ctx, op, req)
+	if err != nil {
+		inst.RecordError(ctx, err)
+	}
+	return res, err
+}
+
+// send is do without its span.
+func (s *Store) send(ctx context.Context, op string, req esapi.Request) (*esapi.Response, error) {
 	res, err := req.Do(ctx, s.es)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) && errors.Is(ctx.Err(), context.Canceled) {

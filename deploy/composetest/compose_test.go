@@ -107,7 +107,7 @@ func TestProjectLoads(t *testing.T) {
 		"redis", "elasticsearch",
 		"classifier", "publisher", "index-manager",
 		"loader", "classifier-migrate", "publisher-migrate",
-		"prometheus", "grafana", "dashboard",
+		"prometheus", "grafana", "dashboard", "jaeger",
 	}
 	got := p.ServiceNames()
 	slices.Sort(want)

@@ -141,6 +141,12 @@ func (c *Crawler) Copies() map[CopyKind]int {
 // an earlier document's.
 func (c *Crawler) Document(source string, n int) (contentindex.RawDocument, CopyKind) {
 	doc := c.meta.Document(source, n)
+	if doc.OGType == "website" {
+		// A listing page of the simple corpus reuses one of 20 URLs (a URL
+		// duplicate); here every page has its own, so the copies are the
+		// stated DuplicateRate and nothing else.
+		doc.URL = fmt.Sprintf("https://%s.example.com/category/local/page/%d", source, 1+n)
+	}
 	kind := Original
 	if len(c.recent) > 0 && c.rng.Float64() < c.cfg.DuplicateRate {
 		text := c.recent[c.rng.IntN(len(c.recent))]

@@ -34,6 +34,7 @@ func TestCrawlerDocumentsHaveCrawlerShape(t *testing.T) {
 	}
 	words := map[string]bool{}
 	texts := map[string]int{}
+	urls := map[string]bool{}
 	for i := range n {
 		d, kind := c.Document("s", i)
 		if kind == Original {
@@ -51,6 +52,10 @@ func TestCrawlerDocumentsHaveCrawlerShape(t *testing.T) {
 			words[strings.ToLower(strings.Trim(w, ".,;"))] = true
 		}
 		texts[d.RawText]++
+		if urls[d.URL] {
+			t.Fatalf("document %d: URL %s written twice: copies are only the stated rate", i, d.URL)
+		}
+		urls[d.URL] = true
 	}
 	if len(words) < 5000 {
 		t.Errorf("%d distinct words in %d documents, want thousands", len(words), n)

@@ -376,8 +376,18 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByTestId('refresh-paused').waitFor()
     await shot('dlq')
     await page.getByRole('checkbox', { name: `Select ${id}` }).uncheck()
+    // "Retry all matching" names how many entries the filter holds, as Postgres counts them.
+    await page.getByRole('button', { name: 'Retry all matching' }).click()
+    const confirm = page.getByTestId('confirm-dialog')
+    const matching = Number(h.sql('classifier', "SELECT count(*) FROM dead_letter_queue WHERE error_code = 'VALIDATION_ERROR'"))
+    await confirm.getByTestId('dlq-matching-count').filter({ hasText: new RegExp(`^${matching.toLocaleString('en-US')} entr`) }).waitFor()
+    await confirm.getByRole('button', { name: 'Cancel' }).click()
+    await page.locator('[data-testid="dlq-by-code"] [data-code="VALIDATION_ERROR"]').waitFor()
+    // A retry says what it gave once it has run: the document fails validation again.
     await page.getByRole('button', { name: `Retry ${id}` }).click()
     await page.getByText(`Re-queued ${id}`).waitFor()
+    await row.locator('[data-testid="retry-outcome"][data-state="failed"]').filter({ hasText: 'retry failed again with VALIDATION_ERROR' }).waitFor({ timeout: 60_000 })
+    await page.getByText(`${id}: retry failed again with VALIDATION_ERROR`).waitFor()
   })
 
   test('find a document by its id across raw, classified, outbox and dead letters, and follow each link', async () => {

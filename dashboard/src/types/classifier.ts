@@ -127,6 +127,12 @@ export interface DeadLetterEntry {
   created_at: string
   last_attempt_at: string | null
   exhausted: boolean
+  /** Consecutive identical failures; at the classifier's limit the entry is made permanent. */
+  failure_streak?: number
+  permanent?: boolean
+  /** Why the entry is permanent, e.g. "failed 3 times in a row with RULE_PANIC: …". */
+  permanent_reason?: string | null
+  permanent_at?: string | null
 }
 
 export interface DeadLetterFilter {

@@ -1,0 +1,56 @@
+// What became of a dead-letter entry re-queued for a retry, read from the
+// entry as the queue holds it afterwards; and how many entries a filter
+// matches, counted page by page when the queue's figures cannot say.
+import type { DeadLetterEntry, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse } from '@/types/classifier'
+
+export type RetryOutcome =
+  | { state: 'waiting' }
+  | { state: 'succeeded' }
+  | { state: 'failed'; code: string; retries: string; exhausted: boolean; permanentReason: string | null }
+
+/**
+ * The outcome of a retry of `before` (the entry as it was when re-queued):
+ * the entry gone from the queue means the document was classified; another
+ * attempt than the last one before means it failed again; otherwise the
+ * retry has not run yet. (The queue's own times are compared, not this
+ * browser's clock.)
+ */
+export function retryOutcome(before: DeadLetterEntry, after: DeadLetterEntry | undefined): RetryOutcome {
+  if (!after) return { state: 'succeeded' }
+  if (after.last_attempt_at === before.last_attempt_at) return { state: 'waiting' }
+  return {
+    state: 'failed', code: after.error_code, retries: `${after.retry_count} / ${after.max_retries}`,
+    exhausted: after.exhausted, permanentReason: after.permanent_reason ?? null,
+  }
+}
+
+/** The outcome in words, for a toast and the row. */
+export function outcomeText(o: RetryOutcome): string {
+  switch (o.state) {
+    case 'waiting': return 'retrying…'
+    case 'succeeded': return 'retry succeeded: classified, gone from the queue'
+    case 'failed': return `retry failed again with ${o.code} (${o.retries})${o.permanentReason ? `, permanent: ${o.permanentReason}` : o.exhausted ? ', exhausted' : ''}`
+  }
+}
+
+/** The most entries countMatching pages through (20 pages of 500). */
+export const COUNT_LIMIT = 10_000
+
+/**
+ * How many entries match the filter: by page of 500, up to COUNT_LIMIT
+ * (`more` when there are more).
+ */
+export async function countMatching(
+  filter: DeadLetterFilter,
+  list: (p: DeadLetterListParams) => Promise<DeadLetterListResponse>,
+): Promise<{ count: number; more: boolean }> {
+  let count = 0
+  let cursor: string | undefined
+  for (;;) {
+    const page = await list({ ...filter, limit: 500, cursor })
+    count += page.entries.length
+    if (!page.next_cursor) return { count, more: false }
+    if (count >= COUNT_LIMIT) return { count, more: true }
+    cursor = page.next_cursor
+  }
+}

@@ -396,9 +396,9 @@ func TestPrometheusProxyRealPrometheus(t *testing.T) {
 		"classifier_queue_depth":    {`"3"`},
 		"classifier_dlq_backlog":    {`{"state":"retrying"}`, `"1"`, `{"state":"exhausted"}`, `"4"`},
 		"classifier_outbox_backlog": {`{"status":"pending"}`, `"2"`, `{"status":"failed"}`, `"5"`},
-		// A counter that does not move: its rate per source is 0.
-		"classifier_documents_processed_total": {`{"source":"a"}`, `"0"`},
-		"classifier_publications_total":        {`{"source":"a"}`, `"0"`},
+		// Counters younger than the 15 minutes: counted whole, per minute.
+		"classifier_documents_processed_total": {`{"source":"a"}`, `"0.6666666666666666"`},
+		"classifier_publications_total":        {`{"source":"a"}`, `"0.5333333333333333"`},
 	}
 	end := time.Now().Unix() + 1 // the point at end follows the sample just seen
 	for _, q := range frontEndQueries(t) {

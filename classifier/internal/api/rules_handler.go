@@ -3,18 +3,25 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
 // ruleRequest is the body of POST /rules and PUT /rules/:id. name, topic and
 // keywords are required; min_confidence defaults to
-// rulestore.MinConfidenceDefault, priority to 0 and enabled to true. PUT
-// replaces the whole rule with the same defaults.
+// rulestore.MinConfidenceDefault, min_keywords to 0 on create (a PUT
+// without it keeps the rule's), priority to 0 and enabled to true. PUT
+// replaces the rest of the rule with the same defaults. One threshold
+// decides a rule (rules.Rule.Threshold): min_keywords when it is above zero
+// (under the default scoring), min_confidence otherwise; every answer names
+// it in threshold.
 type ruleRequest struct {
 	Name          *string   `json:"name"`
 	Topic         *string   `json:"topic"`
@@ -23,6 +30,17 @@ type ruleRequest struct {
 	MinKeywords   *int      `json:"min_keywords"`
 	Priority      *int      `json:"priority"`
 	Enabled       *bool     `json:"enabled"`
+}
+
+// ruleRequestFields are the JSON fields POST and PUT /rules accept, for the
+// test that holds the OpenAPI document to them.
+func ruleRequestFields() []string {
+	t := reflect.TypeFor[ruleRequest]()
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return out
 }
 
 func (r ruleRequest) input() (rulestore.Input, error) {
@@ -93,7 +111,25 @@ func (h *handler) listRules(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	for i := range list {
+		list[i] = h.withThreshold(list[i])
+	}
 	c.JSON(http.StatusOK, ruleList{Rules: list, Total: len(list)})
+}
+
+// scoring is the live engine's scoring (rules.ScoringDefault when the
+// engine does not say).
+func (h *handler) scoring() rules.Scoring {
+	if o, ok := h.Engine.(interface{ Options() rules.Options }); ok {
+		return o.Options().Scoring
+	}
+	return rules.ScoringDefault
+}
+
+// withThreshold names the threshold that decides r under the live
+// engine's scoring, as the engine and the playground decide it.
+func (h *handler) withThreshold(r rulestore.Rule) rulestore.Rule {
+	return r.WithThreshold(h.scoring())
 }
 
 // ruleID reads the :id parameter, writing a 400 when it is not a positive
@@ -121,7 +157,7 @@ func (h *handler) getRule(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, rule)
+	c.JSON(http.StatusOK, h.withThreshold(rule))
 }
 
 // POST /rules
@@ -143,7 +179,7 @@ func (h *handler) createRule(c *gin.Context) {
 		return
 	}
 	c.Header("Location", fmt.Sprintf("%s/%d", c.FullPath(), rule.ID))
-	c.JSON(http.StatusCreated, rule)
+	c.JSON(http.StatusCreated, h.withThreshold(rule))
 }
 
 // PUT /rules/:id
@@ -168,7 +204,7 @@ func (h *handler) updateRule(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, rule)
+	c.JSON(http.StatusOK, h.withThreshold(rule))
 }
 
 // DELETE /rules/:id
@@ -204,5 +240,5 @@ func (h *handler) setEnabled(c *gin.Context, enabled bool) {
 		h.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, rule)
+	c.JSON(http.StatusOK, h.withThreshold(rule))
 }

@@ -37,6 +37,24 @@ type Rule struct {
 	MinKeywords int
 }
 
+// The thresholds a rule can be decided by (Rule.Threshold).
+const (
+	ThresholdMinKeywords   = "min_keywords"
+	ThresholdMinConfidence = "min_confidence"
+)
+
+// Threshold names the one threshold that decides r under scoring: its
+// MinKeywords (ThresholdMinKeywords) when it is above zero and scoring is
+// ScoringMinKeywords, otherwise its MinConfidence (ThresholdMinConfidence).
+// The other field is then not consulted. The engine, the rule API and the
+// playground all decide with this.
+func (r *Rule) Threshold(scoring Scoring) string {
+	if scoring == ScoringMinKeywords && r.MinKeywords > 0 {
+		return ThresholdMinKeywords
+	}
+	return ThresholdMinConfidence
+}
+
 // Match is a rule found in a text, with the figures of its score.
 type Match struct {
 	// Rule is the engine snapshot's own copy of the rule: read it, do not
@@ -437,7 +455,7 @@ func (s *snapshot) initScratch() {
 // keywords that pass its threshold under scoring (n+1 when none do), and
 // whether the threshold is the rule's MinKeywords.
 func threshold(scoring Scoring, r *Rule, n int) (needed int, byCount bool) {
-	if scoring == ScoringMinKeywords && r.MinKeywords > 0 {
+	if r.Threshold(scoring) == ThresholdMinKeywords {
 		return min(r.MinKeywords, n+1), true
 	}
 	for h := 1; h <= n; h++ {

@@ -57,11 +57,23 @@ type Rule struct {
 	// rule must find to match (it replaces min_confidence as the threshold
 	// under the engine's default scoring); 0 keeps the spec's threshold.
 	MinKeywords int `json:"min_keywords"`
+	// Threshold names the one threshold that decides the rule under the
+	// live engine's scoring (rules.Rule.Threshold): "min_keywords" or
+	// "min_confidence". It is derived, never stored: the rule API fills it
+	// in (WithThreshold).
+	Threshold string `json:"threshold,omitempty"`
 	// Seed names the migration that inserted the rule ("005_default_rules"),
 	// empty for rules created through the API.
 	Seed      string    `json:"seed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// WithThreshold returns r with Threshold set for the engine's scoring.
+func (r Rule) WithThreshold(scoring rules.Scoring) Rule {
+	er := r.EngineRule()
+	r.Threshold = er.Threshold(scoring)
+	return r
 }
 
 // EngineRule converts r for rules.NewEngine and Engine.Update.

@@ -680,7 +680,14 @@ describe('dashboard', { concurrency: false }, () => {
     await goto(`/sources?q=${bulk}`)
     const row = page.locator(`tr[data-source="${bulk}"]`)
     await row.getByTestId('classified').filter({ hasText: '2,000' }).waitFor()
-    await row.getByRole('button', { name: `Reprocess ${bulk}` }).click()
+    // At 1280 px, Reprocess is in view without scrolling the table sideways.
+    await page.setViewportSize({ width: 1280, height: 900 })
+    const reprocess = row.getByRole('button', { name: `Reprocess ${bulk}` })
+    const box = await reprocess.boundingBox()
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 1280, `Reprocess at x ${box?.x}..${box && box.x + box.width}, outside the 1280 px viewport`)
+    assert.equal(await page.getByRole('region', { name: 'Sources table' }).evaluate((el) => el.scrollLeft), 0)
+    await page.setViewportSize({ width: 1440, height: 900 })
+    await reprocess.click()
     const dialog = page.getByTestId('confirm-dialog')
     await dialog.getByTestId('reprocess-count').filter({ hasText: '2,000 classified documents' }).waitFor()
     assert.match(await dialog.innerText(), /runs at low priority/)
@@ -699,7 +706,7 @@ describe('dashboard', { concurrency: false }, () => {
       await status.waitFor()
       await shot('sources-reprocess')
       await row.locator('[data-testid="reprocess-status"][data-status="completed"]').waitFor({ timeout: 120_000 })
-      assert.match(await status.innerText(), /^2,000 documents set back to pending; classified again at low priority/)
+      assert.match(await status.innerText(), /^2,000 documents set back to pending/)
       const [task] = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body.tasks
       assert.deepEqual([task.status, task.scope, task.requeued, task.conflicts, task.errors, task.requested_by], ['completed', 'classified', BULK, 0, 0, h.username])
       // Every raw document was set back to pending at low priority, and every
@@ -715,6 +722,8 @@ describe('dashboard', { concurrency: false }, () => {
         await row.waitFor()
         return (await row.getByTestId('pending').innerText()) === '0' && (await row.getByTestId('classified').innerText()) === '2,000'
       }, { timeout: 60_000, interval: 2000 })
+      // To its end, after a reload too: the row says its documents were classified again.
+      await row.locator('[data-testid="reprocess-status"][data-phase="done"]').filter({ hasText: /^2,000 documents set back to pending and classified again$/ }).waitFor()
     } finally {
       clearInterval(watchPending)
     }
@@ -797,6 +806,7 @@ describe('dashboard', { concurrency: false }, () => {
     } finally {
       await h.run(h.publisher)
     }
+    await goto('/')
     await page.getByTestId('overview-published').locator('[data-figure="value"]').filter({ hasText: /\d/ }).waitFor({ timeout: 45_000 })
 
     // The classifier down: its Overview cards name it; the Sources table

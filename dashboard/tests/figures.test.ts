@@ -62,6 +62,13 @@ describe('sources', () => {
     expect(reprocessSummary({ ...t, status: 'failed', error: 'index closed' }, null)).toBe('Reprocess failed after 1,200 documents: index closed')
     expect(reprocessSummary({ ...t, status: 'abandoned' }, null)).toMatch(/start it again to finish$/)
   })
+  it('follows a reprocess to its end: its documents pending, then classified again', async () => {
+    const { reprocessPhase } = await import('@/lib/sources')
+    const done = { status: 'completed' as const, requeued: 2000, conflicts: 0, errors: 0, error: null }
+    expect(reprocessSummary(done, 2000, 740)).toBe('2,000 documents set back to pending; being classified again at low priority: 740 still pending')
+    expect(reprocessSummary(done, 2000, 0)).toBe('2,000 documents set back to pending and classified again')
+    expect([reprocessPhase('running', 5), reprocessPhase('completed', 5), reprocessPhase('completed', 0), reprocessPhase('failed', 0)]).toEqual(['requeueing', 'classifying', 'done', 'stopped'])
+  })
   it('tones the reputation on its 0..1 scale', () => {
     expect([reputationTone(0.9), reputationTone(0.5), reputationTone(0.1)]).toEqual(['success', 'warning', 'danger'])
   })

@@ -1,7 +1,9 @@
 // The reprocess tasks the dashboard follows, one per source: started here,
 // or found running in the source's task list. A source's row and its detail
 // show the same task, polled every second while it runs; when it ends the
-// source figures are read again.
+// source figures are read again. The tasks followed are kept in this
+// browser's storage, so a reload still shows each row's last reprocess
+// (and how far its documents are classified again).
 import { computed, reactive, watch } from 'vue'
 import { useQuery, useQueryClient } from '@tanstack/vue-query'
 import { classifierApi } from '@/api/client'
@@ -13,10 +15,26 @@ interface Followed {
   estimate: number | null
   status: ReprocessTask['status']
 }
-const followed = reactive(new Map<string, Followed>())
+const STORAGE_KEY = 'nc-reprocess'
+
+function stored(): [string, Followed][] {
+  try {
+    const raw = JSON.parse(localStorage.getItem(STORAGE_KEY) ?? '[]') as unknown
+    return Array.isArray(raw) ? (raw as [string, Followed][]).filter((e) => typeof e?.[0] === 'string' && typeof e[1]?.id === 'string') : []
+  } catch {
+    return []
+  }
+}
+const followed = reactive(new Map<string, Followed>(typeof localStorage === 'undefined' ? [] : stored()))
+const save = () => {
+  try {
+    localStorage.setItem(STORAGE_KEY, JSON.stringify([...followed.entries()]))
+  } catch { /* storage full or off: the tasks are followed until a reload */ }
+}
 
 export function followReprocess(task: ReprocessTask, estimate: number | null): void {
   followed.set(task.source, { id: task.id, estimate, status: task.status })
+  save()
 }
 
 /** Whether the dashboard follows a task of this source. */
@@ -33,11 +51,14 @@ export function useReprocessTask(source: () => string) {
     queryFn: () => classifierApi.getReprocessTask(source(), current.value!.id),
     enabled: computed(() => !!current.value),
     refetchInterval: (q) => (q.state.data?.status === 'running' ? 1_000 : false),
+    // A task that ended does not change: read once.
+    staleTime: (q) => (q.state.data && q.state.data.status !== 'running' ? Infinity : 0),
   })
   watch(() => task.data.value?.status, (status, before) => {
     const f = current.value
     if (!status || !f || task.data.value?.id !== f.id) return
     f.status = status
+    save()
     if (before === 'running' && status !== 'running') void queryClient.invalidateQueries({ queryKey: ['sources'] })
   })
   return { task: computed(() => (task.data.value?.id === current.value?.id ? task.data.value : undefined)), estimate: computed(() => current.value?.estimate ?? null) }

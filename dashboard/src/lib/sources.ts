@@ -186,11 +186,27 @@ export function reprocessRefusal(status: number, message: string): string {
 }
 
 /** A reprocess task's state in a line; estimate is the documents it was expected to touch. */
+/** Where a reprocess is: setting documents back to pending, classifying them again, done, or stopped. */
+export type ReprocessPhase = 'requeueing' | 'classifying' | 'done' | 'stopped'
+
+export function reprocessPhase(status: ReprocessTask['status'], pendingNow: number | null): ReprocessPhase {
+  if (status === 'running') return 'requeueing'
+  if (status !== 'completed') return 'stopped'
+  return pendingNow === 0 ? 'done' : 'classifying'
+}
+
+/**
+ * A reprocess in words, to its end: once its documents are back to pending
+ * (completed), pendingNow (the source's documents still pending, when known)
+ * says how far their classification has come.
+ */
 export function reprocessSummary(
   task: Pick<ReprocessTask, 'status' | 'requeued' | 'conflicts' | 'errors' | 'error'>,
   estimate: number | null,
+  pendingNow: number | null = null,
 ): string {
   const n = formatCount(task.requeued)
+  const docs = `${n} document${task.requeued === 1 ? '' : 's'}`
   const skipped = task.conflicts + task.errors > 0
     ? ` (${formatCount(task.conflicts)} changed meanwhile, ${formatCount(task.errors)} refused by Elasticsearch)`
     : ''
@@ -198,8 +214,11 @@ export function reprocessSummary(
     case 'running': return estimate !== null && estimate >= task.requeued
       ? `Setting documents back to pending: ${n} of about ${formatCount(estimate)}`
       : `Setting documents back to pending: ${n} so far`
-    case 'completed': return `${n} document${task.requeued === 1 ? '' : 's'} set back to pending${skipped}; classified again at low priority`
-    case 'failed': return `Reprocess failed after ${n} document${task.requeued === 1 ? '' : 's'}: ${task.error ?? 'no reason given'}`
+    case 'completed':
+      if (pendingNow === 0) return `${docs} set back to pending${skipped} and classified again`
+      if (pendingNow !== null) return `${docs} set back to pending${skipped}; being classified again at low priority: ${formatCount(pendingNow)} still pending`
+      return `${docs} set back to pending${skipped}; classified again at low priority`
+    case 'failed': return `Reprocess failed after ${docs}: ${task.error ?? 'no reason given'}`
     case 'abandoned': return `Reprocess abandoned after ${n} (its classifier stopped); start it again to finish`
   }
 }

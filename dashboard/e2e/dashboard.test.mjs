@@ -301,6 +301,24 @@ describe('dashboard', { concurrency: false }, () => {
     assert.equal(await page.getByTestId('chip').count(), 2)
     await form.getByRole('button', { name: 'Create rule' }).click()
     await page.locator(`tr[data-rule="${ruleName}"]`).waitFor()
+    // The Topic and State filters are in the URL: a reload keeps them.
+    await page.getByTestId('rule-topic-filter').selectOption(topic)
+    await page.getByTestId('rule-state-filter').selectOption('true')
+    await page.waitForURL((u) => u.searchParams.get('topic') === topic && u.searchParams.get('state') === 'true')
+    await page.reload()
+    await page.locator(`tr[data-rule="${ruleName}"]`).waitFor()
+    await waitFor('the topic filter from the URL', async () => (await page.getByTestId('rule-topic-filter').inputValue()) === topic)
+    assert.equal(await page.getByTestId('rule-state-filter').inputValue(), 'true')
+    assert.equal(await page.locator('tr[data-rule]').count(), 1)
+    await page.getByTestId('rule-topic-filter').selectOption('')
+    await page.getByTestId('rule-state-filter').selectOption('')
+    // From 1280 px the playground is beside the rules, not below them.
+    await page.setViewportSize({ width: 1280, height: 900 })
+    const rulesBox = await page.getByRole('region', { name: 'Rules table' }).boundingBox()
+    const playgroundBox = await page.getByTestId('playground-title').boundingBox()
+    assert.ok(playgroundBox.x >= rulesBox.x + rulesBox.width && playgroundBox.y < rulesBox.y + rulesBox.height,
+      `the playground at (${playgroundBox.x}, ${playgroundBox.y}), the rules at (${rulesBox.x}, ${rulesBox.y}) ${rulesBox.width}×${rulesBox.height}`)
+    await page.setViewportSize({ width: 1440, height: 900 })
 
     // The playground runs on the live engine, which reloads within seconds.
     const title = `Zorblax gang pulls off a quantum heist ${h.id}`

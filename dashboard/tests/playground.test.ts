@@ -46,5 +46,11 @@ describe('RulePlayground', () => {
     expect(row.text()).toContain('min_keywords 2')
     expect(near.text()).toContain('1 more distinct keyword')
     expect(near.find('tr[data-rule="Energy and commodities"]').exists()).toBe(false)
+    // Each cell is padded apart from the next, so "0.15" and "min_keywords 2" do not run together.
+    const cells = row.findAll('td')
+    cells.forEach((td, i) => {
+      if (i > 0) expect(td.classes().some((c) => /^(px|pl)-/.test(c)), `cell ${i} padded on its left`).toBe(true)
+      if (i < cells.length - 1) expect(td.classes().some((c) => /^(px|pr)-/.test(c)), `cell ${i} padded on its right`).toBe(true)
+    })
   })
 })

@@ -886,7 +886,7 @@ describe('dashboard', { concurrency: false }, () => {
       ['sources', `/sources?q=${h.prefix}&sort=-rejected`, () => page.locator(`tr[data-source="${metro}"]`).waitFor()],
       ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
       ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
-      ['alerts', '/alerts', () => page.getByRole('heading', { name: 'Alerts' }).waitFor()],
+      ['alerts', '/alerts', () => page.getByRole('heading', { level: 1, name: 'Alerts' }).waitFor()],
       ['find', `/find?id=${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('find-places').locator('li').first().waitFor()],
       ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
     ]

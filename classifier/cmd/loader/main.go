@@ -11,18 +11,28 @@
 // request bounded by -max-bulk-mb, so a large corpus of large pages never
 // sits in memory whole. The last line of output gives bulk_seconds, the
 // time spent in bulk requests alone (generation excluded).
+//
+// With -rate N the documents are written one index request each, N a
+// second on a fixed schedule (a crawler's steady arrival, not a backfill),
+// and each acknowledged write is printed as "indexed <source> <id>
+// <unix nanoseconds>", for a latency benchmark to time from.
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/north-cloud/classifier/internal/loadgen"
 	"github.com/north-cloud/infrastructure/config"
@@ -50,6 +60,7 @@ func run() error {
 	htmlKB := flag.String("html-kb", "20-200", "crawler shape: raw_html size in KB, MIN-MAX or one size")
 	dupRate := flag.Float64("dup-rate", loadgen.DuplicateRateDefault, "crawler shape: share of documents that copy an earlier text (half exactly, half nearly)")
 	maxBulkMB := flag.Int("max-bulk-mb", 16, "most bytes of documents per bulk request, in MB")
+	rate := flag.Float64("rate", 0, "documents per second, one index request each, printing each write's time (0: bulk as fast as possible)")
 	flag.Parse()
 
 	l := config.New()
@@ -85,6 +96,14 @@ func run() error {
 		return err
 	}
 
+	if *rate > 0 {
+		return steady(ctx, es, *count, *rate, func(i int) contentindex.RawDocument {
+			d := next(names[i%len(names)], i)
+			d.Priority = *priority
+			d.CrawledAt = d.CrawledAt.Add(-*age)
+			return d
+		})
+	}
 	start := time.Now()
 	lastReport := time.Time{}
 	var bulkTime time.Duration
@@ -181,4 +200,69 @@ func parseRange(s string) (lo, hi int, err error) {
 		return 0, 0, fmt.Errorf("want MIN-MAX or N, positive, MIN <= MAX (got %q)", s)
 	}
 	return lo, hi, nil
+}
+
+// steadyWriters bounds the index requests in flight in steady mode: enough
+// that one slow request does not hold up the schedule.
+const steadyWriters = 8
+
+// steady writes count documents, one index request each, the i-th at
+// start + i/rate, and prints each acknowledged write with its time.
+func steady(ctx context.Context, es *elasticsearch.Client, count int, rate float64, doc func(int) contentindex.RawDocument) error {
+	jobs := make(chan contentindex.RawDocument, steadyWriters)
+	errc := make(chan error, steadyWriters)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range steadyWriters {
+		wg.Go(func() {
+			for d := range jobs {
+				body, err := json.Marshal(d)
+				if err != nil {
+					errc <- fmt.Errorf("encode %s: %w", d.ID, err)
+					return
+				}
+				res, err := es.Index(contentindex.RawIndex(d.SourceName), bytes.NewReader(body),
+					es.Index.WithDocumentID(d.ID), es.Index.WithContext(ctx))
+				if err := esclient.CheckResponse("index raw document", res, err); err != nil {
+					errc <- err
+					return
+				}
+				at := time.Now()
+				res.Body.Close()
+				mu.Lock()
+				fmt.Printf("indexed %s %s %d\n", d.SourceName, d.ID, at.UnixNano())
+				mu.Unlock()
+			}
+		})
+	}
+	start := time.Now()
+	var err error
+schedule:
+	for i := range count {
+		d := doc(i)
+		if wait := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); wait > 0 {
+			time.Sleep(wait)
+		}
+		select {
+		case jobs <- d:
+		case err = <-errc:
+			break schedule
+		case <-ctx.Done():
+			err = ctx.Err()
+			break schedule
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errc:
+		default:
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("steady load: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %d documents at %.1f docs/s\n", count, float64(count)/time.Since(start).Seconds())
+	return nil
 }

@@ -55,6 +55,11 @@ type Config struct {
 	// ShadowMatcher, when set, runs beside the active engine and counts
 	// disagreements (shadow mode, docs/runbook.md).
 	ShadowMatcher rules.MatcherKind
+	// MatcherRolloutPercent is the share of documents (0..100, by the hash
+	// of index and id) the ShadowMatcher's engine classifies, the current
+	// one running in shadow for them (docs/runbook.md, "Rolling out a rule
+	// engine"). 0 is shadow mode. Requires ShadowMatcher when above 0.
+	MatcherRolloutPercent int
 	// DLQEnabled sends failures to the dead-letter queue (spec rollout flag).
 	DLQEnabled bool
 	// ReputationRefresh is how often cached source reputations are reloaded.
@@ -129,6 +134,11 @@ func loadConfig(l *config.Loader) (Config, error) {
 	if s := l.String("CLASSIFIER_SHADOW_MATCHER", ""); s != "" {
 		c.ShadowMatcher = matcherKind(l, "CLASSIFIER_SHADOW_MATCHER", "")
 	}
+	c.MatcherRolloutPercent = l.Int("CLASSIFIER_MATCHER_ROLLOUT_PERCENT", 0)
+	l.Check("CLASSIFIER_MATCHER_ROLLOUT_PERCENT", c.MatcherRolloutPercent >= 0 && c.MatcherRolloutPercent <= 100,
+		fmt.Sprintf("must be 0..100 (got %d)", c.MatcherRolloutPercent))
+	l.Check("CLASSIFIER_MATCHER_ROLLOUT_PERCENT", c.MatcherRolloutPercent == 0 || c.ShadowMatcher != "",
+		"needs CLASSIFIER_SHADOW_MATCHER: the candidate matcher the share of documents goes to")
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
 	c.Committer.ClaimLease = c.Poller.ClaimLease
 	c.UrgentEnabled = l.Bool("CLASSIFIER_URGENT_QUEUE_ENABLED", true)

@@ -151,7 +151,7 @@ func TestEvalShippedRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shadow, err := rules.NewShadow(ac, other, 0, nil)
+		shadow, err := rules.NewShadow(ac, other, rules.ShadowConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

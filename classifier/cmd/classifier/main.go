@@ -67,7 +67,7 @@ func serve(ctx context.Context, _ []string) error {
 	log.InfoContext(ctx, "starting classifier", "http_addr", cfg.HTTP.Addr, "replica", cfg.Poller.ReplicaID,
 		"database", postgres.Redact(cfg.DB.URL), "outbox_database", postgres.Redact(cfg.OutboxDB.URL),
 		"elasticsearch", esclient.Redact(cfg.ES.URL), "index_pattern", cfg.Poller.IndexPattern, "matcher", cfg.Matcher,
-		"shadow_matcher", cfg.ShadowMatcher, "dlq_enabled", cfg.DLQEnabled, "workers", cfg.Processor.Concurrency,
+		"shadow_matcher", cfg.ShadowMatcher, "matcher_rollout_percent", cfg.MatcherRolloutPercent, "dlq_enabled", cfg.DLQEnabled, "workers", cfg.Processor.Concurrency,
 		"max_queue_depth", cfg.Processor.MaxQueueDepth, "auth", cfg.Auth.String())
 
 	db, err := postgres.OpenMigrated(ctx, cfg.DB, migrations.FS, log)
@@ -158,7 +158,8 @@ func serve(ctx context.Context, _ []string) error {
 		if err != nil {
 			return err
 		}
-		shadow, err := rules.NewShadow(engine, shadowEngine, -1, metrics.ShadowDisagreement(ctx, log))
+		shadow, err := rules.NewShadow(engine, shadowEngine, rules.ShadowConfig{Epsilon: -1,
+			RolloutPercent: cfg.MatcherRolloutPercent, OnCompare: metrics.ShadowComparison(ctx, log)})
 		if err != nil {
 			return err
 		}

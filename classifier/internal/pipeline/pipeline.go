@@ -35,6 +35,14 @@ type TopicMatcher interface {
 	Match(title, body string) []rules.Match
 }
 
+// DocumentMatcher is a TopicMatcher that may answer each document with a
+// different engine, by its identity (raw index and id): *rules.Shadow with a
+// matcher rollout (CLASSIFIER_MATCHER_ROLLOUT_PERCENT). Classify uses
+// MatchDoc when Topics is one.
+type DocumentMatcher interface {
+	MatchDoc(index, id, title, body string) []rules.Match
+}
+
 // Config wires the pipeline's collaborators.
 type Config struct {
 	// Topics matches topic rules. Required.
@@ -112,7 +120,12 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 	ct := detectContentType(raw.OGType, raw.URL, words, title != "", published != nil)
 	quality, factors := scoreQuality(words, title, raw.MetaDescription, published != nil, text)
 	start := time.Now()
-	matches := p.cfg.Topics.Match(title, text)
+	var matches []rules.Match
+	if dm, ok := p.cfg.Topics.(DocumentMatcher); ok {
+		matches = dm.MatchDoc(raw.Index, raw.ID, title, text)
+	} else {
+		matches = p.cfg.Topics.Match(title, text)
+	}
 	if p.cfg.OnRuleMatch != nil {
 		evaluated := 0
 		if p.cfg.RuleCount != nil {

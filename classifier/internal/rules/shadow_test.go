@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -18,13 +19,16 @@ func TestShadow(t *testing.T) {
 
 	var mu sync.Mutex
 	var calls [][2][]Match
-	record := func(a, s []Match) {
+	record := func(c Comparison) {
+		if c.Agree {
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		calls = append(calls, [2][]Match{a, s})
+		calls = append(calls, [2][]Match{c.Answered, c.Other})
 	}
 
-	s, err := NewShadow(active, same, -1, record)
+	s, err := NewShadow(active, same, ShadowConfig{Epsilon: -1, OnCompare: record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,68 @@ func TestShadowEpsilonAndTopics(t *testing.T) {
 	if !Agree(nil, []Match{}, 0) {
 		t.Error("nil and empty: want agreement")
 	}
-	if _, err := NewShadow(nil, nil, 0, nil); err == nil {
+	if _, err := NewShadow(nil, nil, ShadowConfig{}); err == nil {
 		t.Error("nil engines: no error")
+	}
+}
+
+// A rollout split by percentage sends each document to one engine by its
+// identity, always the same one, about the given share to the candidate,
+// and keeps the documents already on the candidate there when the share
+// grows; each comparison is reported with the side that answered.
+func TestShadowRolloutByDocumentIdentity(t *testing.T) {
+	t.Parallel()
+	current := mustEngine(t, MatcherAhoCorasick, testRules())
+	candidate := mustEngine(t, MatcherTokenIndex, testRules()[:2]) // answers differently on the other rules' texts
+	sides := map[Side]int{}
+	var mu sync.Mutex
+	onCompare := func(c Comparison) {
+		mu.Lock()
+		defer mu.Unlock()
+		sides[c.Side]++
+	}
+	shares := map[int]map[string]bool{}
+	for _, pct := range []int{0, 10, 50, 100} {
+		s, err := NewShadow(current, candidate, ShadowConfig{Epsilon: -1, RolloutPercent: pct, OnCompare: onCompare})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onCandidate := map[string]bool{}
+		for i := range 2000 {
+			id := "doc-" + strconv.Itoa(i)
+			side := s.SideOf("alpha_raw_content", id)
+			if again := s.SideOf("alpha_raw_content", id); again != side {
+				t.Fatalf("%d%%: %s went %s, then %s", pct, id, side, again)
+			}
+			got := s.MatchDoc("alpha_raw_content", id, "", "drug trafficking")
+			want := current.Match("", "drug trafficking")
+			if side == SideCandidate {
+				want = candidate.Match("", "drug trafficking")
+				onCandidate[id] = true
+			}
+			if !Agree(got, want, 0) {
+				t.Fatalf("%d%%: %s answered by the wrong engine", pct, id)
+			}
+		}
+		if n := len(onCandidate); n < pct*20-150 || n > pct*20+150 {
+			t.Errorf("%d%%: %d of 2000 documents on the candidate, want about %d", pct, n, pct*20)
+		}
+		shares[pct] = onCandidate
+	}
+	for id := range shares[10] {
+		if !shares[50][id] {
+			t.Errorf("%s was on the candidate at 10%% and left it at 50%%", id)
+		}
+	}
+	candidates := len(shares[10]) + len(shares[50]) + len(shares[100])
+	if sides[SideCandidate] != candidates || sides[SideCurrent] != 4*2000-candidates || len(shares[0]) != 0 || len(shares[100]) != 2000 {
+		t.Errorf("comparisons by side = %v, want %d on the candidate", sides, candidates)
+	}
+	// The same document in another index is another document.
+	if RolloutBucket("a_raw_content", "x") == RolloutBucket("b_raw_content", "x") && RolloutBucket("a_raw_content", "y") == RolloutBucket("b_raw_content", "y") {
+		t.Error("the bucket ignores the index")
+	}
+	if _, err := NewShadow(current, candidate, ShadowConfig{RolloutPercent: 101}); err == nil {
+		t.Error("a rollout of 101% was accepted")
 	}
 }

@@ -38,6 +38,10 @@ type Metrics struct {
 	ClassificationLag metric.Float64Histogram
 
 	ShadowDisagreements metric.Int64Counter
+	// ShadowComparisons counts the documents both engines of shadow mode
+	// or a matcher rollout matched, by side (the engine that answered):
+	// the denominator of ShadowDisagreements.
+	ShadowComparisons metric.Int64Counter
 
 	DLQEnqueued  metric.Int64Counter
 	DLQProcessed metric.Int64Counter
@@ -145,7 +149,8 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.PollerLag = seconds("classifier_poller_lag_seconds", "Time between document creation and classification start", lagBuckets...)
 	m.ClassificationLag = seconds("classifier_classification_lag_seconds", "End-to-end lag from crawl to classified", lagBuckets...)
 
-	m.ShadowDisagreements = counter("classifier_shadow_disagreements_total", "Documents on which the shadow rule engine disagreed with the active one")
+	m.ShadowDisagreements = counter("classifier_shadow_disagreements_total", "Documents on which the two rule engines of shadow mode or a matcher rollout disagreed, by side (current, candidate: the engine whose answer was used)")
+	m.ShadowComparisons = counter("classifier_shadow_comparisons_total", "Documents matched by both rule engines of shadow mode or a matcher rollout, by side (current, candidate: the engine whose answer was used)")
 
 	m.DLQEnqueued = counter("classifier_dlq_enqueued_total", "Total documents added to DLQ")
 	m.DLQProcessed = counter("classifier_dlq_processed_total", "Total documents successfully processed from DLQ")
@@ -225,8 +230,13 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	// and rate() and increase() work from the first increment.
 	ctx := context.Background()
 	for _, c := range []metric.Int64Counter{m.DocumentsProcessed, m.DocumentsFailed, m.DocumentsRetried, m.RulesEvaluated,
-		m.RulesMatched, m.WorkDropped, m.ThrottleCount, m.ShadowDisagreements, m.DLQEnqueued, m.DLQProcessed, m.DLQExhausted} {
+		m.RulesMatched, m.WorkDropped, m.ThrottleCount, m.DLQEnqueued, m.DLQProcessed, m.DLQExhausted} {
 		c.Add(ctx, 0)
+	}
+	for _, side := range []rules.Side{rules.SideCurrent, rules.SideCandidate} {
+		attrs := metric.WithAttributes(attribute.String("side", string(side)))
+		m.ShadowDisagreements.Add(ctx, 0, attrs)
+		m.ShadowComparisons.Add(ctx, 0, attrs)
 	}
 	m.ActiveWorkers.Add(ctx, 0)
 	return m, nil
@@ -240,14 +250,22 @@ func (m *Metrics) RecordRuleMatch(d time.Duration, evaluated, matched int) {
 	m.RulesMatched.Add(ctx, int64(matched))
 }
 
-// ShadowDisagreement returns the shadow engine's disagreement callback: it
-// counts classifier_shadow_disagreements_total and logs the two topic lists.
-func (m *Metrics) ShadowDisagreement(ctx context.Context, logger *slog.Logger) func(active, shadow []rules.Match) {
+// ShadowComparison returns the callback of shadow mode and a matcher
+// rollout (rules.ShadowConfig.OnCompare): it counts every comparison in
+// classifier_shadow_comparisons_total and every disagreement in
+// classifier_shadow_disagreements_total, both by side (the engine whose
+// answer was used), and logs a disagreement's two topic lists.
+func (m *Metrics) ShadowComparison(ctx context.Context, logger *slog.Logger) func(rules.Comparison) {
 	ctx = context.WithoutCancel(ctx)
-	return func(active, shadow []rules.Match) {
-		m.ShadowDisagreements.Add(ctx, 1)
-		logger.InfoContext(ctx, "shadow rule engine disagrees", "component", "rules_shadow",
-			"active_topics", topicsOf(active), "shadow_topics", topicsOf(shadow))
+	return func(c rules.Comparison) {
+		attrs := metric.WithAttributes(attribute.String("side", string(c.Side)))
+		m.ShadowComparisons.Add(ctx, 1, attrs)
+		if c.Agree {
+			return
+		}
+		m.ShadowDisagreements.Add(ctx, 1, attrs)
+		logger.InfoContext(ctx, "shadow rule engine disagrees", "component", "rules_shadow", "side", string(c.Side),
+			"answered_topics", topicsOf(c.Answered), "other_topics", topicsOf(c.Other))
 	}
 }
 

@@ -174,6 +174,19 @@ describe('dashboard', { concurrency: false }, () => {
     const rows = await agg.getByTestId('agg-bucket').allInnerTexts()
     assert.deepEqual(rows.map((r) => r.split(/\s+/).join(' ')), esAgg.aggregations.by_status.buckets.map((b) => `${b.key} ${b.doc_count.toLocaleString('en-US')}`))
     await shot('query-aggregations')
+    // A date_histogram → terms: each day's terms under it, as Elasticsearch counts them.
+    const nested = { size: 0, aggs: { days: { date_histogram: { field: 'crawled_at', calendar_interval: 'day' }, aggs: { st: { terms: { field: 'classification_status' } } } } } }
+    await page.getByTestId('query-text').fill(JSON.stringify(nested))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    const days = page.getByTestId('query-aggregations').locator('[data-agg="days"]')
+    await days.getByTestId('agg-sub-bucket').first().waitFor()
+    const esNested = await h.es('POST', `/${metro}_raw_content/_search`, nested)
+    const inner = esNested.aggregations.days.buckets.flatMap((d) => d.st.buckets.map((b) => `${b.key} ${b.doc_count.toLocaleString('en-US')}`))
+    assert.deepEqual((await days.getByTestId('agg-sub-bucket').allInnerTexts()).map((r) => r.replace('↳', '').split(/\s+/).filter(Boolean).join(' ')), inner)
+    // A date field's sort values read as dates, not epoch milliseconds.
+    await page.getByTestId('query-text').fill(JSON.stringify({ query: { match_all: {} }, sort: [{ crawled_at: 'desc' }], size: 2 }))
+    await page.getByRole('button', { name: 'Run query' }).click()
+    await page.getByTestId('hit-sort').first().filter({ hasText: /^sort \d{4}-\d{2}-\d{2}T[\d:.]+Z, "/ }).waitFor()
     // What the index-manager does not accept is named.
     await page.getByTestId('query-text').fill(JSON.stringify({ query: { match_all: {} }, script_fields: {} }))
     await page.getByRole('button', { name: 'Run query' }).click()

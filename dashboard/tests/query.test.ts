@@ -36,7 +36,20 @@ describe('search body', () => {
 describe('aggregations', () => {
   it('shows buckets with sub-metrics as a table', () => {
     const v = aggView({ buckets: [{ key: 'crime', doc_count: 3, avg_q: { value: 61.5 } }, { key: 'news', doc_count: 1, avg_q: { value: null } }] })
-    expect(v).toEqual({ kind: 'buckets', columns: ['avg_q'], rows: [{ key: 'crime', docCount: 3, values: { avg_q: '61.5' } }, { key: 'news', docCount: 1, values: { avg_q: '—' } }] })
+    expect(v).toEqual({ kind: 'buckets', columns: ['avg_q'], rows: [{ key: 'crime', docCount: 3, values: { avg_q: '61.5' }, depth: 0, path: [] }, { key: 'news', docCount: 1, values: { avg_q: '—' }, depth: 0, path: [] }] })
+  })
+  it('shows a date field\'s sort value as the date, other sort values as JSON', async () => {
+    const { sortValuesText } = await import('@/lib/documentQuery')
+    const sort = [{ field: 'crawled_at', order: 'desc' as const }, { field: 'id', order: 'asc' as const }]
+    expect(sortValuesText([1767225600000, 'doc-1'], sort, { crawled_at: '2026-01-01T00:00:00Z', id: 'doc-1' })).toBe('2026-01-01T00:00:00.000Z, "doc-1"')
+    expect(sortValuesText([42], [{ field: 'word_count', order: 'desc' }], { word_count: 42 })).toBe('42')
+  })
+  it('keeps the buckets of a bucket sub-aggregation, under their parent', () => {
+    const v = aggView({ buckets: [
+      { key: 1767225600000, key_as_string: '2026-01-01', doc_count: 3, by_source: { doc_count_error_upper_bound: 0, buckets: [{ key: 'a', doc_count: 2 }, { key: 'b', doc_count: 1 }] } },
+      { key: 1767312000000, key_as_string: '2026-01-02', doc_count: 0, by_source: { buckets: [] } },
+    ] })
+    expect(v.kind === 'buckets' && v.rows.map((r) => [r.depth, r.key, r.docCount])).toEqual([[0, '2026-01-01', 3], [1, 'a', 2], [1, 'b', 1], [0, '2026-01-02', 0]])
   })
   it('shows metrics and stats as values', () => {
     expect(aggView({ value: 12 })).toEqual({ kind: 'values', values: [['value', '12']] })

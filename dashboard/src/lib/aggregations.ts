@@ -1,11 +1,21 @@
 // Elasticsearch aggregation results as tables an operator can read: bucket
 // aggregations become rows (key, documents, and one column per metric
-// sub-aggregation), metric aggregations a value or a few statistics.
+// sub-aggregation), a bucket sub-aggregation's buckets rows under their
+// parent (a date_histogram → terms shows each day, then its terms), metric
+// aggregations a value or a few statistics.
 
 export interface AggTable {
   kind: 'buckets'
   columns: string[]
-  rows: { key: string; docCount: number; values: Record<string, string> }[]
+  rows: AggRow[]
+}
+/** One bucket; depth > 0 for the buckets of a bucket sub-aggregation, path naming the parents' keys. */
+export interface AggRow {
+  key: string
+  docCount: number
+  values: Record<string, string>
+  depth: number
+  path: string[]
 }
 export interface AggValues {
   kind: 'values'
@@ -31,24 +41,9 @@ function metricValues(r: Record<string, unknown>): [string, string][] {
 
 export function aggView(result: unknown): AggView {
   if (!isObject(result)) return { kind: 'values', values: [['value', formatAggValue(result)]] }
-  const raw = result.buckets
-  if (raw !== undefined) {
-    const buckets: [string, Record<string, unknown>][] = Array.isArray(raw)
-      ? raw.filter(isObject).map((b) => [String(b.key_as_string ?? b.key ?? ''), b])
-      : isObject(raw) ? Object.entries(raw).filter((e): e is [string, Record<string, unknown>] => isObject(e[1])) : []
+  if (result.buckets !== undefined) {
     const columns = new Set<string>()
-    const rows = buckets.map(([key, b]) => {
-      const values: Record<string, string> = {}
-      for (const [k, v] of Object.entries(b)) {
-        if (['key', 'key_as_string', 'doc_count', 'from', 'to', 'from_as_string', 'to_as_string'].includes(k) || !isObject(v)) continue
-        for (const [name, val] of metricValues(v)) {
-          const col = name === 'value' ? k : `${k}.${name}`
-          columns.add(col)
-          values[col] = val
-        }
-      }
-      return { key, docCount: Number(b.doc_count ?? 0), values }
-    })
+    const rows = bucketRows(result.buckets, columns, [])
     return { kind: 'buckets', columns: [...columns], rows }
   }
   const values = metricValues(result)
@@ -56,4 +51,32 @@ export function aggView(result: unknown): AggView {
     if (isObject(v)) for (const [name, val] of metricValues(v)) values.push([name === 'value' ? k : `${k}.${name}`, val])
   }
   return { kind: 'values', values }
+}
+
+const BUCKET_FIELDS = ['key', 'key_as_string', 'doc_count', 'from', 'to', 'from_as_string', 'to_as_string']
+
+/** A bucket aggregation's buckets as rows, each followed by the rows of its bucket sub-aggregations. */
+function bucketRows(raw: unknown, columns: Set<string>, path: string[]): AggRow[] {
+  const buckets: [string, Record<string, unknown>][] = Array.isArray(raw)
+    ? raw.filter(isObject).map((b) => [String(b.key_as_string ?? b.key ?? ''), b])
+    : isObject(raw) ? Object.entries(raw).filter((e): e is [string, Record<string, unknown>] => isObject(e[1])) : []
+  const rows: AggRow[] = []
+  for (const [key, b] of buckets) {
+    const values: Record<string, string> = {}
+    const children: AggRow[] = []
+    for (const [k, v] of Object.entries(b)) {
+      if (BUCKET_FIELDS.includes(k) || !isObject(v)) continue
+      if (v.buckets !== undefined) {
+        children.push(...bucketRows(v.buckets, columns, [...path, key]))
+        continue
+      }
+      for (const [name, val] of metricValues(v)) {
+        const col = name === 'value' ? k : `${k}.${name}`
+        columns.add(col)
+        values[col] = val
+      }
+    }
+    rows.push({ key, docCount: Number(b.doc_count ?? 0), values, depth: path.length, path }, ...children)
+  }
+  return rows
 }

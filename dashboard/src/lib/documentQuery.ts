@@ -175,3 +175,19 @@ export function highlightParts(fragment: string): { text: string; mark: boolean 
   if (last < fragment.length) out.push({ text: fragment.slice(last), mark: false })
   return out
 }
+
+/**
+ * A hit's sort values as text: Elasticsearch gives a date field's sort value
+ * as epoch milliseconds, shown here as the date (ISO 8601) when the hit's
+ * own field holds a date; other values as JSON.
+ */
+export function sortValuesText(values: unknown[], sort: SortField[], source: Record<string, unknown>): string {
+  return values.map((v, i) => {
+    const field = sort[i]?.field
+    const own = field ? source[field] : undefined
+    if (typeof v === 'number' && typeof own === 'string' && /^\d{4}-\d{2}-\d{2}/.test(own) && Number.isFinite(Date.parse(own))) {
+      return new Date(v).toISOString()
+    }
+    return JSON.stringify(v)
+  }).join(', ')
+}

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -143,26 +142,22 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 		}
 		return nil
 	}
-	commit := find("classifier", "classifier.commit", "")
-	switch {
-	case commit == nil:
-		t.Error("the trace has no classifier.commit span")
-	case commit.SpanContext.SpanID != commitSpanID:
-		t.Errorf("outbox row's traceparent names span %s, the commit span is %s", commitSpanID, commit.SpanContext.SpanID)
+	// expect returns the span of service named name under parent, checking
+	// that it is the span id (when given) that carrier names.
+	expect := func(service, name, parent, id, carrier string) *fileSpan {
+		s := find(service, name, parent)
+		switch {
+		case s == nil:
+			t.Errorf("the trace has no %s span of the %s under span %q", name, service, parent)
+		case id != "" && s.SpanContext.SpanID != id:
+			t.Errorf("%s names span %s, the %s span is %s", carrier, id, name, s.SpanContext.SpanID)
+		}
+		return s
 	}
-	publish := find("publisher", "publisher.publish", commitSpanID)
-	switch {
-	case publish == nil:
-		t.Error("the trace has no publisher.publish span under the outbox row's span")
-	case publish.SpanContext.SpanID != publishSpanID:
-		t.Errorf("the message's traceparent names span %s, the publish span is %s", publishSpanID, publish.SpanContext.SpanID)
-	}
-	lookup := find("index-manager", "GET /api/v1/indices/:name/documents/:id", publishSpanID)
-	if lookup == nil {
-		t.Fatal("the trace has no index-manager HTTP span under the publish span")
-	}
-	if find("index-manager", "elasticsearch get document", lookup.SpanContext.SpanID) == nil {
-		t.Error("the index-manager's request span has no Elasticsearch get span under it")
+	expect("classifier", "classifier.commit", "", commitSpanID, "the outbox row's traceparent")
+	expect("publisher", "publisher.publish", commitSpanID, publishSpanID, "the message's traceparent")
+	if lookup := expect("index-manager", "GET /api/v1/indices/:name/documents/:id", publishSpanID, "", ""); lookup != nil {
+		expect("index-manager", "elasticsearch get document", lookup.SpanContext.SpanID, "", "")
 	}
 
 	// The poll, claim and classify spans and the classifier's own HTTP
@@ -189,14 +184,7 @@ func traceparentIDs(t *testing.T, what, tp string) (traceID, spanID string) {
 // a traceparent header, as a consumer of the Redis message would.
 func consumerLookup(t *testing.T, p *process, index, id, traceparent string) {
 	t.Helper()
-	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("e2e@example.org", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := apiToken(t)
 	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/api/v1/indices/"+index+"/documents/"+id, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("traceparent", traceparent)

@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/infrastructure/testenv/spantest"
 )
 
 func TestNewConnectsToRealCluster(t *testing.T) {
@@ -117,9 +115,7 @@ func TestSeveralNodeURLs(t *testing.T) {
 func TestRequestSpans(t *testing.T) {
 	t.Parallel()
 	url := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tp, spans := spantest.New(t)
 	client, err := esclient.NewLazy(esclient.Config{URL: url, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package httpserver
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,9 +10,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/north-cloud/infrastructure/testenv/spantest"
 )
 
 // Every request gets one server span named after its route pattern (never
@@ -21,9 +21,7 @@ import (
 // span, and an incoming traceparent continues the caller's trace.
 func TestRequestSpansPerRoute(t *testing.T) {
 	t.Parallel()
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tp, spans := spantest.New(t)
 	srv, err := New(Config{Addr: ":0", ServiceName: "index-manager", TracerProvider: tp},
 		slog.New(slog.NewTextHandler(io.Discard, nil)), http.NotFoundHandler())
 	if err != nil {

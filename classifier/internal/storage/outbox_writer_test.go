@@ -5,32 +5,37 @@ import (
 	"database/sql"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/infrastructure/telemetry"
 	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/infrastructure/testenv/spantest"
 )
+
+// newOutboxWriter returns a writer over a scratch database holding the
+// outbox table (outbox.TestSchema), and that database.
+func newOutboxWriter(t *testing.T) (*storage.OutboxWriter, *sql.DB) {
+	t.Helper()
+	db, err := sql.Open("postgres", testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := outbox.ApplyTestSchema(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return storage.NewOutboxWriter(db), db
+}
 
 // Each outbox row carries the traceparent of the span the writer was called
 // in (the committer's), so the publisher continues the document's trace; a
 // write outside any span leaves the column NULL.
 func TestOutboxWriterCarriesTraceparent(t *testing.T) {
 	t.Parallel()
-	db, err := sql.Open("postgres", testenv.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	w, db := newOutboxWriter(t)
 	ctx := context.Background()
-	if err := outbox.ApplyTestSchema(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	tp := sdktrace.NewTracerProvider()
-	t.Cleanup(func() { _ = tp.Shutdown(ctx) })
-	w := storage.NewOutboxWriter(db)
+	tp, _ := spantest.New(t)
 	doc := func(id string) *domain.ClassifiedContent {
 		return &domain.ClassifiedContent{ID: id, SourceName: "s", Index: "s_raw_content", ContentType: "article", Title: "t", URL: "u"}
 	}

@@ -5,21 +5,17 @@ import (
 	"errors"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/north-cloud/index-manager/internal/indices"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/infrastructure/testenv/spantest"
 )
 
 // Each Elasticsearch call of the store is a span named after its operation,
 // under the span of the request that made it, with the error it met.
 func TestStoreCallsAreSpans(t *testing.T) {
 	t.Parallel()
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tp, spans := spantest.New(t)
 	es, err := esclient.NewLazy(esclient.Config{URL: testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch"), TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -47,12 +49,45 @@ func NewContentStoreWith(es *elasticsearch.Client, cfg StoreConfig) *ContentStor
 // WriteClassified indexes docs into their classified indices with _id equal
 // to the raw id, so a rewrite after a crash replaces rather than duplicates.
 // The result for docs[i] is results[i].
+//
+// A document refused because its index's strict mapping lacks one of its
+// fields (the index was created from an older template, by an older
+// replica during a rolling upgrade) is written again once after the
+// missing fields are added to the content indices
+// (contentindex.AddMissingFields): a field this version adds is no fault of
+// the document.
 func (s *ContentStore) WriteClassified(ctx context.Context, docs []*domain.ClassifiedContent) ([]BulkItemResult, error) {
 	ops := make([]bulkOp, len(docs))
 	for i, d := range docs {
 		ops[i] = bulkOp{action: "index", index: d.Index, id: d.ID, body: d}
 	}
-	return runBulk(ctx, s.es, "write classified", ops, "", s.cfg.MaxBulkBytes)
+	results, err := runBulk(ctx, s.es, "write classified", ops, "", s.cfg.MaxBulkBytes)
+	if err != nil {
+		return results, err
+	}
+	var again []int
+	for i, r := range results {
+		if r.Err != nil && strings.Contains(r.Err.Error(), "strict_dynamic_mapping_exception") {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return results, nil
+	}
+	// Another writer may have added the fields already: retry either way.
+	contentindex.AddMissingFields(ctx, s.es, slog.New(slog.DiscardHandler))
+	retry := make([]bulkOp, len(again))
+	for j, i := range again {
+		retry[j] = ops[i]
+	}
+	second, err := runBulk(ctx, s.es, "write classified", retry, "", s.cfg.MaxBulkBytes)
+	if err != nil {
+		return results, nil // the first answers stand: each of these documents failed with its own error
+	}
+	for j, i := range again {
+		results[i] = second[j]
+	}
+	return results, nil
 }
 
 // StatusChange is a conditional status update of one claimed raw document.

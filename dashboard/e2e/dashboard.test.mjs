@@ -754,7 +754,13 @@ describe('dashboard', { concurrency: false }, () => {
         return (await row.getByTestId('pending').innerText()) === '0' && (await row.getByTestId('classified').innerText()) === '2,000'
       }, { timeout: 60_000, interval: 2000 })
       // To its end, after a reload too: the row says its documents were classified again.
-      await row.locator('[data-testid="reprocess-status"][data-phase="done"]').filter({ hasText: /^2,000 documents set back to pending and classified again$/ }).waitFor()
+      const finalStatus = row.getByTestId('reprocess-status')
+      await waitFor('the row to say its documents were classified again', async () => {
+        if ((await finalStatus.getAttribute('data-phase', { timeout: 1000 }).catch(() => null)) === 'done') return true
+        console.log(`reprocess status after the reload: ${await finalStatus.evaluate((e) => `${e.dataset.status}/${e.dataset.phase}: ${e.textContent}`).catch((e) => e.message)}`)
+        return false
+      }, { timeout: 30_000, interval: 2000 })
+      assert.match(await finalStatus.innerText(), /2,000 documents set back to pending and classified again/)
     } finally {
       clearInterval(watchPending)
     }

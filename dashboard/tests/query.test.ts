@@ -66,9 +66,9 @@ describe('escapeControl', () => {
 })
 
 describe('time ranges', () => {
-  it('aligns the window to its step and sums a matrix per timestamp', async () => {
+  it('ends the window now, to the second, and sums a matrix per timestamp', async () => {
     const { rangeWindow, matrixPoints } = await import('@/lib/timeRange')
-    expect(rangeWindow('1h', 1_700_000_012_345)).toEqual({ start: 1_700_000_010 - 3600, end: 1_700_000_010, step: 30, lookback: 30 })
+    expect(rangeWindow('1h', 1_700_000_012_345)).toEqual({ start: 1_700_000_012 - 3600, end: 1_700_000_012, step: 30, lookback: 30 })
     expect(rangeWindow('15m', 0).step).toBe(8)
     expect(matrixPoints([{ values: [[10, '1'], [20, '2']] }, { values: [[20, '3'], [30, 'NaN']] }])).toEqual([{ t: 10_000, v: 1 }, { t: 20_000, v: 5 }])
   })

@@ -19,7 +19,7 @@ export interface FigureSource {
 }
 
 /** The parts of a useQuery result a figure reads. */
-interface QueryLike {
+export interface QueryLike {
   isPending: Ref<boolean>
   error: Ref<Error | null>
   dataUpdatedAt: Ref<number>

@@ -24,15 +24,16 @@ export function isRange(s: string): s is RangeKey {
 }
 
 /**
- * Start, end and step (seconds) of a range ending at now, aligned to the
- * step so refreshes reuse the same points, and the look-back each step's
- * selector covers: the whole step (at least LOOKBACK_MIN_SECONDS), so a
- * sample between two steps is read by one of them, whatever the range.
+ * Start, end and step (seconds) of a range ending now (to the second: a
+ * last step aligned before now would leave the newest samples, up to a
+ * whole step of a week's range, out of every point), and the look-back each
+ * step's selector covers: the whole step (at least LOOKBACK_MIN_SECONDS), so
+ * a sample between two steps is read by one of them, whatever the range.
  */
 export function rangeWindow(key: RangeKey, nowMs: number): { start: number; end: number; step: number; lookback: number } {
   const seconds = RANGES[key]
   const step = Math.max(5, Math.round(seconds / 120))
-  const end = Math.floor(nowMs / 1000 / step) * step
+  const end = Math.floor(nowMs / 1000)
   return { start: end - seconds, end, step, lookback: Math.max(step, LOOKBACK_MIN_SECONDS) }
 }
 

@@ -33,11 +33,12 @@ type fileSpan struct {
 
 // TestTraceFollowsDocumentToRedis classifies one document with the real
 // binaries, each writing its spans to OTEL_TRACES_FILE, and follows its
-// trace: the classifier's commit span, the traceparent of its outbox row,
-// the publisher's publish span continuing it, the traceparent field of the
-// Redis message, and a consumer's call to the index-manager carrying that
-// field (its HTTP server span and its Elasticsearch span). The trace is
-// logged, span by span, with durations.
+// trace: the classifier's commit span and its outbox insert span (whose
+// traceparent the outbox row carries), the publisher's publish span
+// continuing it, the traceparent field of the Redis message, and a
+// consumer's call to the index-manager carrying that field (its HTTP server
+// span and its Elasticsearch span). The trace is logged, span by span, with
+// durations.
 func TestTraceFollowsDocumentToRedis(t *testing.T) {
 	t.Parallel()
 	classifierDB := testenv.Postgres(t)
@@ -110,7 +111,7 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 	if err := admin.QueryRowContext(ctx, `SELECT traceparent FROM classified_outbox WHERE content_id = $1`, msg.ID).Scan(&rowTraceparent); err != nil {
 		t.Fatalf("outbox row of %s: %v", msg.ID, err)
 	}
-	rowTraceID, commitSpanID := traceparentIDs(t, "the outbox row", rowTraceparent.String)
+	rowTraceID, rowSpanID := traceparentIDs(t, "the outbox row", rowTraceparent.String)
 	if rowTraceID != traceID {
 		t.Errorf("outbox row's trace %s, message's %s: want one trace", rowTraceID, traceID)
 	}
@@ -154,8 +155,10 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 		}
 		return s
 	}
-	expect("classifier", "classifier.commit", "", commitSpanID, "the outbox row's traceparent")
-	expect("publisher", "publisher.publish", commitSpanID, publishSpanID, "the message's traceparent")
+	if commit := expect("classifier", "classifier.commit", "", "", ""); commit != nil {
+		expect("classifier", "classifier.outbox.write", commit.SpanContext.SpanID, rowSpanID, "the outbox row's traceparent")
+	}
+	expect("publisher", "publisher.publish", rowSpanID, publishSpanID, "the message's traceparent")
 	if lookup := expect("index-manager", "GET /api/v1/indices/:name/documents/:id", publishSpanID, "", ""); lookup != nil {
 		expect("index-manager", "elasticsearch get document", lookup.SpanContext.SpanID, "", "")
 	}

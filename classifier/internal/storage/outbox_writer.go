@@ -5,11 +5,18 @@ import (
 	"database/sql"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/infrastructure/telemetry"
 )
+
+// outboxTracer is the instrumentation scope of the outbox write span.
+const outboxTracer = "github.com/north-cloud/classifier/internal/storage"
 
 // OutboxWriter inserts classified documents into the publisher's outbox
 // table. It connects as a role that may only INSERT there. The row, its
@@ -40,12 +47,25 @@ func (w *OutboxWriter) Write(ctx context.Context, doc *domain.ClassifiedContent)
 // the version the committer decided (package republish). A version already
 // in the outbox is left as it is (ON CONFLICT DO NOTHING): a document
 // classified again after a crash before its commit point is not published
-// twice. Each row carries the traceparent of the span in ctx (the
-// committer's), so the publisher continues that trace when it publishes.
-func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.ClassifiedContent) error {
+// twice.
+//
+// The insert is a span, classifier.outbox.write, a child of the span in ctx
+// (the committer's) made by that span's own provider, so the writer needs
+// no tracer of its own; each row carries its traceparent, and the publisher
+// continues that trace when it publishes the row.
+func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.ClassifiedContent) (err error) {
 	if len(docs) == 0 {
 		return nil
 	}
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(outboxTracer).Start(ctx, "classifier.outbox.write",
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.Int("outbox.rows", len(docs))))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "insert")
+		}
+		span.End()
+	}()
 	traceparent := telemetry.Traceparent(ctx)
 	msgs := make([]outbox.Message, len(docs))
 	for i, d := range docs {

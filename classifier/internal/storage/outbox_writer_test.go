@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/outbox"
@@ -28,14 +31,15 @@ func newOutboxWriter(t *testing.T) (*storage.OutboxWriter, *sql.DB) {
 	return storage.NewOutboxWriter(db), db
 }
 
-// Each outbox row carries the traceparent of the span the writer was called
-// in (the committer's), so the publisher continues the document's trace; a
-// write outside any span leaves the column NULL.
+// The insert is a span under the one the writer was called in (the
+// committer's), and each row carries that span's traceparent, so the
+// publisher continues the document's trace; a write outside any span leaves
+// the column NULL.
 func TestOutboxWriterCarriesTraceparent(t *testing.T) {
 	t.Parallel()
 	w, db := newOutboxWriter(t)
 	ctx := context.Background()
-	tp, _ := spantest.New(t)
+	tp, spans := spantest.New(t)
 	doc := func(id string) *domain.ClassifiedContent {
 		return &domain.ClassifiedContent{ID: id, SourceName: "s", Index: "s_raw_content", ContentType: "article", Title: "t", URL: "u"}
 	}
@@ -66,11 +70,18 @@ func TestOutboxWriterCarriesTraceparent(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if want := telemetry.Traceparent(spanCtx); got["traced"].String != want {
-		t.Errorf("traced row's traceparent = %q, want %q", got["traced"].String, want)
+	var write *tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == "classifier.outbox.write" {
+			write = &s
+		}
 	}
-	if got["traced"].String == "" {
-		t.Error("traced row has no traceparent")
+	if write == nil || write.Parent.SpanID() != span.SpanContext().SpanID() {
+		t.Fatalf("no classifier.outbox.write span under the commit span (%v)", write)
+	}
+	writeCtx := trace.ContextWithSpanContext(ctx, write.SpanContext)
+	if want := telemetry.Traceparent(writeCtx); got["traced"].String != want {
+		t.Errorf("traced row's traceparent = %q, want the write span's %q", got["traced"].String, want)
 	}
 	if got["untraced"].Valid {
 		t.Errorf("untraced row's traceparent = %q, want NULL", got["untraced"].String)

@@ -18,7 +18,13 @@
 # scripts/services.sh starts the other services. Docker Compose v2 is built from the Go module
 # proxy once (cached in $NC_CACHE_DIR) and installed as a CLI plugin. Where `docker pull`
 # reaches no registry, deploy/offline/build-images.sh builds local stand-ins (kept between
-# runs) and deploy/offline/compose.offline.yml selects them.
+# runs) and packs the services from binaries built on this machine, and
+# deploy/offline/compose.offline.yml selects them.
+#
+# Usage: compose-test.sh [--prepare]
+#   --prepare   only the engine, the compose plugin and the stand-in images (no Go or npm
+#               build, no stack): scripts/test.sh runs it in the background while the Go tests
+#               run. Never fails (the run proper reports what is missing).
 #
 # The stack runs from the working tree with a throwaway env file written by
 # scripts/init-env.sh (never the tree's .env), on ports 23xxx, so the native services of
@@ -34,7 +40,7 @@
 #   NC_COMPOSE_VERSION        Docker Compose to build             (v2.40.3)
 #   NC_COMPOSE_OFFLINE        1 stand-ins, 0 official images, auto tries one pull (auto)
 #   NC_COMPOSE_SETUP_BUDGET   seconds for the engine, compose, the stand-ins and
-#                             `docker compose build` (a first run builds them all) (2400)
+#                             `docker compose build` (a first, cold run builds them all) (600)
 #   NC_COMPOSE_BUDGET         seconds for the stack: up --build to down -v     (600)
 #   NC_COMPOSE_ENV            more VAR=value lines for the stack's env file, e.g. a service
 #                             setting to try (CLASSIFIER_SHADOW_MATCHER=token_index)  (none)
@@ -46,7 +52,7 @@ readonly STATE_DIR="${NC_STATE_DIR:-/var/lib/north-cloud}"
 readonly CACHE_DIR="${NC_CACHE_DIR:-${HOME:-/root}/.cache/north-cloud}"
 readonly COMPOSE_VERSION="${NC_COMPOSE_VERSION:-v2.40.3}"
 readonly OFFLINE="${NC_COMPOSE_OFFLINE:-auto}"
-readonly SETUP_BUDGET="${NC_COMPOSE_SETUP_BUDGET:-2400}"
+readonly SETUP_BUDGET="${NC_COMPOSE_SETUP_BUDGET:-600}"
 readonly BUDGET="${NC_COMPOSE_BUDGET:-600}"
 readonly PROJECT=north-cloud
 readonly LOG_DIR="$STATE_DIR/logs"
@@ -143,7 +149,7 @@ images() {
     fi
   fi
   if [[ $offline == 1 ]]; then
-    "$ROOT/deploy/offline/build-images.sh"
+    "$ROOT/deploy/offline/build-images.sh" ${1:-all}
     FILES+=(-f "$ROOT/deploy/offline/compose.offline.yml")
   fi
   nofile_limit
@@ -370,7 +376,16 @@ stack() {
   step "docker compose down -v" down
 }
 
+# prepare: what a run needs before the Go and npm builds, done while other work uses the
+# CPU; whatever fails here is done (and reported) again by the run proper.
+prepare() {
+  WORK="$(mktemp -d)"
+  trap 'rm -rf "$WORK"' EXIT
+  ( engine_up && compose_install && images stand-ins ) || log "preparation failed (the run proper retries)"
+}
+
 main() {
+  [[ ${1:-} != --prepare ]] || { prepare; return 0; }
   local start=$SECONDS
   WORK="$(mktemp -d)"
   ENV_FILE="$WORK/test.env"

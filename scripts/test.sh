@@ -4,7 +4,16 @@
 # and vet, then runs `go test -race` over every Go module, the end-to-end test
 # included, and prints one summary. Under CI=true a test that skipped fails the
 # run: CI never passes by skipping.
+#
+# `scripts/test.sh --stage compose` runs only the services and the compose stage (the
+# container stack run for real, scripts/compose-test.sh), with its preparation.
 set -euo pipefail
+only=
+case "${1:-}" in
+  --stage) only=${2:?--stage needs a name (compose)}; [ "$only" = compose ] || { echo "unknown stage: $only" >&2; exit 2; } ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--stage compose]" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export GOTOOLCHAIN=local
@@ -33,6 +42,32 @@ step "services"
 eval "$("$root/scripts/services.sh" env)"
 
 modules=$(sed -n 's#^[[:space:]]*\./\(.*\)$#\1#p' go.work)
+
+# Compose stage (scripts/compose-test.sh): the container stack of docker-compose.yml run
+# for real, within a budget of 600 s (NC_COMPOSE_SETUP_BUDGET for the engine, the images and
+# `docker compose build`, NC_COMPOSE_BUDGET for the stack). Its slow part on a fresh machine,
+# the engine and (without an image registry) the stand-in images, is made in the background
+# from here on (`--prepare`: downloads and package installs, little CPU); the stage itself
+# then builds the services' binaries with the Go build cache the stages before it filled and
+# packs them. Outside CI it skips where no Docker engine can be had; under CI=true it fails.
+compose_prep_log=$(mktemp)
+"$root/scripts/compose-test.sh" --prepare >"$compose_prep_log" 2>&1 &
+compose_prep_pid=$!
+compose_stage() {
+  wait "$compose_prep_pid" || true
+  echo "   compose preparation: $(grep -c 'offline images:.* built\|imported' "$compose_prep_log") images built in the background" >&2
+  sed 's/^/   compose-prepare: /' "$compose_prep_log" | tail -n 12 >&2
+  rm -f "$compose_prep_log"
+  "$root/scripts/compose-test.sh"
+}
+if [ "$only" = compose ]; then
+  step "compose: the container stack run for real (budget 600s)"
+  status=0
+  compose_stage || status=1
+  stage_end
+  printf '%s\n' "${timings[@]}" >&2
+  exit $status
+fi
 
 # What the later stages install (Debian's prometheus and chromium, the
 # dashboard's npm packages) is fetched in the background while the Go stages
@@ -113,7 +148,7 @@ fi
 
 step "go test -race (all modules)"
 json=$(mktemp)
-trap 'rm -f "$json" "${dashlog:-}" "$prep_log"' EXIT
+trap 'rm -f "$json" "${dashlog:-}" "$prep_log" "$compose_prep_log"' EXIT
 for m in $modules; do
   echo "-- $m" >&2
   # The cluster tests (TestCluster*) run in the cluster stage below.
@@ -212,6 +247,11 @@ set +e
 dash_status=${PIPESTATUS[0]}
 set -e
 [ "$dash_status" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
+
+# After the dashboard stage: its `task build` and `npm run build` leave the Go build cache
+# and dashboard/dist that the offline service images reuse.
+step "compose: the container stack run for real (budget 600s)"
+compose_stage || status=1
 
 
 # The takeover figures of the kill-mid-batch test (time from a classifier's

@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# build-images.sh - builds the local stand-ins of the images docker-compose.yml pulls, for a
-# machine that reaches no image registry (compose.offline.yml selects them):
+# build-images.sh - builds what deploy/offline/compose.offline.yml runs, for a machine that
+# reaches no image registry:
 #
 #   north-cloud-offline/debian:bookworm        debootstrap of Debian bookworm, `docker import`ed
 #   north-cloud-offline/postgres:15            Debian's PostgreSQL 15 + an official-like entrypoint
 #   north-cloud-offline/redis:7                Debian's Redis 7
 #   north-cloud-offline/elasticsearch:<ver>    Maven Central's integ-test-zip on Debian's JDK 17
 #   north-cloud-offline/prometheus:2           Debian's Prometheus
-#   north-cloud-offline/golang:<go version>    Go from the Go module proxy (golang.org/toolchain)
-#   north-cloud-offline/node:<node version>    this machine's Node.js and npm
 #   north-cloud-offline/runtime:busybox        Debian's static busybox (stands in for alpine)
+#   deploy/offline/apps/<image>/               the services' binaries and the dashboard's dist/,
+#                                              built on this machine (Dockerfile.app packs them)
+#
+# The services are not compiled in a golang (or node) image: `go build` runs here with the
+# flags of the service Dockerfiles (CGO_ENABLED=0 -trimpath, as `task build`), so the host's
+# Go build and module caches serve it, and the dashboard's dist/ is the host's `npm run build`
+# (rebuilt only when its sources are newer). The stand-ins are built side by side; the runtime
+# image needs no Debian base (busybox-static comes from the host's apt). An image whose inputs
+# (its Dockerfile, files and versions) have not changed since it was built is kept; --force
+# rebuilds all. Prints one line per image, with its seconds, to stderr.
+#
+# Usage: build-images.sh [--force] [all|stand-ins|apps]     (all)
+#   stand-ins   the images above (no Go or npm build: test.sh builds them while Go tests run)
+#   apps        deploy/offline/apps only
 #
 # Run as root (debootstrap) on Debian with a running Docker engine; the packages come from
 # Debian's mirror, the Elasticsearch zip from Maven Central (cached in NC_CACHE_DIR, shared
-# with scripts/services.sh), the Go toolchain through GOPROXY. The machine's local CA
-# certificates (/usr/local/share/ca-certificates, e.g. a TLS-intercepting proxy's) are
-# trusted inside the Go, Node and runtime images as on the host. An image whose inputs (its
-# Dockerfile, files and versions) have not changed since it was built is kept; --force
-# rebuilds all. Prints one line per image to stderr.
+# with scripts/services.sh). The machine's local CA certificates (/usr/local/share/ca-certificates,
+# e.g. a TLS-intercepting proxy's) are in the runtime image's CA bundle, as on the host.
 #
 # Settings (environment):
-#   NC_CACHE_DIR          download cache                        ($HOME/.cache/north-cloud)
-#   NC_ES_VERSION         Elasticsearch version                 (8.19.21)
-#   NC_OFFLINE_GO         Go version of the Go image            (this machine's `go env GOVERSION`)
-#   NC_DEBIAN_MIRROR      Debian mirror for debootstrap         (http://deb.debian.org/debian)
+#   NC_CACHE_DIR          download cache (debootstrap's packages too)   ($HOME/.cache/north-cloud)
+#   NC_ES_VERSION         Elasticsearch version                         (8.19.21)
+#   NC_DEBIAN_MIRROR      Debian mirror for debootstrap                 (http://deb.debian.org/debian)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -32,8 +40,16 @@ readonly ES_VERSION="${NC_ES_VERSION:-8.19.21}"
 readonly MIRROR="${NC_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 readonly BASE=north-cloud-offline/debian:bookworm
 readonly LABEL=north-cloud.offline.inputs
-FORCE=0
-[[ ${1:-} == --force ]] && FORCE=1
+ROOT="$(cd ../.. && pwd)"
+readonly ROOT APPS_DIR="$PWD/apps"
+FORCE=0 WHAT=all
+for arg; do
+  case $arg in
+    --force) FORCE=1 ;;
+    all | stand-ins | apps) WHAT=$arg ;;
+    *) printf 'usage: build-images.sh [--force] [all|stand-ins|apps]\n' >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '==> offline images: %s\n' "$*" >&2; }
 die() {
@@ -50,7 +66,7 @@ built() {
 }
 
 base_image() {
-  local hash rootfs
+  local hash rootfs start=$SECONDS
   # Bump the number when base_image changes what it builds.
   hash="bookworm-minbase-1 $MIRROR"
   if built "$BASE" "$hash"; then log "$BASE is up to date"; return 0; fi
@@ -59,8 +75,9 @@ base_image() {
       die "apt-get install debootstrap failed"
   }
   rootfs="$WORK/rootfs"
-  log "debootstrap bookworm from $MIRROR (a few minutes)"
-  debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
+  mkdir -p "$CACHE_DIR/debootstrap"
+  log "debootstrap bookworm from $MIRROR (about a minute)"
+  debootstrap --variant=minbase --cache-dir="$CACHE_DIR/debootstrap" bookworm "$rootfs" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
     { tail -n 20 "$WORK/debootstrap.log" >&2; die "debootstrap failed"; }
   cat >"$rootfs/etc/apt/sources.list" <<EOS
 deb $MIRROR bookworm main
@@ -76,31 +93,37 @@ EOS
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     -c 'ENV DEBIAN_FRONTEND=noninteractive' \
     -c "LABEL $LABEL=\"$hash\"" -c 'CMD ["/bin/bash"]' - "$BASE" >/dev/null || die "docker import failed"
-  log "$BASE imported"
+  rm -rf "$rootfs"
+  log "$BASE imported ($((SECONDS - start))s)"
+}
+
+# ctx TAG: the build context directory of TAG (the caller may put files into it first).
+ctx() {
+  local d="$WORK/ctx-${1//[\/:]/_}"
+  mkdir -p "$d"
+  echo "$d"
 }
 
 # image TAG DOCKERFILE EXTRA-HASH-INPUT [FILE...]: builds TAG from deploy/offline/DOCKERFILE
-# with the FILEs (of this directory), the machine's local CA certificates (local-ca/) and what
-# main put into $WORK/ctx as its context.
+# with the FILEs (of this directory) and what the caller put into `ctx TAG` as its context.
+# Images FROM the Debian base hash its id as one of their inputs.
 image() {
-  local tag=$1 dockerfile=$2 extra=$3 hash
+  local tag=$1 dockerfile=$2 extra=$3 hash dir start=$SECONDS
   shift 3
-  hash="$( (cat "$dockerfile" "$@" /usr/local/share/ca-certificates/*.crt 2>/dev/null; printf '%s\n' "$extra" "$(docker image inspect -f '{{.Id}}' "$BASE")") | sha256sum | cut -c1-16)"
+  dir="$(ctx "$tag")"
+  cp "$dockerfile" "$@" "$dir/"
+  if grep -q '^FROM \${BASE_IMAGE}' "$dockerfile"; then extra+=" $(docker image inspect -f '{{.Id}}' "$BASE")"; fi
+  # Every file of the context but the Elasticsearch zip (its version is in EXTRA).
+  hash="$( (cd "$dir" && find . -type f ! -name '*.zip' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; printf '%s\n' "$extra") | sha256sum | cut -c1-16)"
   if built "$tag" "$hash"; then
     log "$tag is up to date"
-    rm -rf "$WORK/ctx"
     return 0
   fi
-  mkdir -p "$WORK/ctx/local-ca"
-  cp "$dockerfile" "$@" "$WORK/ctx/"
-  # The machine's local CAs (a TLS-intercepting proxy's): the images that fetch through the
-  # proxy, or carry the CA bundle, trust them as the host does.
-  cp /usr/local/share/ca-certificates/*.crt "$WORK/ctx/local-ca/" 2>/dev/null || true
   log "building $tag"
   docker build -q --label "$LABEL=$hash" --build-arg "BASE_IMAGE=$BASE" ${BUILD_ARGS:+$BUILD_ARGS} \
-    -t "$tag" -f "$WORK/ctx/$dockerfile" "$WORK/ctx" >"$WORK/build.log" 2>&1 ||
-    { tail -n 30 "$WORK/build.log" >&2; die "docker build of $tag failed"; }
-  rm -rf "$WORK/ctx"
+    -t "$tag" -f "$dir/$dockerfile" "$dir" >"$dir.log" 2>&1 ||
+    { tail -n 30 "$dir.log" >&2; die "docker build of $tag failed"; }
+  log "$tag built ($((SECONDS - start))s)"
 }
 
 es_zip() {
@@ -115,51 +138,87 @@ es_zip() {
   echo "$zip"
 }
 
-# go_toolchain VERSION: prints the GOROOT of the toolchain module (module zips keep no
-# execute bits: the copy gets them back).
-go_toolchain() {
-  local ver=$1 arch dir
-  case "$(uname -m)" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) die "no Go toolchain for $(uname -m)" ;; esac
-  dir="$(cd "$WORK" && GOFLAGS=-mod=mod go mod download -json "golang.org/toolchain@v0.0.1-$ver.linux-$arch" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  [[ -f $dir/bin/go ]] || die "go mod download golang.org/toolchain@v0.0.1-$ver.linux-$arch gave no toolchain"
-  echo "$dir"
+# runtime_image: Debian's static busybox, from the package the host's apt fetches (kept in
+# NC_CACHE_DIR), and the host's CA bundle.
+runtime_image() {
+  local tag=north-cloud-offline/runtime:busybox dir deb
+  dir="$(ctx "$tag")"
+  local debs=("$CACHE_DIR"/debs/busybox-static_*.deb)
+  if [[ ! -f ${debs[-1]} ]]; then
+    mkdir -p "$CACHE_DIR/debs"
+    (cd "$CACHE_DIR/debs" && { apt-get download -q busybox-static >&2 || { apt-get -q update >&2 && apt-get download -q busybox-static >&2; }; }) ||
+      die "apt-get download busybox-static failed"
+    debs=("$CACHE_DIR"/debs/busybox-static_*.deb)
+  fi
+  deb=${debs[-1]}
+  dpkg-deb -x "$deb" "$WORK/busybox" && cp "$WORK/busybox/bin/busybox" "$dir/busybox" || die "no busybox in $deb"
+  cp /etc/ssl/certs/ca-certificates.crt "$dir/" || die "no CA bundle at /etc/ssl/certs/ca-certificates.crt"
+  image "$tag" Dockerfile.runtime "" runtime-accounts.sh
+}
+
+stand_ins() {
+  local zip dir
+  zip="$(es_zip)"
+  dir="$(ctx "north-cloud-offline/elasticsearch:$ES_VERSION")"
+  ln "$zip" "$dir/elasticsearch.zip" 2>/dev/null || cp "$zip" "$dir/elasticsearch.zip"
+
+  # The runtime image needs no base: it builds while debootstrap runs.
+  runtime_image >"$WORK/runtime.log" 2>&1 &
+  local -A jobs=([runtime]=$!)
+  base_image
+  image north-cloud-offline/postgres:15 Dockerfile.postgres "" postgres-entrypoint.sh >"$WORK/postgres.log" 2>&1 &
+  jobs[postgres]=$!
+  image north-cloud-offline/redis:7 Dockerfile.redis "" >"$WORK/redis.log" 2>&1 &
+  jobs[redis]=$!
+  image north-cloud-offline/prometheus:2 Dockerfile.prometheus "" >"$WORK/prometheus.log" 2>&1 &
+  jobs[prometheus]=$!
+  BUILD_ARGS="--build-arg=ES_VERSION=$ES_VERSION" \
+    image "north-cloud-offline/elasticsearch:$ES_VERSION" Dockerfile.elasticsearch "$ES_VERSION" elasticsearch-entrypoint.sh \
+    >"$WORK/elasticsearch.log" 2>&1 &
+  jobs[elasticsearch]=$!
+  local name failed=()
+  for name in "${!jobs[@]}"; do
+    wait "${jobs[$name]}" || failed+=("$name")
+    cat "$WORK/$name.log" >&2
+  done
+  ((${#failed[@]} == 0)) || die "building ${failed[*]} failed"
+  # The tag compose.offline.yml uses.
+  docker tag "north-cloud-offline/elasticsearch:$ES_VERSION" north-cloud-offline/elasticsearch:local
+}
+
+# apps: deploy/offline/apps/<image>/, the /app of each service image: its binaries, built
+# like the service Dockerfiles build them, and the dashboard's production build.
+apps() {
+  local start=$SECONDS out="$APPS_DIR.tmp" m
+  command -v go >/dev/null || die "no go on this machine to build the services"
+  rm -rf "$out"
+  for m in classifier publisher index-manager dashboard/server; do
+    mkdir -p "$out/${m%/server}"
+    (cd "$ROOT/$m" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+      go build -trimpath -ldflags='-s -w' -o "$out/${m%/server}/" ./cmd/...) || die "go build of $m failed"
+  done
+  command -v npm >/dev/null || die "no npm on this machine to build the dashboard"
+  (
+    cd "$ROOT/dashboard"
+    if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+      npm ci --no-audit --no-fund >&2
+    fi
+    # The dashboard stage of the test command built dist/ already, unless a source is newer.
+    if [[ ! -f dist/index.html || -n $(find src public index.html package.json package-lock.json vite.config.* tsconfig*.json \
+      -newer dist/index.html -print -quit 2>/dev/null) ]]; then
+      npm run build >&2
+    fi
+  ) || die "the dashboard's npm ci / npm run build failed"
+  cp -r "$ROOT/dashboard/dist" "$out/dashboard/dist"
+  rm -rf "$APPS_DIR" && mv "$out" "$APPS_DIR"
+  log "deploy/offline/apps: binaries and dist built ($((SECONDS - start))s)"
 }
 
 main() {
   [[ $(id -u) == 0 ]] || die "run as root (debootstrap needs it)"
   docker info >/dev/null 2>&1 || die "no Docker engine answers (start it first, e.g. scripts/compose-test.sh)"
-  base_image
-
-  image north-cloud-offline/postgres:15 Dockerfile.postgres "" postgres-entrypoint.sh
-  image north-cloud-offline/redis:7 Dockerfile.redis ""
-  image north-cloud-offline/prometheus:2 Dockerfile.prometheus ""
-  image north-cloud-offline/runtime:busybox Dockerfile.runtime "" runtime-accounts.sh
-
-  local zip
-  zip="$(es_zip)"
-  mkdir -p "$WORK/ctx" && ln "$zip" "$WORK/ctx/elasticsearch.zip" 2>/dev/null || cp "$zip" "$WORK/ctx/elasticsearch.zip"
-  BUILD_ARGS="--build-arg=ES_VERSION=$ES_VERSION" \
-    image "north-cloud-offline/elasticsearch:$ES_VERSION" Dockerfile.elasticsearch "$ES_VERSION" elasticsearch-entrypoint.sh
-
-  local goroot gover="${NC_OFFLINE_GO:-$(go env GOVERSION)}"
-  goroot="$(go_toolchain "$gover")"
-  mkdir -p "$WORK/ctx" && cp -r "$goroot" "$WORK/ctx/go"
-  chmod -R u+w "$WORK/ctx/go" && chmod +x "$WORK/ctx/go/bin/"* "$WORK/ctx/go/pkg/tool/"*/*
-  image "north-cloud-offline/golang:${gover#go}" Dockerfile.golang "$gover"
-
-  local nodev
-  command -v node >/dev/null && command -v npm >/dev/null || die "no node/npm on this machine to copy into the Node image"
-  nodev="$(node --version)"
-  mkdir -p "$WORK/ctx/node/bin" "$WORK/ctx/node/lib/node_modules"
-  cp "$(readlink -f "$(command -v node)")" "$WORK/ctx/node/bin/node"
-  cp -r "$(dirname "$(readlink -f "$(command -v npm)")")/.." "$WORK/ctx/node/lib/node_modules/npm"
-  image "north-cloud-offline/node:${nodev#v}" Dockerfile.node "$nodev $(npm --version)"
-
-  # The tags compose.offline.yml uses by default.
-  docker tag "north-cloud-offline/golang:${gover#go}" north-cloud-offline/golang:local
-  docker tag "north-cloud-offline/node:${nodev#v}" north-cloud-offline/node:local
-  docker tag "north-cloud-offline/elasticsearch:$ES_VERSION" north-cloud-offline/elasticsearch:local
+  [[ $WHAT == apps ]] || stand_ins
+  [[ $WHAT == stand-ins ]] || apps
   log "done"
 }
 

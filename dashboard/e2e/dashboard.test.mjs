@@ -55,6 +55,21 @@ async function pageOverflow(p) {
   return p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
 }
 
+/** The elements that reach past the viewport's right edge, widest first (what a page overflow is made of). */
+async function overflowing(p) {
+  return p.evaluate(() => {
+    const w = document.documentElement.clientWidth
+    return [...document.querySelectorAll('body *')]
+      .map((e) => ({ e, right: e.getBoundingClientRect().right }))
+      // Inside a scrolling table only what is positioned can escape its clip.
+      .filter(({ e, right }) => right > w + 1 && (!e.closest('[role="region"]') || getComputedStyle(e).position !== 'static'))
+      .sort((a, b) => b.right - a.right)
+      .slice(0, 3)
+      .map(({ e, right }) => `${e.tagName.toLowerCase()}${e.className && typeof e.className === 'string' ? `.${e.className.trim().split(/\s+/).slice(0, 3).join('.')}` : ''} to ${Math.round(right)} px`)
+      .join('; ')
+  })
+}
+
 /** The number a stat card shows. */
 async function statNumber(card) {
   const t = await card.getByTestId('stat-value').innerText()
@@ -919,7 +934,7 @@ describe('dashboard', { concurrency: false }, () => {
           await ready()
           await page.waitForTimeout(200)
           const over = await pageOverflow(page)
-          if (over > 0) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: the page is ${over} px wider than the viewport`)
+          if (over > 0) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: the page is ${over} px wider than the viewport (${await overflowing(page)})`)
           if (width === 390 || width === 1440) {
             for (const v of await axeViolations(page)) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: ${v}`)
           }

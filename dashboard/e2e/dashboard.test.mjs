@@ -70,6 +70,12 @@ async function overflowing(p) {
   })
 }
 
+/** Clicks an export button and returns the text of the file it saves. */
+async function exported(testId) {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).first().click()])
+  return readFileSync(await file.path(), 'utf8')
+}
+
 /** The number a stat card shows. */
 async function statNumber(card) {
   const t = await card.getByTestId('stat-value').innerText()
@@ -422,6 +428,9 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByTestId('refresh-paused').waitFor()
     await shot('dlq')
     await page.getByRole('checkbox', { name: `Select ${id}` }).uncheck()
+    // An export holds every entry the filter matches, as Postgres holds them.
+    const saved = await exported('export-json')
+    assert.deepEqual(JSON.parse(saved).map((e) => e.content_id).sort(), h.sql('classifier', "SELECT content_id FROM dead_letter_queue WHERE error_code = 'VALIDATION_ERROR' ORDER BY content_id").split('\n'))
     // "Retry all matching" names how many entries the filter holds, as Postgres counts them.
     await page.getByRole('button', { name: 'Retry all matching' }).click()
     const confirm = page.getByTestId('confirm-dialog')
@@ -503,6 +512,10 @@ describe('dashboard', { concurrency: false }, () => {
     const shownSources = await page.getByTestId('outbox-table').locator('tbody tr td:nth-child(2) div:nth-child(2)').allInnerTexts()
     assert.ok(shownSources.length >= 1 && shownSources.every((x) => x === late), `only ${late} listed: ${shownSources}`)
     await shot('outbox')
+    // The CSV export: a header and the late source's six rows.
+    const csv = (await exported('export-csv')).trim().split('\r\n')
+    assert.equal(csv.length, 7, `a header and 6 rows: ${csv.slice(0, 3).join(' | ')}`)
+    assert.ok(csv[0].split(',').includes('content_id') && csv.slice(1).every((l) => l.includes(late)))
     await page.getByTestId('outbox-source').fill('')
     await page.getByTestId('outbox-source').press('Enter')
   })

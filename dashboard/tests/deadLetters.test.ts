@@ -26,3 +26,18 @@ describe('the outcome of a dead-letter retry', () => {
     expect(seen).toEqual([undefined, 'p2'])
   })
 })
+
+describe('exports', () => {
+  it('writes CSV with a header of every key, quoting what needs it and JSON in a cell for objects', async () => {
+    const { toCSV } = await import('@/lib/exportData')
+    expect(toCSV([{ id: 'a', title: 'Say "hi", then go', topics: ['x', 'y'] }, { id: 'b', extra: null }])).toBe(
+      'id,title,topics,extra\r\na,"Say ""hi"", then go","[""x"",""y""]",\r\nb,,,\r\n',
+    )
+  })
+  it('collects every page of a list, up to its bound', async () => {
+    const { collectPages } = await import('@/lib/exportData')
+    const page = async (cursor: string | undefined) => (cursor ? { entries: [3], next_cursor: null } : { entries: [1, 2], next_cursor: 'c' })
+    expect(await collectPages(page)).toEqual({ entries: [1, 2, 3], more: false })
+    expect(await collectPages(page, 2)).toEqual({ entries: [1, 2], more: true })
+  })
+})

@@ -2,6 +2,7 @@
 // entry as the queue holds it afterwards; and how many entries a filter
 // matches, counted page by page when the queue's figures cannot say.
 import type { DeadLetterEntry, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse } from '@/types/classifier'
+import { collectPages } from './exportData'
 
 export type RetryOutcome =
   | { state: 'waiting' }
@@ -33,24 +34,14 @@ export function outcomeText(o: RetryOutcome): string {
   }
 }
 
-/** The most entries countMatching pages through (20 pages of 500). */
-export const COUNT_LIMIT = 10_000
-
 /**
- * How many entries match the filter: by page of 500, up to COUNT_LIMIT
+ * How many entries match the filter: by page of 500, up to EXPORT_LIMIT
  * (`more` when there are more).
  */
 export async function countMatching(
   filter: DeadLetterFilter,
   list: (p: DeadLetterListParams) => Promise<DeadLetterListResponse>,
 ): Promise<{ count: number; more: boolean }> {
-  let count = 0
-  let cursor: string | undefined
-  for (;;) {
-    const page = await list({ ...filter, limit: 500, cursor })
-    count += page.entries.length
-    if (!page.next_cursor) return { count, more: false }
-    if (count >= COUNT_LIMIT) return { count, more: true }
-    cursor = page.next_cursor
-  }
+  const { entries, more } = await collectPages((cursor) => list({ ...filter, limit: 500, cursor }))
+  return { count: entries.length, more }
 }

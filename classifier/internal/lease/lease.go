@@ -1,0 +1,279 @@
+// Package lease keeps the claims on raw documents: one row of raw_claims per
+// document some replica is classifying, live while its lease_until is in the
+// future.
+//
+// A claim used to be a conditional re-index of the whole raw document in
+// Elasticsearch, and so was every renewal and release: the raw text was
+// analysed again for each. Here a claim, a renewal and a release are
+// Postgres statements, and the raw document is written once, at the commit
+// point, by the status flip conditional on the version the search returned
+// (the seq_no and primary_term a Claim carries). A lease that expires is
+// taken over by the next replica that finds the document pending; the
+// takeover counts a stall and gives the row a new claim_id, so the old
+// owner's Renew no longer finds it (Owned, the one ownership check) and it
+// writes nothing of the document.
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Defaults of Config.
+const (
+	// LeaseDefault is how long a claim keeps other replicas away unless
+	// renewed (CLASSIFIER_CLAIM_LEASE).
+	LeaseDefault = 15 * time.Second
+	// HoldDefault is how long a finished claim still keeps the document
+	// out of every replica's searches: two of the raw indices' refresh
+	// intervals (contentindex sets 1 s), after which a search sees the
+	// flipped status.
+	HoldDefault = 2 * time.Second
+)
+
+// Config configures a Store.
+type Config struct {
+	// DB is the classifier's database (migration 016_raw_claims). Required.
+	DB *sql.DB
+	// Replica is this replica's claimed_by (CLASSIFIER_ID). Required.
+	Replica string
+	// Lease is how long a claim or renewal holds. Defaults to LeaseDefault.
+	Lease time.Duration
+	// Hold is how long a finished claim keeps its document out of the
+	// searches. Defaults to HoldDefault.
+	Hold time.Duration
+}
+
+// Store is the raw_claims table. It is safe for concurrent use.
+type Store struct {
+	cfg Config
+}
+
+// New returns a Store.
+func New(cfg Config) (*Store, error) {
+	if cfg.DB == nil || cfg.Replica == "" {
+		return nil, errors.New("new lease store: DB and Replica are required")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = LeaseDefault
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = HoldDefault
+	}
+	return &Store{cfg: cfg}, nil
+}
+
+// Replica returns the claimed_by of this store's claims.
+func (s *Store) Replica() string { return s.cfg.Replica }
+
+// Lease returns the lease a claim or renewal holds.
+func (s *Store) Lease() time.Duration { return s.cfg.Lease }
+
+// Doc is a document a search found, at the version it returned.
+type Doc struct {
+	Index       string
+	ID          string
+	SeqNo       int64
+	PrimaryTerm int64
+}
+
+// Claim is a claim this replica won: the document, the version the search
+// returned (the only version its flip may change), the claim's id (which
+// a takeover changes) and how many times the document's lease expired
+// before without a commit (Stalls).
+type Claim struct {
+	Doc
+	ClaimID int64
+	Stalls  int
+}
+
+// Claim claims docs for this replica in one statement and returns the
+// claims it won. A document without a row, or whose row is finished or
+// expired, is won; one with a live lease is not. Taking over an expired,
+// unfinished claim counts a stall. Each won claim carries the version given
+// in docs.
+func (s *Store) Claim(ctx context.Context, docs []Doc) ([]Claim, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	idx, ids := make([]string, len(docs)), make([]string, len(docs))
+	seqs, terms := make([]int64, len(docs)), make([]int64, len(docs))
+	for i, d := range docs {
+		idx[i], ids[i], seqs[i], terms[i] = d.Index, d.ID, d.SeqNo, d.PrimaryTerm
+	}
+	rows, err := s.cfg.DB.QueryContext(ctx, claimSQL, pq.Array(idx), pq.Array(ids), pq.Array(seqs), pq.Array(terms),
+		s.cfg.Replica, s.cfg.Lease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	defer rows.Close()
+	out := make([]Claim, 0, len(docs))
+	for rows.Next() {
+		var c Claim
+		if err := rows.Scan(&c.Index, &c.ID, &c.SeqNo, &c.PrimaryTerm, &c.ClaimID, &c.Stalls); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return out, nil
+}
+
+// claimSQL inserts the claims, or takes over rows whose lease has expired.
+// Duplicate documents in one batch are claimed once (DISTINCT ON).
+const claimSQL = `
+INSERT INTO raw_claims AS c (raw_index, doc_id, claimed_by, claimed_at, lease_until, seq_no, primary_term)
+SELECT DISTINCT ON (i, d) i, d, $5, now(), now() + make_interval(secs => $6), s, t
+  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS x(i, d, s, t)
+ ORDER BY i, d
+ON CONFLICT (raw_index, doc_id) DO UPDATE
+   SET claimed_by = EXCLUDED.claimed_by, claimed_at = EXCLUDED.claimed_at, lease_until = EXCLUDED.lease_until,
+       seq_no = EXCLUDED.seq_no, primary_term = EXCLUDED.primary_term,
+       stalls = CASE WHEN c.done THEN 0 ELSE c.stalls + 1 END, done = FALSE,
+       claim_id = nextval(pg_get_serial_sequence('raw_claims', 'claim_id'))
+ WHERE c.lease_until < now()
+RETURNING raw_index, doc_id, seq_no, primary_term, claim_id, stalls`
+
+// Renew moves the lease of claims forward and returns the ids of those
+// still this replica's; a claim not returned was taken over (or released)
+// and must not be committed here. It is also the ownership check before a
+// commit: a claim renewed is safe from takeover for a whole lease.
+func (s *Store) Renew(ctx context.Context, claimIDs []int64) (held map[int64]bool, err error) {
+	held = make(map[int64]bool, len(claimIDs))
+	if len(claimIDs) == 0 {
+		return held, nil
+	}
+	rows, err := s.cfg.DB.QueryContext(ctx, `
+UPDATE raw_claims SET lease_until = now() + make_interval(secs => $3)
+ WHERE claim_id = ANY($1) AND claimed_by = $2 AND NOT done
+RETURNING claim_id`, pq.Array(claimIDs), s.cfg.Replica, s.cfg.Lease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("renew claims: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("renew claims: %w", err)
+		}
+		held[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("renew claims: %w", err)
+	}
+	return held, nil
+}
+
+// Release deletes claims, so their documents are claimable again at once.
+// It returns how many were still held.
+func (s *Store) Release(ctx context.Context, claimIDs []int64) (int64, error) {
+	if len(claimIDs) == 0 {
+		return 0, nil
+	}
+	res, err := s.cfg.DB.ExecContext(ctx, `DELETE FROM raw_claims WHERE claim_id = ANY($1) AND claimed_by = $2`,
+		pq.Array(claimIDs), s.cfg.Replica)
+	if err != nil {
+		return 0, fmt.Errorf("release claims: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// Finish marks claims whose flip went through as done: the rows keep their
+// documents out of the searches for Hold (until the raw index shows the new
+// status), and a later claim of the document starts its stalls afresh.
+// Finished rows are deleted by Sweep.
+func (s *Store) Finish(ctx context.Context, claimIDs []int64) error {
+	if len(claimIDs) == 0 {
+		return nil
+	}
+	_, err := s.cfg.DB.ExecContext(ctx, `
+UPDATE raw_claims SET done = TRUE, lease_until = now() + make_interval(secs => $3)
+ WHERE claim_id = ANY($1) AND claimed_by = $2`, pq.Array(claimIDs), s.cfg.Replica, s.cfg.Hold.Seconds())
+	if err != nil {
+		return fmt.Errorf("finish claims: %w", err)
+	}
+	return nil
+}
+
+// ReleaseAll deletes every claim of this replica: a restart with a stable
+// CLASSIFIER_ID lets the documents of its previous run flow again now
+// rather than after the lease.
+func (s *Store) ReleaseAll(ctx context.Context) (int64, error) {
+	res, err := s.cfg.DB.ExecContext(ctx, `DELETE FROM raw_claims WHERE claimed_by = $1 AND NOT done`, s.cfg.Replica)
+	if err != nil {
+		return 0, fmt.Errorf("release all claims: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// Sweep deletes finished rows whose hold has passed, at most limit of them.
+func (s *Store) Sweep(ctx context.Context, limit int) (int64, error) {
+	res, err := s.cfg.DB.ExecContext(ctx, `
+DELETE FROM raw_claims WHERE ctid IN (
+  SELECT ctid FROM raw_claims WHERE done AND lease_until < now() LIMIT $1)`, limit)
+	if err != nil {
+		return 0, fmt.Errorf("sweep claims: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// Live returns, per index of indices, the ids of the documents with a live
+// claim (held or finished within its hold), which a search for pending
+// documents leaves out: they are being classified, or just were.
+func (s *Store) Live(ctx context.Context, indices []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(indices) == 0 {
+		return out, nil
+	}
+	rows, err := s.cfg.DB.QueryContext(ctx, `
+SELECT raw_index, doc_id FROM raw_claims WHERE raw_index = ANY($1) AND lease_until >= now()`, pq.Array(indices))
+	if err != nil {
+		return nil, fmt.Errorf("live claims: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var idx, id string
+		if err := rows.Scan(&idx, &id); err != nil {
+			return nil, fmt.Errorf("live claims: %w", err)
+		}
+		out[idx] = append(out[idx], id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("live claims: %w", err)
+	}
+	return out, nil
+}
+
+// Processing returns the number of documents being classified (live,
+// unfinished claims) per raw index: what operators see as processing.
+func Processing(ctx context.Context, db *sql.DB) (map[string]int64, error) {
+	rows, err := db.QueryContext(ctx, `
+SELECT raw_index, count(*) FROM raw_claims WHERE NOT done AND lease_until >= now() GROUP BY raw_index`)
+	if err != nil {
+		return nil, fmt.Errorf("count processing: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var idx string
+		var n int64
+		if err := rows.Scan(&idx, &n); err != nil {
+			return nil, fmt.Errorf("count processing: %w", err)
+		}
+		out[idx] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count processing: %w", err)
+	}
+	return out, nil
+}

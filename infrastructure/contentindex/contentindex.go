@@ -85,11 +85,48 @@ type RawDocument struct {
 	ClaimedBy            string     `json:"claimed_by,omitempty"`
 	ClaimedAt            *time.Time `json:"claimed_at,omitempty"`
 	ClassificationError  string     `json:"classification_error,omitempty"`
-	// Priority is "low" for a backfill or a reprocess run, which the
-	// classifier takes only with the share of capacity kept for the
-	// backlog; empty is normal.
+	// Priority is one of the five levels (Priorities), or empty for the
+	// level of the document's source (normal when the source has no mark).
+	// A backfill or a reprocess run writes "low".
 	Priority string `json:"priority,omitempty"`
 }
 
-// PriorityLow marks a raw document as low priority (RawDocument.Priority).
-const PriorityLow = "low"
+// The five priority levels of a raw document (RawDocument.Priority) or a
+// source, highest first. Their values (PriorityValue) are those of the
+// queue hygiene rules: critical 100, high 80, normal 50, low 20, cleanup 10.
+const (
+	PriorityCritical = "critical"
+	PriorityHigh     = "high"
+	PriorityNormal   = "normal"
+	PriorityLow      = "low"
+	PriorityCleanup  = "cleanup"
+)
+
+// Priorities lists the levels, highest first.
+func Priorities() []string {
+	return []string{PriorityCritical, PriorityHigh, PriorityNormal, PriorityLow, PriorityCleanup}
+}
+
+// PriorityValue is the numeric value of a level (100 to 10), and 0 with
+// false for a name that is none of them. The empty name is normal.
+func PriorityValue(level string) (int, bool) {
+	switch level {
+	case PriorityCritical:
+		return 100, true
+	case PriorityHigh:
+		return 80, true
+	case PriorityNormal, "":
+		return 50, true
+	case PriorityLow:
+		return 20, true
+	case PriorityCleanup:
+		return 10, true
+	}
+	return 0, false
+}
+
+// PriorityBelowNormal reports whether level is low or cleanup: work that
+// waits for the capacity kept for the backlog.
+func PriorityBelowNormal(level string) bool {
+	return level == PriorityLow || level == PriorityCleanup
+}

@@ -221,7 +221,7 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	priorities := sourcepriority.NewCache(priorityStore, 0, log)
-	cfg.Poller.LowSource = priorities.IsLow
+	cfg.Poller.SourcePriority = priorities.Level
 	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ func run() error {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (the same seed writes the same corpus)")
 	batch := flag.Int("batch", 500, "documents per bulk request")
 	refresh := flag.Bool("refresh", false, "refresh the raw indices at the end so the documents are searchable at once")
-	priority := flag.String("priority", "", `"low" marks the documents as a backfill: the classifier takes them after fresh documents, with the share of capacity kept for the backlog`)
+	priority := flag.String("priority", "", `the documents' priority level: critical, high, normal, low or cleanup (empty: their source's level); "low" marks them as a backfill, taken after fresh documents with the share of capacity kept for the backlog`)
 	age := flag.Duration("age", 0, "crawl the documents this long ago (a backfill of old news), spread over the hour before")
 	shape := flag.String("shape", "simple", `"simple" (short texts) or "crawler" (real-length texts, pages, copies)`)
 	htmlKB := flag.String("html-kb", "20-200", "crawler shape: raw_html size in KB, MIN-MAX or one size")
@@ -76,8 +76,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *priority != "" && *priority != contentindex.PriorityLow {
-		return fmt.Errorf("-priority must be %q or empty (got %q)", contentindex.PriorityLow, *priority)
+	if _, ok := contentindex.PriorityValue(*priority); !ok {
+		return fmt.Errorf("-priority must be one of %s, or empty (got %q)", strings.Join(contentindex.Priorities(), ", "), *priority)
 	}
 	names := strings.Split(*sources, ",")
 	for _, s := range names {

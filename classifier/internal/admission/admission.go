@@ -104,6 +104,9 @@ func Admit(raw *domain.RawContent, l Limits) error {
 	if err := sourceOfIndex(raw); err != nil {
 		return err
 	}
+	if _, ok := contentindex.PriorityValue(raw.Priority); !ok {
+		return reject("priority", "%q is none of %s", Clip(raw.Priority, maxQuotedBytes), strings.Join(contentindex.Priorities(), ", "))
+	}
 
 	// Free text: normalized in place.
 	d := &raw.RawDocument

@@ -86,6 +86,13 @@ func TestAdmit(t *testing.T) {
 			wantMsg: `"News_test" is not the source`},
 		{name: "source of a raw index is its own", mod: func(d *domain.RawContent) { d.Index = "wire_raw_content"; d.SourceName = "wire" }},
 
+		// priority: one of the five levels, or empty (the source's level)
+		{name: "critical priority", mod: func(d *domain.RawContent) { d.Priority = "critical" }},
+		{name: "cleanup priority", mod: func(d *domain.RawContent) { d.Priority = "cleanup" }},
+		{name: "unknown priority", mod: func(d *domain.RawContent) { d.Priority = "urgent" }, wantField: "priority",
+			wantMsg: `priority: "urgent" is none of critical, high, normal, low, cleanup`},
+		{name: "priority in capitals", mod: func(d *domain.RawContent) { d.Priority = "High" }, wantField: "priority"},
+
 		// url
 		{name: "missing url", mod: func(d *domain.RawContent) { d.URL = "" }, wantField: "url", wantMsg: "url: missing"},
 		{name: "NUL in url", mod: func(d *domain.RawContent) { d.URL = "https://news.test/a\x00b" }, wantField: "url", wantMsg: "NUL byte at byte 19"},

@@ -89,7 +89,7 @@ func (h *handler) putPriority(c *gin.Context) {
 		return
 	case errors.Is(err, sourcepriority.ErrTooManyMarks):
 		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, fmt.Sprintf(
-			"at most %d sources may be marked low at once; set one back to normal first", h.Priorities.MaxLowMarks()))
+			"at most %d sources may be marked other than normal at once; set one back to normal first", h.Priorities.MaxLowMarks()))
 		return
 	case err != nil:
 		h.fail(c, "set source priority", err)

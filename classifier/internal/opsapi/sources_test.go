@@ -229,6 +229,12 @@ func TestSourcePriorityAndRouteShadowing(t *testing.T) {
 		m.Priority != sourcepriority.Low || m.UpdatedBy != "operator@example.org" || m.UpdatedAt == nil {
 		t.Fatalf("PUT low = %d %+v", code, m)
 	}
+	// The five levels of the queue hygiene rules (before: low and normal only).
+	for _, level := range []sourcepriority.Priority{sourcepriority.Critical, sourcepriority.High, sourcepriority.Cleanup, sourcepriority.Low} {
+		if code := b.do(t, "PUT", "/api/v1/sources/news/priority", map[string]string{"priority": string(level)}, &m); code != 200 || m.Priority != level {
+			t.Fatalf("PUT %s = %d %+v", level, code, m)
+		}
+	}
 	for _, name := range []string{"stats", "poll-status"} {
 		if code := b.do(t, "PUT", "/api/v1/sources/"+name+"/priority", map[string]string{"priority": "low"}, &m); code != 200 || m.Source != name {
 			t.Errorf("PUT /sources/%s/priority = %d %+v, want the mark of source %q", name, code, m, name)

@@ -118,14 +118,16 @@ type Config struct {
 	// RecencyScale is the age at which a document's recency score is
 	// half. Defaults to RecencyScaleDefault.
 	RecencyScale time.Duration
-	// LowSource, when set, reports whether an operator marked a source low
-	// priority; it is called for each index on each poll and must be quick
-	// (a cache). A raw index is one source, so a mark decides per index
-	// which lanes it is searched in (priority.go): the number of marks never
-	// grows a search.
-	LowSource func(source string) bool
+	// SourcePriority, when set, returns the level an operator marked a
+	// source with (contentindex.Priorities; "" or normal without a mark);
+	// it is called for each index on each poll and must be quick (a
+	// cache). A raw index is one source, so a mark decides per index how
+	// its documents rank and which lanes it is searched in (priority.go):
+	// the number of marks never grows a search.
+	SourcePriority func(source string) string
 	// Urgent, when set, is a small work queue of its own for urgent
-	// documents (crawled within UrgentAge, not low priority), so they do
+	// documents (critical, or crawled within UrgentAge and neither low nor
+	// cleanup), so they do
 	// not wait behind a full queue of backlog: while the main queue is
 	// full, the poller still claims urgent documents for it (priority.go).
 	Urgent Sink
@@ -412,19 +414,13 @@ func (p *Poller) find(ctx context.Context) (found, error) {
 		more = p.fillLeftover(ctx, pages, share, fresh, backlog, size)
 	}
 
-	// Take the batch round-robin across the indices, so each gets its share.
-	var docs []*domain.RawContent
+	// Take the batch level by level, round-robin across the indices, so
+	// each gets its share.
 	total := 0
 	for _, pg := range pages {
 		total += len(pg.docs)
 	}
-	for round := 0; len(docs) < size && len(docs) < total; round++ {
-		for _, pg := range pages {
-			if round < len(pg.docs) && len(docs) < size {
-				docs = append(docs, pg.docs[round])
-			}
-		}
-	}
+	docs := p.byLevel(pages, size)
 	span.SetAttributes(attribute.Int("poll.indices", len(indices)), attribute.Int("poll.found", len(docs)))
 
 	searched := map[string]bool{}
@@ -746,14 +742,14 @@ func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mar
 	now := p.now()
 	for _, idx := range indices {
 		exclude := append(p.asideIDs(idx, now), p.recentIDs(idx, now)...)
-		low := p.lowIndex(idx)
+		level := p.sourceLevel(idx)
 		for _, l := range lanes {
 			q := p.pendingQuery(l.from, l.size, exclude)
 			if l.urgentOnly {
-				p.onlyUrgent(q)
+				p.onlyUrgent(q, level)
 			}
 			if l.fresh {
-				q = p.freshOrder(q, low)
+				q = p.freshOrder(q, level)
 			}
 			if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
 				return nil, fmt.Errorf("search pending: %w", err)

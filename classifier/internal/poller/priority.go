@@ -10,7 +10,13 @@ import (
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
-// Priorities: fresh news before an old backlog, without starving it.
+// Priorities: fresh news before an old backlog, urgent work before both,
+// without starving anything.
+//
+// A document's level is one of the five of contentindex.Priorities
+// (critical 100, high 80, normal 50, low 20, cleanup 10): its own
+// `priority` field, or when it has none, the mark of its source (normal
+// without a mark). A backfill or a reprocess run writes low.
 //
 // Each poll searches every index in two lanes, in the same _msearch:
 //
@@ -18,20 +24,28 @@ import (
 //     documents by a score: recency (a Gaussian decay on crawled_at: 1 when
 //     just crawled, 0.5 at RecencyScale, about 0 beyond three scales), plus
 //     0.001 so that old documents keep a place; times 1.2 for a substantive
-//     document (word_count >= 150); times 0.000001 for a low-priority one
-//     (priority "low": a backfill or a reprocess run). Ties go newest
-//     first. The raw index of a source marked low has no fresh lane (nor
-//     urgent documents): it is searched in the backlog lane only.
+//     document (word_count >= 150); times the weight of its level
+//     (levelWeight: 10^8 critical, 10^4 high, 1 normal, 10^-4 low, 10^-8
+//     cleanup), so every document of a level ranks before every document
+//     of the levels below it. Ties go newest first. The raw index of a
+//     source marked low or cleanup is searched in its fresh lane only for
+//     the documents that name a level of normal or above themselves: the
+//     rest of it waits in the backlog lane.
 //   - the backlog lane, BacklogShare of the share (at least one document
 //     when the share is two or more; with a share of one, one poll in
 //     1/BacklogShare), takes the oldest pending documents whatever their
-//     priority: the oldest work always moves.
+//     level: the oldest work always moves.
 //
-// A low-priority document therefore waits behind every normal one in the
-// fresh lane but still advances through the backlog lane, and takes the
-// whole share when nothing else is pending. A source marked low gets the
+// The documents found are taken into the batch level by level, highest
+// first, round-robin across the indices within a level, and submitted in
+// that order. A critical document goes to the urgent queue whatever its
+// age; a low or cleanup one never does.
+//
+// A low document therefore waits behind every normal one in the fresh lane
+// but still advances through the backlog lane, and takes the whole share
+// when nothing else is pending. A source marked low or cleanup gets the
 // backlog lane of its index's share, and the rest of a batch only when no
-// normal index filled its share (Poller.fillLeftover). The mark is read per
+// other index filled its share (Poller.fillLeftover). The mark is read per
 // index (a raw index is one source), never sent as a list of sources: a
 // search does not grow with the number of marks.
 
@@ -39,9 +53,6 @@ import (
 const (
 	BacklogShareDefault = 0.2
 	RecencyScaleDefault = time.Hour
-	// lowPriorityWeight puts a low-priority document behind every normal
-	// one: a normal document scores at least 0.001.
-	lowPriorityWeight = 0.000001
 	// substantiveWeight and substantiveWords favour documents with text.
 	substantiveWeight = 1.2
 	substantiveWords  = 150
@@ -64,13 +75,38 @@ func (c *Config) lanes(share int, n uint64) (fresh, backlog int) {
 	return share - backlog, backlog
 }
 
+// levelWeight is the factor of a level in the fresh lane's score. A
+// document scores between 0.001 and 1.2 times its level's weight, so a
+// factor of 10^4 between levels puts every document of a level before
+// every one of the level below (scores are 32-bit floats: 10^-11 to
+// 1.2x10^8 are well inside their range).
+func levelWeight(level string) float64 {
+	switch level {
+	case contentindex.PriorityCritical:
+		return 1e8
+	case contentindex.PriorityHigh:
+		return 1e4
+	case contentindex.PriorityLow:
+		return 1e-4
+	case contentindex.PriorityCleanup:
+		return 1e-8
+	}
+	return 1
+}
+
+// notBelowNormal lists the levels a document of a low or cleanup source
+// names to leave its source's level.
+func notBelowNormal() []any {
+	return []any{contentindex.PriorityCritical, contentindex.PriorityHigh, contentindex.PriorityNormal}
+}
+
 // freshOrder turns a pending-documents query into the fresh lane's: the
-// same documents ranked by priority. The fresh lane of a low index (its
-// source marked low) finds nothing.
-func (p *Poller) freshOrder(q map[string]any, low bool) map[string]any {
-	if low {
-		q["query"] = map[string]any{"match_none": map[string]any{}}
-		return q
+// same documents ranked by level and recency. The fresh lane of the index
+// of a source at level below normal finds only the documents that name a
+// level of normal or above.
+func (p *Poller) freshOrder(q map[string]any, sourceLevel string) map[string]any {
+	if contentindex.PriorityBelowNormal(sourceLevel) {
+		addFilter(q, map[string]any{"terms": map[string]any{"priority": notBelowNormal()}})
 	}
 	recency := map[string]any{"function_score": map[string]any{
 		"query": q["query"],
@@ -83,8 +119,19 @@ func (p *Poller) freshOrder(q map[string]any, low bool) map[string]any {
 		"score_mode": "sum", "boost_mode": "replace",
 	}}
 	factors := []any{
-		map[string]any{"filter": map[string]any{"term": map[string]any{"priority": contentindex.PriorityLow}}, "weight": lowPriorityWeight},
 		map[string]any{"filter": map[string]any{"range": map[string]any{"word_count": map[string]any{"gte": substantiveWords}}}, "weight": substantiveWeight},
+	}
+	for _, level := range contentindex.Priorities() {
+		if w := levelWeight(level); w != 1 {
+			factors = append(factors, map[string]any{"filter": map[string]any{"term": map[string]any{"priority": level}}, "weight": w})
+		}
+	}
+	if w := levelWeight(sourceLevel); w != 1 {
+		// A document that names no level has its source's.
+		factors = append(factors, map[string]any{
+			"filter": map[string]any{"bool": map[string]any{"must_not": []any{map[string]any{"exists": map[string]any{"field": "priority"}}}}},
+			"weight": w,
+		})
 	}
 	q["query"] = map[string]any{"function_score": map[string]any{
 		"query": recency, "functions": factors, "score_mode": "multiply", "boost_mode": "multiply",
@@ -96,31 +143,101 @@ func (p *Poller) freshOrder(q map[string]any, low bool) map[string]any {
 	return q
 }
 
-// lowIndex reports whether idx is the raw index of a source marked low.
-func (p *Poller) lowIndex(idx string) bool {
-	if p.cfg.LowSource == nil {
-		return false
+// sourceLevel returns the level of the source of raw index idx: its mark,
+// or normal.
+func (p *Poller) sourceLevel(idx string) string {
+	if p.cfg.SourcePriority == nil {
+		return contentindex.PriorityNormal
 	}
 	source, ok := strings.CutSuffix(idx, contentindex.RawSuffix)
-	return ok && p.cfg.LowSource(source)
+	if !ok {
+		return contentindex.PriorityNormal
+	}
+	if level := p.cfg.SourcePriority(source); level != "" {
+		return level
+	}
+	return contentindex.PriorityNormal
 }
 
-// urgent reports whether doc goes to the urgent queue: crawled within
-// UrgentAge and neither it nor its index's source low priority.
+// lowIndex reports whether idx is the raw index of a source marked low or
+// cleanup.
+func (p *Poller) lowIndex(idx string) bool {
+	return contentindex.PriorityBelowNormal(p.sourceLevel(idx))
+}
+
+// level returns doc's level: its own, or its source's.
+func (p *Poller) level(doc *domain.RawContent) string {
+	if _, ok := contentindex.PriorityValue(doc.Priority); ok && doc.Priority != "" {
+		return doc.Priority
+	}
+	return p.sourceLevel(doc.Index)
+}
+
+// urgent reports whether doc goes to the urgent queue: at level critical,
+// or crawled within UrgentAge at level normal or high.
 func (p *Poller) urgent(doc *domain.RawContent) bool {
-	if doc.Priority == contentindex.PriorityLow || p.lowIndex(doc.Index) {
+	switch p.level(doc) {
+	case contentindex.PriorityCritical:
+		return true
+	case contentindex.PriorityLow, contentindex.PriorityCleanup:
 		return false
 	}
 	return !doc.CrawledAt.IsZero() && p.now().Sub(doc.CrawledAt) <= p.cfg.UrgentAge
 }
 
-// onlyUrgent narrows a pending-documents query to urgent documents (the
-// fresh lane of a low index finds none: freshOrder).
-func (p *Poller) onlyUrgent(q map[string]any) {
-	b := q["query"].(map[string]any)["bool"].(map[string]any)
+// onlyUrgent narrows a pending-documents query of an index of a source at
+// sourceLevel to the documents urgent says go to the urgent queue.
+func (p *Poller) onlyUrgent(q map[string]any, sourceLevel string) {
 	since := p.now().Add(-p.cfg.UrgentAge).UTC().Format(time.RFC3339)
-	b["filter"] = append(asSlice(b["filter"]), map[string]any{"range": map[string]any{"crawled_at": map[string]any{"gte": since}}})
-	b["must_not"] = append(asSlice(b["must_not"]), map[string]any{"term": map[string]any{"priority": contentindex.PriorityLow}})
+	urgentWhen := []any{
+		map[string]any{"range": map[string]any{"crawled_at": map[string]any{"gte": since}}},
+		map[string]any{"term": map[string]any{"priority": contentindex.PriorityCritical}},
+	}
+	if sourceLevel == contentindex.PriorityCritical {
+		urgentWhen = append(urgentWhen, map[string]any{"bool": map[string]any{"must_not": []any{map[string]any{"exists": map[string]any{"field": "priority"}}}}})
+	}
+	addFilter(q, map[string]any{"bool": map[string]any{"should": urgentWhen, "minimum_should_match": 1}})
+	if contentindex.PriorityBelowNormal(sourceLevel) {
+		addFilter(q, map[string]any{"terms": map[string]any{"priority": notBelowNormal()}})
+	}
+	b := q["query"].(map[string]any)["bool"].(map[string]any)
+	b["must_not"] = append(asSlice(b["must_not"]), map[string]any{"terms": map[string]any{"priority": []any{contentindex.PriorityLow, contentindex.PriorityCleanup}}})
+}
+
+// byLevel takes up to size of the pages' documents into a batch, level by
+// level from critical down, round-robin across the indices within a level,
+// so each index gets its share of every level and a higher level is never
+// cut for a lower one.
+func (p *Poller) byLevel(pages []page, size int) []*domain.RawContent {
+	var docs []*domain.RawContent
+	for _, level := range contentindex.Priorities() {
+		var perIndex [][]*domain.RawContent
+		most := 0
+		for _, pg := range pages {
+			var of []*domain.RawContent
+			for _, d := range pg.docs {
+				if p.level(d) == level {
+					of = append(of, d)
+				}
+			}
+			perIndex = append(perIndex, of)
+			most = max(most, len(of))
+		}
+		for round := 0; round < most && len(docs) < size; round++ {
+			for _, of := range perIndex {
+				if round < len(of) && len(docs) < size {
+					docs = append(docs, of[round])
+				}
+			}
+		}
+	}
+	return docs
+}
+
+// addFilter adds a filter clause to a pending-documents query's bool.
+func addFilter(q map[string]any, clause map[string]any) {
+	b := q["query"].(map[string]any)["bool"].(map[string]any)
+	b["filter"] = append(asSlice(b["filter"]), clause)
 }
 
 func asSlice(v any) []any {

@@ -121,9 +121,9 @@ func TestLowSourceGetsTheBacklogShareOnly(t *testing.T) {
 	backfill := h.rawIndex(t, "backfill", false)
 	h.addDocs(t, news, "n", 20, time.Now().Add(-30*time.Minute))
 	low := h.addDocs(t, backfill, "b", 20, time.Now().Add(-20*time.Minute)) // fresher than news
-	lowSource := func(source string) bool { return source == h.prefix+"backfill" }
+	lowSource := markedLow(h.prefix + "backfill")
 	urgent := &collectSink{}
-	p := h.poller(t, Config{BatchSize: 10, PollInterval: time.Second, BacklogShare: 0.2, LowSource: lowSource, Urgent: urgent, UrgentAge: 3 * time.Hour})
+	p := h.poller(t, Config{BatchSize: 10, PollInterval: time.Second, BacklogShare: 0.2, SourcePriority: lowSource, Urgent: urgent, UrgentAge: 3 * time.Hour})
 	if _, err := p.poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +155,21 @@ func TestLowSourceGetsTheBacklogShareOnly(t *testing.T) {
 	backfill2 := h2.rawIndex(t, "backfill", false)
 	low2 := h2.addDocs(t, backfill2, "b", 20, time.Now().Add(-20*time.Minute))
 	p2 := h2.poller(t, Config{BatchSize: 10, PollInterval: time.Second, BacklogShare: 0.2,
-		LowSource: func(source string) bool { return source == h2.prefix+"backfill" }})
+		SourcePriority: markedLow(h2.prefix + "backfill")})
 	if _, err := p2.poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := h2.sink.keys(); !slices.Equal(got, low2[:10]) {
 		t.Errorf("with nothing else pending the low source got %v, want its 10 oldest %v", got, low2[:10])
+	}
+}
+
+// markedLow is a Config.SourcePriority that marks one source low.
+func markedLow(low string) func(string) string {
+	return func(source string) string {
+		if source == low {
+			return contentindex.PriorityLow
+		}
+		return ""
 	}
 }

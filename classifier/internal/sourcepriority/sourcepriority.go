@@ -1,12 +1,17 @@
 // Package sourcepriority keeps an operator's priority marks on sources
-// (table source_priorities): a low-priority source (a backfill, a source
-// being reprocessed) gets only the share of the classifier's capacity kept
-// for the backlog. A source is the prefix of its raw index
-// ({source}_raw_content); one without a mark is normal.
+// (table source_priorities), one of the five levels of
+// contentindex.Priorities: critical, high, normal, low, cleanup. A source's
+// level is the level of each of its raw documents that names none itself.
+// The poller orders the documents of every lane by level; a source marked
+// low or cleanup (a backfill, a source being reprocessed, old work to clear)
+// gets only the share of the classifier's capacity kept for the backlog. A
+// source is the prefix of its raw index ({source}_raw_content); one without a
+// mark is normal.
 //
 // The poller reads the marks through a Cache, per raw index; the operator
 // sets them through PUT /api/v1/sources/{source}/priority, for sources that
-// exist only, and at most Config.MaxLowMarks sources low at once.
+// exist only, and at most Config.MaxLowMarks sources marked (other than
+// normal) at once.
 package sourcepriority
 
 import (
@@ -15,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -22,23 +28,24 @@ import (
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
-// Priority is a source's priority.
+// Priority is a source's priority: one of contentindex.Priorities.
 type Priority string
 
-// The priorities.
+// The priorities, highest first.
 const (
-	Normal Priority = "normal"
-	Low    Priority = "low"
+	Critical Priority = contentindex.PriorityCritical
+	High     Priority = contentindex.PriorityHigh
+	Normal   Priority = contentindex.PriorityNormal
+	Low      Priority = contentindex.PriorityLow
+	Cleanup  Priority = contentindex.PriorityCleanup
 )
 
-// Parse reads a priority, "low" or "normal".
+// Parse reads a priority: critical, high, normal, low or cleanup.
 func Parse(s string) (Priority, error) {
-	switch p := Priority(s); p {
-	case Low, Normal:
-		return p, nil
-	default:
-		return "", fmt.Errorf("priority must be %q or %q (got %q)", Low, Normal, s)
+	if _, ok := contentindex.PriorityValue(s); ok && s != "" {
+		return Priority(s), nil
 	}
+	return "", fmt.Errorf("priority must be one of %s (got %q)", strings.Join(contentindex.Priorities(), ", "), s)
 }
 
 // Mark is one source's priority and who set it when; a source never
@@ -50,7 +57,7 @@ type Mark struct {
 	UpdatedAt *time.Time `json:"updated_at"`
 }
 
-// MaxLowMarksDefault bounds the sources marked low at once. The poller
+// MaxLowMarksDefault bounds the sources marked (other than normal) at once. The poller
 // reads a mark per raw index, so the bound is not for its searches: it
 // keeps the table, the cache and the poller's view small.
 const MaxLowMarksDefault = 1000
@@ -60,8 +67,8 @@ var (
 	// ErrUnknownSource: the source has no raw index, no classified
 	// documents and no mark.
 	ErrUnknownSource = errors.New("unknown source")
-	// ErrTooManyMarks: MaxLowMarks sources are marked low already.
-	ErrTooManyMarks = errors.New("too many low-priority sources")
+	// ErrTooManyMarks: MaxLowMarks sources are marked already.
+	ErrTooManyMarks = errors.New("too many marked sources")
 )
 
 // Config configures a Store.
@@ -71,7 +78,8 @@ type Config struct {
 	// ES holds the raw indices: a source exists when its raw index does.
 	// Required.
 	ES *elasticsearch.Client
-	// MaxLowMarks bounds the sources marked low at once. Defaults to
+	// MaxLowMarks bounds the sources marked other than normal at once
+	// (the name is that of the days when low was the only mark). Defaults to
 	// MaxLowMarksDefault.
 	MaxLowMarks int
 }
@@ -100,7 +108,7 @@ func New(cfg Config) (*Store, error) {
 	return &Store{cfg: cfg}, nil
 }
 
-// MaxLowMarks is the bound on the sources marked low at once.
+// MaxLowMarks is the bound on the sources marked other than normal at once.
 func (s *Store) MaxLowMarks() int { return s.cfg.MaxLowMarks }
 
 // Get returns source's mark.
@@ -121,7 +129,7 @@ func (s *Store) Get(ctx context.Context, source string) (Mark, error) {
 
 // Set marks source with p, by whom, and returns the new mark. It answers
 // ErrUnknownSource for a source that does not exist and has no mark, and
-// ErrTooManyMarks for a new low mark beyond MaxLowMarks.
+// ErrTooManyMarks for a new mark other than normal beyond MaxLowMarks.
 func (s *Store) Set(ctx context.Context, source string, p Priority, by string) (Mark, error) {
 	if _, err := Parse(string(p)); err != nil {
 		return Mark{}, fmt.Errorf("set source priority %s: %w", source, err)
@@ -146,7 +154,7 @@ func (s *Store) Set(ctx context.Context, source string, p Priority, by string) (
 	return m, nil
 }
 
-// write upserts the mark, counting the low marks under a lock on the table
+// write upserts the mark, counting the marks under a lock on the table
 // so that concurrent new marks cannot pass the bound together.
 func (s *Store) write(ctx context.Context, source string, p Priority, by string) (Mark, error) {
 	tx, err := s.cfg.DB.BeginTx(ctx, nil)
@@ -158,14 +166,14 @@ func (s *Store) write(ctx context.Context, source string, p Priority, by string)
 	if _, err := tx.ExecContext(ctx, `LOCK TABLE source_priorities IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 		return Mark{}, err
 	}
-	if p == Low {
+	if p != Normal {
 		var others int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM source_priorities WHERE priority = 'low' AND source_name <> $1`, source).
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM source_priorities WHERE priority <> 'normal' AND source_name <> $1`, source).
 			Scan(&others); err != nil {
 			return Mark{}, err
 		}
 		if others >= s.cfg.MaxLowMarks {
-			return Mark{}, fmt.Errorf("%d sources are marked low, the most allowed: %w", others, ErrTooManyMarks)
+			return Mark{}, fmt.Errorf("%d sources are marked, the most allowed: %w", others, ErrTooManyMarks)
 		}
 	}
 	m := Mark{Source: source}

@@ -61,7 +61,8 @@ func TestStore(t *testing.T) {
 	if m, err := s.Get(ctx, "elsewhere"); err != nil || m.Priority != sourcepriority.Normal || m.UpdatedAt != nil {
 		t.Fatalf("Get of an unmarked source = %+v, %v", m, err)
 	}
-	for in, ok := range map[string]bool{"low": true, "normal": true, "LOW": false, "": false, "high": false} {
+	for in, ok := range map[string]bool{"low": true, "normal": true, "critical": true, "high": true, "cleanup": true,
+		"LOW": false, "": false, "urgent": false} {
 		if _, err := sourcepriority.Parse(in); (err == nil) != ok {
 			t.Errorf("Parse(%q) error = %v, want ok=%t", in, err, ok)
 		}

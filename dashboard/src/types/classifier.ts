@@ -242,7 +242,8 @@ export interface SourceStatsResponse {
   generated_at: string
 }
 
-export type SourcePriorityLevel = 'low' | 'normal'
+/** The five levels, highest first: critical 100, high 80, normal 50, low 20, cleanup 10. */
+export type SourcePriorityLevel = 'critical' | 'high' | 'normal' | 'low' | 'cleanup'
 
 /** A source's priority mark (GET/PUT /api/v1/sources/{name}/priority); never marked: normal, updated_at null. */
 export interface SourcePriority {

@@ -26,6 +26,7 @@ type fileSpan struct {
 	Name        string
 	SpanContext struct{ TraceID, SpanID string }
 	Parent      struct{ TraceID, SpanID string }
+	Links       []struct{ SpanContext struct{ TraceID, SpanID string } }
 	StartTime   time.Time
 	EndTime     time.Time
 	Service     string `json:"-"`
@@ -33,12 +34,13 @@ type fileSpan struct {
 
 // TestTraceFollowsDocumentToRedis classifies one document with the real
 // binaries, each writing its spans to OTEL_TRACES_FILE, and follows its
-// trace: the classifier's commit span and its outbox insert span (whose
-// traceparent the outbox row carries), the publisher's publish span
-// continuing it, the traceparent field of the Redis message, and a
-// consumer's call to the index-manager carrying that field (its HTTP server
-// span and its Elasticsearch span). The trace is logged, span by span, with
-// durations.
+// trace, which begins when the poller claims it: the classifier's claim
+// span for the document, its classify span and its outbox row span (whose
+// traceparent the outbox row carries, linked to the batch's insert span),
+// the publisher's publish span continuing it, the traceparent field of the
+// Redis message, and a consumer's call to the index-manager carrying that
+// field (its HTTP server span and its Elasticsearch span). The trace is
+// logged, span by span, with durations.
 func TestTraceFollowsDocumentToRedis(t *testing.T) {
 	t.Parallel()
 	classifierDB := testenv.Postgres(t)
@@ -155,18 +157,30 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 		}
 		return s
 	}
-	if commit := expect("classifier", "classifier.commit", "", "", ""); commit != nil {
-		expect("classifier", "classifier.outbox.write", commit.SpanContext.SpanID, rowSpanID, "the outbox row's traceparent")
+	if claim := expect("classifier", "classifier.claim.document", "", "", ""); claim != nil {
+		expect("classifier", "classifier.classify", claim.SpanContext.SpanID, "", "")
+		row := expect("classifier", "classifier.outbox.row", claim.SpanContext.SpanID, rowSpanID, "the outbox row's traceparent")
+		// The row links to the batch's insert, a span of the commit's trace.
+		if row != nil {
+			insert := slices.IndexFunc(all, func(s fileSpan) bool {
+				return s.Name == "classifier.outbox.write" && slices.ContainsFunc(row.Links, func(l struct{ SpanContext struct{ TraceID, SpanID string } }) bool {
+					return l.SpanContext.SpanID == s.SpanContext.SpanID
+				})
+			})
+			if insert < 0 {
+				t.Errorf("the outbox row span links to no classifier.outbox.write span: %+v", row.Links)
+			}
+		}
 	}
 	expect("publisher", "publisher.publish", rowSpanID, publishSpanID, "the message's traceparent")
 	if lookup := expect("index-manager", "GET /api/v1/indices/:name/documents/:id", publishSpanID, "", ""); lookup != nil {
 		expect("index-manager", "elasticsearch get document", lookup.SpanContext.SpanID, "", "")
 	}
 
-	// The poll, claim and classify spans and the classifier's own HTTP
-	// spans (its /ready) exist, each in a trace of its own: the committer
-	// starts the commit span as a new root, not under the claim.
-	for _, name := range []string{"classifier.claim", "classifier.classify", "GET /ready"} {
+	// The batch's spans (poll, claim, commit, outbox insert) and the
+	// classifier's own HTTP spans (its /ready) exist, each batch's in a
+	// trace of its own.
+	for _, name := range []string{"classifier.claim", "classifier.commit", "classifier.outbox.write", "GET /ready"} {
 		if !slices.ContainsFunc(all, func(s fileSpan) bool { return s.Service == "classifier" && s.Name == name }) {
 			t.Errorf("the classifier wrote no %s span", name)
 		}

@@ -31,6 +31,12 @@ type RawContent struct {
 	DecodeError string
 	// FromDLQ is set when the dead-letter retry worker claimed the document.
 	FromDLQ bool
+	// Traceparent is the W3C traceparent of the document's own trace,
+	// begun when the poller claimed it (classifier.claim.document): its
+	// classification, its outbox row and the publisher's publish of it are
+	// spans of that trace. Empty when tracing is off or the document was
+	// claimed otherwise (the dead-letter retry worker).
+	Traceparent string
 	// Source is the whole _source at SeqNo, when this replica read it whole
 	// (a search or a multi-get without source filtering) and has kept it
 	// in step with its claim and renewals since. With it a claim, renewal, release
@@ -101,6 +107,9 @@ type TopicScore struct {
 // ClassifiedContent is the document written to {source}_classified_content,
 // with _id equal to the raw id so that rewriting it is idempotent.
 type ClassifiedContent struct {
+	// Traceparent is the raw document's (RawContent.Traceparent); it is not
+	// stored, only carried to the outbox row.
+	Traceparent string `json:"-"`
 	ID              string     `json:"id"`
 	URL             string     `json:"url"`
 	SourceName      string     `json:"source_name"`

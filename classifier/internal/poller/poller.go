@@ -455,6 +455,7 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	p.setAside(ctx, results)
 	p.noteClaims(results)
 	span.SetAttributes(attribute.Int("claim.won", len(won)))
+	p.traceDocuments(ctx, won)
 	if len(won) > 0 {
 		p.metrics.BatchSize.Record(ctx, int64(len(won)))
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/lifecycle"
+	tracectx "github.com/north-cloud/infrastructure/telemetry"
 )
 
 // Defaults of BatchProcessorConfig.
@@ -232,6 +233,8 @@ func (b *BatchProcessor) worker(ctx context.Context, id int) {
 // result, so a poison document reaches the dead-letter queue and the worker
 // lives on.
 func (b *BatchProcessor) process(ctx context.Context, workerID int, item *domain.RawContent) (res Result) {
+	// A span of the document's own trace (poller.traceDocuments).
+	ctx = tracectx.ContextWithTraceparent(ctx, item.Traceparent)
 	ctx, span := b.tracer.Start(ctx, "classifier.classify", trace.WithAttributes(
 		attribute.String("content_id", item.ID), attribute.String("source", item.SourceName)))
 	defer span.End()

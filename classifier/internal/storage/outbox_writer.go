@@ -69,13 +69,17 @@ func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.Classified
 	traceparent := telemetry.Traceparent(ctx)
 	msgs := make([]outbox.Message, len(docs))
 	for i, d := range docs {
+		tp := traceparent
+		if d.Traceparent != "" {
+			tp = rowSpan(ctx, d)
+		}
 		msgs[i] = outbox.Message{
 			ContentID: d.ID, SourceName: d.SourceName, IndexName: d.Index,
 			ContentType: d.ContentType, Topics: d.Topics, QualityScore: d.QualityScore,
 			IsCrimeRelated: d.IsCrimeRelated, CrimeSubcategory: d.CrimeSubcategory,
 			Title: d.Title, Body: d.RawText, URL: d.URL, PublishedDate: d.PublishedDate,
 			Version: d.Version, ChangedFields: d.ChangedFields, CanonicalURL: d.CanonicalURL,
-			Traceparent: traceparent,
+			Traceparent: tp,
 		}
 		if d.DuplicateOf != nil {
 			msgs[i].DuplicateOf = &outbox.DocRef{Index: d.DuplicateOf.Index, ID: d.DuplicateOf.ID, Kind: d.DuplicateOf.Kind}
@@ -85,4 +89,17 @@ func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.Classified
 		return fmt.Errorf("write outbox: %w", err)
 	}
 	return nil
+}
+
+// rowSpan records a document's outbox row in the document's own trace (its
+// Traceparent, begun at its claim): a classifier.outbox.row span, child of
+// the document's claim span and linked to the batch's insert span in ctx.
+// It returns the row's traceparent, which the publisher continues.
+func rowSpan(ctx context.Context, d *domain.ClassifiedContent) string {
+	dctx := telemetry.ContextWithTraceparent(context.WithoutCancel(ctx), d.Traceparent)
+	dctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(outboxTracer).Start(dctx, "classifier.outbox.row",
+		trace.WithLinks(trace.LinkFromContext(ctx)), trace.WithAttributes(
+			attribute.String("content_id", d.ID), attribute.String("index", d.Index), attribute.Int("version", d.Version)))
+	defer span.End()
+	return telemetry.Traceparent(dctx)
 }

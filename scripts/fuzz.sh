@@ -153,7 +153,10 @@ prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prome
 pids+=($!)
 for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$prom_port/-/ready" >/dev/null && break; sleep 0.5; done
 mkdir -p "$work/dist" && echo '<html></html>' >"$work/dist/index.html"
+# The live tail on the harness's Redis, its streams ended after 2s so that
+# each fuzzed request of GET /api/live completes.
 start dashboard DASHBOARD_ADDR DASHBOARD_DIST="$work/dist" PROMETHEUS_URL="http://127.0.0.1:$prom_port" \
+  DASHBOARD_REDIS_URL="$REDIS_URL" DASHBOARD_LIVE_MAX_DURATION=2s \
   CLASSIFIER_URL="http://$classifier" PUBLISHER_URL="http://$publisher" INDEX_MANAGER_URL="http://$index_manager"
 dashboard=$addr
 

@@ -121,6 +121,12 @@ start() {
   export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
   # The dashboard's charts read their history from the Prometheus started below.
   export PROMETHEUS_URL="${PROMETHEUS_URL:-http://127.0.0.1:${NC_PROMETHEUS_PORT:-9090}}"
+  # The dashboard's live tail subscribes to the publisher's Redis (one server:
+  # with a Redis Cluster the publisher uses sharded pub/sub, which it does not tail).
+  case "${REDIS_URL:-}" in
+    *+cluster://*) ;;
+    *) export DASHBOARD_REDIS_URL="${DASHBOARD_REDIS_URL:-${REDIS_URL:-}}" ;;
+  esac
   dashboard_setup
   for svc in "${services[@]}"; do
     if running "$svc"; then

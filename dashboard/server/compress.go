@@ -1,13 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"compress/gzip"
 	"io"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/andybalholm/brotli"
 )
 
 // compressible reports whether a file of dist is text worth compressing
@@ -23,11 +29,17 @@ func compressible(name string) bool {
 
 // acceptsGzip reports whether the request's Accept-Encoding admits gzip
 // (by name or *, with a q other than 0).
-func acceptsGzip(r *http.Request) bool {
+func acceptsGzip(r *http.Request) bool { return accepts(r, "gzip", true) }
+
+// acceptsBrotli reports whether the request's Accept-Encoding names br
+// with a q other than 0 (not through *: brotli only when asked for).
+func acceptsBrotli(r *http.Request) bool { return accepts(r, "br", false) }
+
+func accepts(r *http.Request, want string, star bool) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		coding = strings.ToLower(strings.TrimSpace(coding))
-		if coding != "gzip" && coding != "*" {
+		if coding != want && (!star || coding != "*") {
 			continue
 		}
 		q := strings.ReplaceAll(strings.ToLower(params), " ", "")
@@ -50,9 +62,7 @@ func serveGzip(w http.ResponseWriter, r *http.Request, root fs.FS, name string) 
 	}
 	defer f.Close()
 	h := w.Header()
-	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
-		h.Set("Content-Type", ct)
-	}
+	setContentType(h, name)
 	h.Set("Content-Encoding", "gzip")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
@@ -61,4 +71,92 @@ func serveGzip(w http.ResponseWriter, r *http.Request, root fs.FS, name string) 
 	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	_, _ = io.Copy(gz, f)
 	_ = gz.Close()
+}
+
+func setContentType(h http.Header, name string) {
+	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+}
+
+// Bounds of the brotli cache: files larger than brotliMaxFile are not
+// compressed with brotli (gzip serves them), and the cache holds at most
+// brotliMaxCache bytes of compressed files (the built dashboard's are
+// about 150 KB in all).
+const (
+	brotliMaxFile  = 8 << 20
+	brotliMaxCache = 64 << 20
+	// brotliQuality is the highest: each file is compressed once per
+	// file version and process, and kept.
+	brotliQuality = brotli.BestCompression
+)
+
+// brotliCache compresses each text file of dist with brotli once (at its
+// first request) and keeps the result, keyed by name, size and
+// modification time, so a rebuilt dist is compressed again. The pure-Go
+// encoder at the highest quality is too slow to run per request; once per
+// file it is a few hundred milliseconds.
+type brotliCache struct {
+	mu      sync.Mutex
+	entries map[string]*brotliEntry
+	bytes   int
+}
+
+type brotliEntry struct {
+	once    sync.Once
+	size    int64
+	modTime time.Time
+	data    []byte // nil when the file could not be read
+}
+
+func newBrotliCache() *brotliCache { return &brotliCache{entries: map[string]*brotliEntry{}} }
+
+// get returns the compressed bytes of name, or nil when the file is too
+// large, the cache is full or the file cannot be read (the caller falls
+// back to gzip).
+func (c *brotliCache) get(root fs.FS, name string, st fs.FileInfo) []byte {
+	if st.Size() > brotliMaxFile {
+		return nil
+	}
+	c.mu.Lock()
+	e := c.entries[name]
+	if e == nil || e.size != st.Size() || !e.modTime.Equal(st.ModTime()) {
+		if e != nil {
+			c.bytes -= len(e.data)
+		}
+		if c.bytes+int(st.Size()) > brotliMaxCache {
+			c.mu.Unlock()
+			return nil
+		}
+		e = &brotliEntry{size: st.Size(), modTime: st.ModTime()}
+		c.entries[name] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		plain, err := fs.ReadFile(root, name)
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		bw := brotli.NewWriterLevel(&buf, brotliQuality)
+		_, _ = bw.Write(plain)
+		_ = bw.Close()
+		e.data = buf.Bytes()
+		c.mu.Lock()
+		c.bytes += len(e.data)
+		c.mu.Unlock()
+	})
+	return e.data
+}
+
+// serveBrotli answers with the file's cached brotli bytes.
+func serveBrotli(w http.ResponseWriter, r *http.Request, name string, data []byte) {
+	h := w.Header()
+	setContentType(h, name)
+	h.Set("Content-Encoding", "br")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(data)
+	}
 }

@@ -37,22 +37,26 @@ func readOnly(prefix string, next http.Handler) http.Handler {
 // readByPost reports whether r's path (escaped, so an escaped slash stays
 // inside its segment) is one of prefix's reads sent by POST.
 func readByPost(prefix string, r *http.Request) bool {
-	got := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), prefix), "/")
+	got := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
 	for _, pattern := range readsByPost(prefix) {
-		want := strings.Split(pattern, "/")
-		if len(want) != len(got) {
-			continue
-		}
-		match := true
-		for i := range want {
-			if want[i] != got[i] && (want[i] != "*" || got[i] == "") {
-				match = false
-				break
-			}
-		}
-		if match {
+		if matchPath(pattern, got) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchPath reports whether an escaped path matches pattern segment by
+// segment, "*" standing for one non-empty segment.
+func matchPath(pattern, escapedPath string) bool {
+	want, got := strings.Split(pattern, "/"), strings.Split(escapedPath, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		if want[i] != got[i] && (want[i] != "*" || got[i] == "") {
+			return false
+		}
+	}
+	return true
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/openapi"
+	"github.com/north-cloud/infrastructure/redisclient"
+	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of Config.
@@ -82,19 +84,47 @@ type Config struct {
 	// PrometheusTimeoutDefault.
 	PrometheusTimeout time.Duration
 	// Auth verifies the bearer tokens of the dashboard server's own API
-	// (the Prometheus proxy, /api/openapi.json): the services' tokens, the
-	// same JWT_SECRET. Required.
+	// (the Prometheus proxy, the live tail, /api/openapi.json): the
+	// services' tokens, the same JWT_SECRET. Required.
 	Auth auth.Config
+	// Features says which features are on (DASHBOARD_FEATURES); the zero
+	// value has every one on.
+	Features FeatureSet
+	// RedisURL is the Redis the publisher publishes on (one server,
+	// redis:// or rediss://), which the live tail subscribes to; empty:
+	// GET /api/live answers 503.
+	RedisURL string
+	// LiveMaxStreams caps the live-tail streams open at once. Defaults to
+	// LiveMaxStreamsDefault.
+	LiveMaxStreams int
+	// LiveBuffer is each stream's queue of messages for a reader that has
+	// fallen behind. Defaults to LiveBufferDefault.
+	LiveBuffer int
+	// LiveMaxDuration ends a stream after this long. Defaults to
+	// LiveMaxDurationDefault.
+	LiveMaxDuration time.Duration
+	// LiveHeartbeat is the interval of the stream's keep-alive comment.
+	// Defaults to LiveHeartbeatDefault.
+	LiveHeartbeat time.Duration
+	// LiveWriteTimeout bounds one write to a stream. Defaults to
+	// LiveWriteTimeoutDefault.
+	LiveWriteTimeout time.Duration
+	// LiveMinRole is the least role that may open the live tail. Defaults
+	// to LiveMinRoleDefault.
+	LiveMinRole auth.Role
 }
 
 // ConfigFromEnv reads DASHBOARD_ADDR, DASHBOARD_DIST, CLASSIFIER_URL,
 // PUBLISHER_URL, INDEX_MANAGER_URL, PROMETHEUS_URL, DASHBOARD_READ_ONLY,
 // DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT, DASHBOARD_PROMETHEUS_TIMEOUT,
-// JWT_SECRET and JWT_MAX_LIFETIME (the last two checked as the services
-// check them).
+// DASHBOARD_FEATURES, DASHBOARD_REDIS_URL, DASHBOARD_LIVE_MAX_STREAMS,
+// DASHBOARD_LIVE_BUFFER, DASHBOARD_LIVE_MAX_DURATION,
+// DASHBOARD_LIVE_HEARTBEAT, DASHBOARD_LIVE_MIN_ROLE, JWT_SECRET and
+// JWT_MAX_LIFETIME (the last two checked as the services check them).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	vars := map[string]string{}
-	for _, name := range []string{"JWT_SECRET", "JWT_MAX_LIFETIME", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", "DASHBOARD_PROMETHEUS_TIMEOUT"} {
+	for _, name := range []string{"JWT_SECRET", "JWT_MAX_LIFETIME", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", "DASHBOARD_PROMETHEUS_TIMEOUT",
+		"DASHBOARD_LIVE_MAX_STREAMS", "DASHBOARD_LIVE_BUFFER", "DASHBOARD_LIVE_MAX_DURATION", "DASHBOARD_LIVE_HEARTBEAT"} {
 		vars[name] = getenv(name)
 	}
 	l := config.NewFromMap(vars)
@@ -108,8 +138,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		PublisherURL:          getenv("PUBLISHER_URL"),
 		IndexManagerURL:       getenv("INDEX_MANAGER_URL"),
 		PrometheusURL:         strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
+		RedisURL:              strings.TrimSpace(getenv("DASHBOARD_REDIS_URL")),
+		LiveMaxStreams:        l.PositiveInt("DASHBOARD_LIVE_MAX_STREAMS", LiveMaxStreamsDefault),
+		LiveBuffer:            l.PositiveInt("DASHBOARD_LIVE_BUFFER", LiveBufferDefault),
+		LiveMaxDuration:       l.Duration("DASHBOARD_LIVE_MAX_DURATION", LiveMaxDurationDefault),
+		LiveHeartbeat:         l.Duration("DASHBOARD_LIVE_HEARTBEAT", LiveHeartbeatDefault),
 	}
 	errs := []error{l.Err()}
+	features, err := ParseFeatures(getenv("DASHBOARD_FEATURES"))
+	c.Features = features
+	errs = append(errs, err)
+	if raw := strings.TrimSpace(getenv("DASHBOARD_LIVE_MIN_ROLE")); raw != "" {
+		role, err := auth.ParseRole(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("DASHBOARD_LIVE_MIN_ROLE: %w", err))
+		}
+		c.LiveMinRole = role
+	}
 	switch strings.ToLower(strings.TrimSpace(getenv("DASHBOARD_READ_ONLY"))) {
 	case "", "0", "false", "no", "off":
 	case "1", "true", "yes", "on":
@@ -146,6 +191,24 @@ func (c *Config) setDefaults() {
 	if c.PrometheusTimeout == 0 {
 		c.PrometheusTimeout = PrometheusTimeoutDefault
 	}
+	if c.LiveMaxStreams == 0 {
+		c.LiveMaxStreams = LiveMaxStreamsDefault
+	}
+	if c.LiveBuffer == 0 {
+		c.LiveBuffer = LiveBufferDefault
+	}
+	if c.LiveMaxDuration == 0 {
+		c.LiveMaxDuration = LiveMaxDurationDefault
+	}
+	if c.LiveHeartbeat == 0 {
+		c.LiveHeartbeat = LiveHeartbeatDefault
+	}
+	if c.LiveWriteTimeout == 0 {
+		c.LiveWriteTimeout = LiveWriteTimeoutDefault
+	}
+	if c.LiveMinRole == "" {
+		c.LiveMinRole = LiveMinRoleDefault
+	}
 }
 
 func (c *Config) validate() error {
@@ -165,14 +228,42 @@ func (c *Config) validate() error {
 	if c.ProxyTimeout < 0 || c.PrometheusTimeout < 0 || c.PrometheusMaxInFlight < 0 {
 		errs = append(errs, errors.New("ProxyTimeout, PrometheusTimeout and PrometheusMaxInFlight: must not be negative"))
 	}
+	if c.RedisURL != "" {
+		if redisclient.IsCluster(c.RedisURL) {
+			errs = append(errs, errors.New("DASHBOARD_REDIS_URL: a Redis Cluster is not supported (the publisher uses sharded pub/sub there); name one server, redis:// or rediss://"))
+		} else if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("DASHBOARD_REDIS_URL: %w", err))
+		}
+	}
+	if c.LiveMaxStreams < 0 || c.LiveBuffer < 0 || c.LiveMaxDuration < 0 || c.LiveHeartbeat < 0 || c.LiveWriteTimeout < 0 {
+		errs = append(errs, errors.New("LiveMaxStreams, LiveBuffer, LiveMaxDuration, LiveHeartbeat and LiveWriteTimeout: must not be negative"))
+	}
+	if !c.LiveMinRole.Valid() {
+		errs = append(errs, fmt.Errorf("DASHBOARD_LIVE_MIN_ROLE: unknown role %q", c.LiveMinRole))
+	}
 	return errors.Join(errs...)
 }
 
 //go:embed openapi.yaml
 var openapiYAML []byte
 
+// Server is the dashboard's handler. Close ends its live-tail streams and
+// their Redis subscription.
+type Server struct {
+	handler http.Handler
+	live    *liveHub
+}
+
+// ServeHTTP serves the dashboard.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close ends every live-tail stream (with an "end" event) and the Redis
+// subscription, and waits for its goroutine; call it before
+// http.Server.Shutdown, which waits for open streams. Idempotent.
+func (s *Server) Close() { s.live.Close() }
+
 // New returns the dashboard's handler.
-func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
+func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("dashboard server: %w", err)
@@ -197,12 +288,21 @@ func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 		if cfg.ReadOnly {
 			proxy = readOnly(u.prefix, proxy)
 		}
+		proxy = featureGate(u.prefix, cfg.Features, proxy)
 		mux.Handle(u.prefix+"/", proxy)
 	}
 	// The server's own API: every method reaches these handlers, which
 	// answer 401 without a valid token, then 405 for anything but GET.
 	mux.Handle("/api/prometheus/api/v1/{endpoint}", requireToken(authn, getOnly(newPromProxy(cfg, logger))))
 	mux.Handle("/api/openapi.json", requireToken(authn, getOnly(doc)))
+	mux.Handle("/api/features", featuresHandler(cfg.Features))
+	hub := newLiveHub(cfg, logger)
+	mux.Handle("/api/live", &liveHandler{
+		hub: hub, authn: authn, features: cfg.Features, minRole: cfg.LiveMinRole,
+		maxDuration: cfg.LiveMaxDuration, heartbeat: cfg.LiveHeartbeat, writeTimeout: cfg.LiveWriteTimeout,
+		meURL:  joinPath(strings.TrimRight(cfg.IndexManagerURL, "/"), "/api/v1/auth/me"),
+		client: &http.Client{Timeout: 5 * time.Second}, logger: logger.With("component", "live_tail"),
+	})
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no service is mounted at "+r.URL.Path)
 	})
@@ -221,7 +321,7 @@ func New(cfg Config, logger *slog.Logger) (http.Handler, error) {
 		writeJSON(w, http.StatusOK, map[string]bool{"read_only": cfg.ReadOnly, "prometheus": cfg.PrometheusURL != ""})
 	})
 	mux.Handle("/", spa(cfg.Dist))
-	return securityHeaders(mux), nil
+	return &Server{handler: securityHeaders(mux), live: hub}, nil
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact
@@ -260,10 +360,12 @@ func joinPath(base, p string) string {
 // spa serves files of dist, and index.html for any path that is not a file
 // (the app's own routes, such as /indices). Hashed assets are cached for a
 // year; index.html never, so a new build is picked up at once. Text files
-// go gzip-compressed to a browser that accepts it (compress.go).
+// go brotli-compressed (once per file, kept) or gzip-compressed to a
+// browser that accepts it (compress.go).
 func spa(dist string) http.Handler {
 	root := os.DirFS(dist)
 	files := http.FileServerFS(root)
+	br := newBrotliCache()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -278,6 +380,12 @@ func spa(dist string) http.Handler {
 				}
 				if compressible(name) {
 					w.Header().Add("Vary", "Accept-Encoding")
+					if r.Header.Get("Range") == "" && acceptsBrotli(r) {
+						if data := br.get(root, name, st); data != nil {
+							serveBrotli(w, r, name, data)
+							return
+						}
+					}
 					if acceptsGzip(r) && r.Header.Get("Range") == "" {
 						serveGzip(w, r, root, name)
 						return

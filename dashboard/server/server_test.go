@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
 	server "github.com/north-cloud/dashboard-server"
 	"github.com/north-cloud/infrastructure/auth"
 )
@@ -46,6 +47,13 @@ type bundle struct {
 // that echo the request they got.
 func setup(t *testing.T, readOnly bool) bundle {
 	t.Helper()
+	return setupCfg(t, func(c *server.Config) { c.ReadOnly = readOnly })
+}
+
+// setupCfg is setup with the server's Config changed by edit (after the
+// upstreams' URLs are set).
+func setupCfg(t *testing.T, edit func(*server.Config)) bundle {
+	t.Helper()
 	dist := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dist, "index.html"), []byte("<html>app</html>"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(dist, "assets"), 0o755))
@@ -67,13 +75,24 @@ func setup(t *testing.T, readOnly bool) bundle {
 		t.Cleanup(up.Close)
 		urls[name] = up.URL
 	}
-	h, err := server.New(server.Config{
+	cfg := server.Config{
 		Dist: dist, ClassifierURL: urls["classifier"], PublisherURL: urls["publisher"],
-		IndexManagerURL: urls["index-manager"], ReadOnly: readOnly, Auth: testAuth,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		IndexManagerURL: urls["index-manager"], Auth: testAuth,
+	}
+	edit(&cfg)
+	return setupWith(t, b, cfg)
+}
+
+// setupWith starts the dashboard server of cfg into b.
+func setupWith(t *testing.T, b bundle, cfg server.Config) bundle {
+	t.Helper()
+	h, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	must(t, err)
 	b.srv = httptest.NewServer(h)
+	// Close the handler first: it ends the live-tail streams the test
+	// server would otherwise wait for.
 	t.Cleanup(b.srv.Close)
+	t.Cleanup(h.Close)
 	return b
 }
 
@@ -251,7 +270,7 @@ func TestConfigFromEnv(t *testing.T) {
 func TestAssetsCompressed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	status, h, body := get(t, b.srv.URL+"/assets/app-abc.js", "Accept-Encoding", "br, gzip;q=0.8")
+	status, h, body := get(t, b.srv.URL+"/assets/app-abc.js", "Accept-Encoding", "br;q=0, gzip;q=0.8")
 	if status != http.StatusOK || h.Get("Content-Encoding") != "gzip" || h.Get("Vary") != "Accept-Encoding" || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") {
 		t.Fatalf("asset with gzip accepted = %d, encoding %q, vary %q, type %q", status, h.Get("Content-Encoding"), h.Get("Vary"), h.Get("Content-Type"))
 	}
@@ -266,6 +285,31 @@ func TestAssetsCompressed(t *testing.T) {
 		_, h, body := get(t, b.srv.URL+"/assets/app-abc.js", header...)
 		if h.Get("Content-Encoding") != "" || !strings.HasPrefix("console.log(1)", body) || body == "" {
 			t.Errorf("asset with %v = encoding %q body %q, want it uncompressed", header, h.Get("Content-Encoding"), body)
+		}
+	}
+}
+
+// TestAssetsBrotli: a browser that asks for br gets the file
+// brotli-compressed (once, then from the cache), and the cache follows a
+// rebuilt file.
+func TestAssetsBrotli(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	for range 2 {
+		status, h, body := get(t, b.srv.URL+"/assets/app-abc.js", "Accept-Encoding", "gzip, deflate, br")
+		if status != http.StatusOK || h.Get("Content-Encoding") != "br" || h.Get("Vary") != "Accept-Encoding" || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") {
+			t.Fatalf("asset with br accepted = %d, encoding %q, vary %q, type %q", status, h.Get("Content-Encoding"), h.Get("Vary"), h.Get("Content-Type"))
+		}
+		plain, err := io.ReadAll(brotli.NewReader(strings.NewReader(body)))
+		must(t, err)
+		if string(plain) != "console.log(1)" {
+			t.Errorf("decompressed asset = %q", plain)
+		}
+	}
+	// Only when named: "*" still means gzip, and br;q=0 refuses it.
+	for _, ae := range []string{"*", "br;q=0, gzip"} {
+		if _, h, _ := get(t, b.srv.URL+"/assets/app-abc.js", "Accept-Encoding", ae); h.Get("Content-Encoding") != "gzip" {
+			t.Errorf("Accept-Encoding %q: encoding %q, want gzip", ae, h.Get("Content-Encoding"))
 		}
 	}
 }

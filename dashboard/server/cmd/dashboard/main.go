@@ -16,6 +16,7 @@ import (
 	"time"
 
 	server "github.com/north-cloud/dashboard-server"
+	"github.com/north-cloud/infrastructure/redisclient"
 )
 
 // shutdownTimeout bounds the drain of in-flight requests on SIGTERM.
@@ -34,6 +35,11 @@ func main() {
 		os.Exit(2)
 	}
 	srv := &http.Server{Addr: cfg.Addr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Live-tail streams never end by themselves: end them (and the Redis
+	// subscription) when shutdown starts, so Shutdown's drain is not held
+	// up by them.
+	srv.RegisterOnShutdown(handler.Close)
+	defer handler.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -42,7 +48,9 @@ func main() {
 	logger.Info("dashboard listening", "addr", cfg.Addr, "dist", cfg.Dist, "classifier", cfg.ClassifierURL,
 		"publisher", cfg.PublisherURL, "index_manager", cfg.IndexManagerURL, "read_only", cfg.ReadOnly,
 		"prometheus", cfg.PrometheusURL, "prometheus_max_in_flight", cfg.PrometheusMaxInFlight,
-		"prometheus_timeout", cfg.PrometheusTimeout.String(), "auth", cfg.Auth.String())
+		"prometheus_timeout", cfg.PrometheusTimeout.String(), "auth", cfg.Auth.String(),
+		"features", cfg.Features.String(), "redis", redisclient.Redact(cfg.RedisURL), "live_max_streams", cfg.LiveMaxStreams,
+		"live_buffer", cfg.LiveBuffer, "live_max_duration", cfg.LiveMaxDuration.String(), "live_min_role", cfg.LiveMinRole)
 
 	select {
 	case err := <-errc:

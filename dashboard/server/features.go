@@ -1,0 +1,189 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Feature names a part of the dashboard an operator can turn off with
+// DASHBOARD_FEATURES. The views hide a disabled feature (its navigation
+// entry and buttons; its route says it is turned off) and the server
+// refuses the API routes that only it uses with 403 feature_disabled.
+type Feature string
+
+// The dashboard's features. Every one is on unless DASHBOARD_FEATURES turns
+// it off.
+const (
+	// FeatureLiveTail is the Live Tail view and GET /api/live.
+	FeatureLiveTail Feature = "live_tail"
+	// FeatureReprocess is the Sources view's reprocess action and the
+	// classifier's reprocess routes other than reads.
+	FeatureReprocess Feature = "reprocess"
+	// FeatureQueryExplorer is the Query Explorer view. Its API route (the
+	// index-manager's _query) also serves other views, so it stays open.
+	FeatureQueryExplorer Feature = "query_explorer"
+	// FeatureExports is the CSV/JSON exports of lists (built in the
+	// browser from the list routes, which other views use: views only).
+	FeatureExports Feature = "exports"
+	// FeatureRulesEdit is creating, editing, enabling, disabling and
+	// deleting rules (the dry run and the playground stay).
+	FeatureRulesEdit Feature = "rules_edit"
+)
+
+// Features lists every feature, in the order /api/features names them.
+func Features() []Feature {
+	return []Feature{FeatureLiveTail, FeatureReprocess, FeatureQueryExplorer, FeatureExports, FeatureRulesEdit}
+}
+
+// FeatureSet says which features are on. The zero value has every feature
+// on.
+type FeatureSet struct {
+	off map[Feature]bool
+}
+
+// Enabled reports whether f is on.
+func (s FeatureSet) Enabled(f Feature) bool { return !s.off[f] }
+
+// Disabled returns the features turned off, sorted.
+func (s FeatureSet) Disabled() []string {
+	var out []string
+	for f, off := range s.off {
+		if off {
+			out = append(out, string(f))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String is the set as DASHBOARD_FEATURES would write it, for the start-up
+// log ("all on" when nothing is off).
+func (s FeatureSet) String() string {
+	d := s.Disabled()
+	if len(d) == 0 {
+		return "all on"
+	}
+	return strings.Join(d, "=off,") + "=off"
+}
+
+// ParseFeatures reads DASHBOARD_FEATURES: a comma-separated list of
+// name=on|off (also true/false, 1/0, yes/no), for example
+// "live_tail=off,exports=off". Features not named stay on. An unknown name
+// or value is an error naming it.
+func ParseFeatures(raw string) (FeatureSet, error) {
+	s := FeatureSet{off: map[Feature]bool{}}
+	for _, part := range strings.Split(raw, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !ok {
+			return FeatureSet{}, fmt.Errorf("DASHBOARD_FEATURES: %q: want name=on or name=off", part)
+		}
+		if !slices.Contains(Features(), Feature(name)) {
+			return FeatureSet{}, fmt.Errorf("DASHBOARD_FEATURES: unknown feature %q (known: %s)", name, featureNames())
+		}
+		switch strings.ToLower(strings.TrimSpace(value)) {
+		case "on", "true", "1", "yes":
+			s.off[Feature(name)] = false
+		case "off", "false", "0", "no":
+			s.off[Feature(name)] = true
+		default:
+			return FeatureSet{}, fmt.Errorf("DASHBOARD_FEATURES: %s: must be on or off (got %q)", name, value)
+		}
+	}
+	return s, nil
+}
+
+func featureNames() string {
+	names := make([]string, 0, len(Features()))
+	for _, f := range Features() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
+}
+
+// featuresHandler answers GET /api/features: every feature with whether it
+// is on. It needs no token: it is configuration (as /config.json), read
+// before sign-in.
+func featuresHandler(s FeatureSet) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed: this route is read-only (GET)")
+			return
+		}
+		out := map[string]bool{}
+		for _, f := range Features() {
+			out[string(f)] = s.Enabled(f)
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, map[string]any{"features": out, "disabled": nonNil(s.Disabled())})
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// featureRoute is an API route behind the proxy that only one feature
+// uses: methods (empty: every method but GET and HEAD) on a path pattern
+// after the proxy's prefix ("*" is one segment).
+type featureRoute struct {
+	feature Feature
+	prefix  string
+	pattern string
+}
+
+// featureRoutes are the proxied routes a disabled feature closes. Reads
+// stay open (other views show reprocess history and rules); the reads sent
+// by POST (the rules dry run, the playground) too.
+var featureRoutes = []featureRoute{
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess"},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*"},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*/cancel"},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules"},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*"},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/enable"},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/disable"},
+}
+
+// featureGate refuses with 403 feature_disabled, naming the flag, a
+// request to the API behind prefix that changes something a disabled
+// feature owns.
+func featureGate(prefix string, s FeatureSet, next http.Handler) http.Handler {
+	var routes []featureRoute
+	for _, fr := range featureRoutes {
+		if fr.prefix == prefix && !s.Enabled(fr.feature) {
+			routes = append(routes, fr)
+		}
+	}
+	if len(routes) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && readByPost(prefix, r)) {
+			for _, fr := range routes {
+				if matchPath(fr.pattern, strings.TrimPrefix(r.URL.EscapedPath(), prefix)) {
+					featureDisabled(w, fr.feature)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// featureDisabled answers 403 naming the flag that turned f off.
+func featureDisabled(w http.ResponseWriter, f Feature) {
+	writeError(w, http.StatusForbidden, "feature_disabled",
+		fmt.Sprintf("%s is turned off by DASHBOARD_FEATURES (%s=off)", f, f))
+}

@@ -1,0 +1,121 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	server "github.com/north-cloud/dashboard-server"
+	"github.com/north-cloud/infrastructure/openapi"
+)
+
+func TestParseFeatures(t *testing.T) {
+	t.Parallel()
+	all, err := server.ParseFeatures("")
+	must(t, err)
+	for _, f := range server.Features() {
+		if !all.Enabled(f) {
+			t.Errorf("default: %s off, want every feature on", f)
+		}
+	}
+	s, err := server.ParseFeatures(" live_tail=off, exports=false,reprocess=on ")
+	must(t, err)
+	if s.Enabled(server.FeatureLiveTail) || s.Enabled(server.FeatureExports) || !s.Enabled(server.FeatureReprocess) || !s.Enabled(server.FeatureRulesEdit) {
+		t.Errorf("live_tail=off,exports=false,reprocess=on: %v", s)
+	}
+	if got := s.String(); got != "exports=off,live_tail=off" {
+		t.Errorf("String() = %q", got)
+	}
+	for raw, want := range map[string]string{"tail=off": `unknown feature "tail"`, "exports": "want name=on", "exports=maybe": "must be on or off"} {
+		if _, err := server.ParseFeatures(raw); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "DASHBOARD_FEATURES") {
+			t.Errorf("ParseFeatures(%q) = %v, want an error with %q", raw, err, want)
+		}
+	}
+	if _, err := server.ConfigFromEnv(func(k string) string {
+		return map[string]string{"JWT_SECRET": testSecret, "DASHBOARD_FEATURES": "nope=off"}[k]
+	}); err == nil || !strings.Contains(err.Error(), "DASHBOARD_FEATURES") {
+		t.Errorf("ConfigFromEnv with a bad DASHBOARD_FEATURES: %v", err)
+	}
+}
+
+// TestFeaturesServedAndEnforced: GET /api/features says what is on, and a
+// disabled feature's own API routes are refused at the server with 403
+// naming the flag, the upstream never seeing them; its reads and the
+// other features' routes pass. With every feature on the same requests
+// are forwarded.
+func TestFeaturesServedAndEnforced(t *testing.T) {
+	t.Parallel()
+	refused := []struct{ method, path, feature string }{
+		{"POST", "/api/classifier/api/v1/rules", "rules_edit"},
+		{"PUT", "/api/classifier/api/v1/rules/7", "rules_edit"},
+		{"DELETE", "/api/classifier/api/v1/rules/7", "rules_edit"},
+		{"POST", "/api/classifier/api/v1/rules/7/enable", "rules_edit"},
+		{"POST", "/api/classifier/api/v1/rules/7/disable", "rules_edit"},
+		{"POST", "/api/classifier/api/v1/sources/demo_news/reprocess", "reprocess"},
+		{"DELETE", "/api/classifier/api/v1/sources/demo_news/reprocess/t1", "reprocess"},
+		{"GET", "/api/live", "live_tail"},
+	}
+	passed := []struct{ method, path string }{
+		{"GET", "/api/classifier/api/v1/rules"},
+		{"POST", "/api/classifier/api/v1/rules/test"},
+		{"POST", "/api/classifier/api/v1/classify"},
+		{"GET", "/api/classifier/api/v1/sources/demo_news/reprocess"},
+		{"POST", "/api/classifier/api/v1/dlq/requeue"},
+		{"POST", "/api/index-manager/api/v1/indices/x/_query"},
+	}
+	raw, err := os.ReadFile("openapi.yaml")
+	must(t, err)
+	doc, err := openapi.Load(raw)
+	must(t, err)
+	for _, off := range []string{"live_tail=off,rules_edit=off,reprocess=off,exports=off,query_explorer=off", ""} {
+		features, err := server.ParseFeatures(off)
+		must(t, err)
+		b := setupCfg(t, func(c *server.Config) { c.Features = features })
+
+		status, hdr, body := get(t, b.srv.URL+"/api/features")
+		req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/api/features", nil)
+		if err := doc.CheckResponse(req, status, hdr, []byte(body)); err != nil {
+			t.Errorf("/api/features against openapi.yaml: %v", err)
+		}
+		var got struct {
+			Features map[string]bool `json:"features"`
+			Disabled []string        `json:"disabled"`
+		}
+		must(t, json.Unmarshal([]byte(body), &got))
+		if status != http.StatusOK || len(got.Features) != len(server.Features()) || got.Features["live_tail"] != (off == "") || got.Features["exports"] != (off == "") {
+			t.Errorf("DASHBOARD_FEATURES=%q: /api/features = %d %s", off, status, body)
+		}
+		for _, c := range refused {
+			req, _ := http.NewRequest(c.method, b.srv.URL+c.path, strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+token(t))
+			res, err := http.DefaultClient.Do(req)
+			must(t, err)
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			_ = json.NewDecoder(res.Body).Decode(&e)
+			res.Body.Close()
+			if off != "" && (res.StatusCode != http.StatusForbidden || e.Error.Code != "feature_disabled" ||
+				!strings.Contains(e.Error.Message, c.feature+"=off") || !strings.Contains(e.Error.Message, "DASHBOARD_FEATURES")) {
+				t.Errorf("%s %s with %s off = %d %+v, want 403 feature_disabled naming it", c.method, c.path, c.feature, res.StatusCode, e.Error)
+			}
+			if off == "" && res.StatusCode == http.StatusForbidden {
+				t.Errorf("%s %s with every feature on = 403 %+v", c.method, c.path, e.Error)
+			}
+		}
+		for _, c := range passed {
+			req, _ := http.NewRequest(c.method, b.srv.URL+c.path, strings.NewReader("{}"))
+			res, err := http.DefaultClient.Do(req)
+			must(t, err)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("DASHBOARD_FEATURES=%q: %s %s = %d, want forwarded", off, c.method, c.path, res.StatusCode)
+			}
+		}
+		if n := len(*b.upstreams["classifier"]); off != "" && n != 5 {
+			t.Errorf("the classifier saw %d requests, want only the 5 that pass", n)
+		}
+	}
+}

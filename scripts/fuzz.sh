@@ -12,6 +12,9 @@
 #     fuzzed the same way. FUZZ_SERVICES picks the APIs (default: all four).
 # Any fuzz failure, 5xx or schema violation fails the run. Expects the
 # services of scripts/services.sh (it runs `up` and `env` itself).
+#
+# `scripts/fuzz.sh --prepare` only installs schemathesis (downloads, little
+# CPU): scripts/test.sh runs it in the background while the Go stages run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,6 +24,19 @@ fuzztime="${FUZZTIME:-10s}"
 examples="${SCHEMATHESIS_EXAMPLES:-25}"
 schemathesis_version=4.32.5
 status=0
+
+venv="$cache/schemathesis-venv"
+install_schemathesis() {
+  if ! "$venv/bin/st" --version 2>/dev/null | grep -q "$schemathesis_version"; then
+    echo "-- installing schemathesis $schemathesis_version into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "schemathesis==$schemathesis_version"
+  fi
+}
+if [ "${1:-}" = --prepare ]; then
+  install_schemathesis
+  exit 0
+fi
 
 "$root/scripts/services.sh" up >&2
 eval "$("$root/scripts/services.sh" env)"
@@ -62,12 +78,7 @@ for m in ${FUZZ_GO_MODULES:-$modules}; do
 done
 
 # ---- 2. schemathesis against the running services --------------------------------
-venv="$cache/schemathesis-venv"
-if ! "$venv/bin/st" --version 2>/dev/null | grep -q "$schemathesis_version"; then
-  echo "-- installing schemathesis $schemathesis_version into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q "schemathesis==$schemathesis_version"
-fi
+install_schemathesis
 
 work=$(mktemp -d)
 id="ncfuzz$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
@@ -92,11 +103,13 @@ new_db() {
   db_url "$name"
 }
 
+# Each module on its own (GOWORK=off), as scripts/test.sh vets and builds them
+# before this stage: the packages are compiled already.
 echo "-- building the services into $work" >&2
 for m in classifier publisher index-manager; do
-  (cd "$m" && go build -o "$work/" "./cmd/$m")
+  (cd "$m" && GOWORK=off go build -o "$work/" "./cmd/$m")
 done
-(cd dashboard/server && go build -o "$work/" ./cmd/dashboard)
+(cd dashboard/server && GOWORK=off go build -o "$work/" ./cmd/dashboard)
 
 # start NAME ADDRVAR ENV... : runs a binary on a free port until /ready and
 # sets addr (not in a subshell, so that cleanup knows its pid).

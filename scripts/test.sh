@@ -69,8 +69,8 @@ if [ "$only" = compose ]; then
   exit $status
 fi
 
-# What the later stages install (Debian's prometheus and chromium, the
-# dashboard's npm packages) is fetched in the background while the Go stages
+# What the later stages install (Debian's prometheus and chromium,
+# schemathesis, the dashboard's npm packages) is fetched in the background while the Go stages
 # use the CPU; each stage still installs what is missing itself, so a failed
 # preparation only costs time. RUNLEVEL=1 keeps the prometheus package's
 # maintainer scripts from starting a daemon on :9090.
@@ -84,6 +84,9 @@ prepare() {
       $sudo env RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -q -y \
         install --no-install-recommends "${pkgs[@]}"
   fi
+  # schemathesis for the fuzz stage (a venv from PyPI): a minute of downloads
+  # on a fresh machine that the fuzz stage used to wait for.
+  "$root/scripts/fuzz.sh" --prepare || echo "schemathesis install failed; the fuzz stage tries again" >&2
   cd "$root/dashboard" &&
     if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
       npm ci --no-audit --no-fund
@@ -100,7 +103,14 @@ prepared() {
   sed 's/^/   prepare: /' "$prep_log" | tail -n 20 >&2
 }
 
-step "gofmt and go vet"
+# go vet runs on each module as it stands alone (GOWORK=off), as the module
+# stage below builds it: the workspace selects other versions of shared
+# dependencies, so vetting in the workspace compiled every dependency a
+# second time for the standalone build. The code vetted is the same; the
+# workspace build is type-checked by go test. The non-race builds after
+# these stages (the fuzz stage's services, the classifier eval) are GOWORK=off
+# too and find their packages compiled here.
+step "gofmt and go vet (GOWORK=off)"
 unformatted=$(gofmt -l $modules)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2
@@ -108,7 +118,7 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 for m in $modules; do
-  (cd "$m" && go vet ./...)
+  (cd "$m" && GOWORK=off go vet ./...)
 done
 
 status=0
@@ -149,11 +159,18 @@ fi
 step "go test -race (all modules)"
 json=$(mktemp)
 trap 'rm -f "$json" "${dashlog:-}" "$prep_log" "$compose_prep_log"' EXIT
+# One go test over every module (from the workspace root), not one per module:
+# go test builds and runs packages two at a time (-p, the cores), and one per
+# module left a core idle while each module's last, longest package ran (the
+# end-to-end package alone runs for minutes, mostly waiting on the services).
+# The end-to-end package is named first, so it starts first and the shorter
+# packages fill the other core beside it. The cluster tests (TestCluster*) run
+# in the cluster stage below.
+pkgs=(./e2e/...)
 for m in $modules; do
-  echo "-- $m" >&2
-  # The cluster tests (TestCluster*) run in the cluster stage below.
-  (cd "$m" && go test -race -count=1 -timeout 20m -json -skip '^TestCluster' ./... >>"$json") || status=1
+  [ "$m" = e2e ] || pkgs+=("./$m/...")
 done
+go test -race -count=1 -timeout 20m -json -skip '^TestCluster' "${pkgs[@]}" >>"$json" || status=1
 
 # Cluster stage (docs/scaling.md): a 3-node Elasticsearch and a Redis Cluster of 3 masters
 # with replicas start beside the single-node services (scripts/services.sh, NC_ES_NODES=3,
@@ -216,7 +233,7 @@ step "fuzz: Go native fuzz targets, schemathesis against the running services"
 # and dropped.
 step "classifier eval: default rules on the labeled set, with floors"
 (cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
-  go run ./cmd/classifier eval -rules migrations -floors -misses 10 testdata/eval/labels.ndjson) || status=1
+  GOWORK=off go run ./cmd/classifier eval -rules migrations -floors -misses 10 testdata/eval/labels.ndjson) || status=1
 
 # Dashboard (dashboard/): type check, unit tests, production build, and the
 # browser end-to-end test, which starts its own copies of the services from

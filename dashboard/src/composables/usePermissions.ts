@@ -24,3 +24,15 @@ export function usePermissions(need: Role) {
   const readOnly = computed(() => serverReadOnly.value || !allows(role.value, need))
   return { readOnly, role }
 }
+
+/**
+ * Whether the signed-in user reads message bodies (GET /auth/me
+ * reads_bodies; true until the answer says otherwise, and from an
+ * index-manager that does not say), and whether the answer has come.
+ */
+export function useReadsBodies() {
+  const me = useMe()
+  const readsBodies = computed(() => me.data.value?.reads_bodies !== false)
+  const known = computed(() => me.isSuccess.value || me.isError.value)
+  return { readsBodies, known }
+}

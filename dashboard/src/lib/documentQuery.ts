@@ -7,6 +7,75 @@ import type { DocumentQueryRequest, SortField } from '@/types/indexManager'
 /** Fields a plain-text query searches, title weighted up. */
 export const TEXT_QUERY_FIELDS = ['title^2', 'raw_text', 'meta_description', 'url']
 
+/**
+ * The fields that carry a message's body, which the index-manager keeps
+ * from viewers under VIEWER_MESSAGE_BODIES=hide (index-manager
+ * internal/api/bodies.go BodyFields).
+ */
+export const BODY_FIELDS = ['raw_text', 'raw_html', 'body']
+
+/** What the refusal of a body field says: the setting that hides them. */
+export const BODIES_HIDDEN = 'message bodies are hidden from viewers by the index-manager setting VIEWER_MESSAGE_BODIES=hide'
+
+/** Options of parseDocumentQuery. */
+export interface QueryOptions {
+  /**
+   * Whether the signed-in user reads message bodies (GET /auth/me
+   * reads_bodies). When false, a text search and its highlight leave the
+   * body fields out, and a JSON query naming one is refused here as the
+   * index-manager would refuse it (403).
+   */
+  readsBodies?: boolean
+}
+
+/** The text-search fields for a user who does or does not read bodies. */
+export function textQueryFields(readsBodies = true): string[] {
+  return readsBodies ? TEXT_QUERY_FIELDS : TEXT_QUERY_FIELDS.filter((f) => !isBodyField(f))
+}
+
+/**
+ * Whether a field name (with an optional ^boost, a sub-field such as
+ * raw_text.keyword, or a pattern such as raw_* or *) names or matches a
+ * body field: the index-manager's isBodyField.
+ */
+export function isBodyField(name: string): boolean {
+  const field = name.split('^')[0]!
+  // Go's path.Match: * is any run of characters, ? one character.
+  const pattern = new RegExp(`^${field.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`)
+  return BODY_FIELDS.some((f) => field === f || field.startsWith(`${f}.`) || pattern.test(f))
+}
+
+/**
+ * Why the index-manager would refuse parts of a query for a user who does
+ * not read bodies, or '' (its bodyReference): a body field named as a key or
+ * a string value, a query_string, or a multi_match / simple_query_string
+ * without fields.
+ */
+export function bodyReference(...parts: unknown[]): string {
+  const walk = (v: unknown): string => {
+    if (Array.isArray(v)) {
+      for (const sub of v) {
+        const m = walk(sub)
+        if (m) return m
+      }
+    } else if (isObject(v)) {
+      for (const [k, sub] of Object.entries(v)) {
+        if (isBodyField(k)) return `field ${k}`
+        if (k === 'query_string') return 'query_string'
+        if ((k === 'multi_match' || k === 'simple_query_string') && isObject(sub) && sub.fields === undefined) return `${k} without fields`
+        const m = walk(sub)
+        if (m) return m
+      }
+    } else if (typeof v === 'string' && isBodyField(v)) return `field ${v}`
+    return ''
+  }
+  for (const p of parts) {
+    const m = walk(p)
+    if (m) return m
+  }
+  return ''
+}
+
 /** The index-manager's caps: hits per page, and from + size. */
 export const MAX_SIZE = 100
 export const MAX_WINDOW = 10_000
@@ -67,7 +136,23 @@ export function normalizeSort(sort: unknown): SortField[] | string {
  * Malformed JSON and what the index-manager would refuse are errors with a
  * message that says why.
  */
-export function parseDocumentQuery(input: string, size = 20, from = 0): ParsedQuery {
+export function parseDocumentQuery(input: string, size = 20, from = 0, opts: QueryOptions = {}): ParsedQuery {
+  const parsed = parseQuery(input, size, from)
+  if (parsed.kind === 'json' && opts.readsBodies === false) {
+    const r = parsed.request
+    const why = bodyReference(r.query, r.highlight, (r.sort ?? []).map((s) => s.field), r.aggs)
+    if (why) return { kind: 'error', message: `${why}: ${BODIES_HIDDEN}` }
+  }
+  if (parsed.kind === 'text' && opts.readsBodies === false) {
+    return {
+      kind: 'text',
+      request: { ...parsed.request, query: { multi_match: { query: input.trim(), fields: textQueryFields(false) } }, highlight: { fields: { title: {} } } },
+    }
+  }
+  return parsed
+}
+
+function parseQuery(input: string, size: number, from: number): ParsedQuery {
   const text = input.trim()
   if (!text) return { kind: 'error', message: 'Type a search or a JSON query' }
   if (!text.startsWith('{')) {

@@ -115,6 +115,12 @@ export type { AuditEntry, AuditFilter, AuditListResponse, AuditOutcome, Role } f
 export interface MeResponse {
   user: string
   role: Role
+  /**
+   * False when message bodies (raw_text, raw_html, body) are hidden from
+   * this user (a viewer under VIEWER_MESSAGE_BODIES=hide); absent from an
+   * older index-manager, which shows bodies to everyone.
+   */
+  reads_bodies?: boolean
 }
 
 export interface DocumentListParams {

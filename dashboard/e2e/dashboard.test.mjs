@@ -154,6 +154,32 @@ describe('dashboard', { concurrency: false }, () => {
     await modal.waitFor({ state: 'detached' })
   })
 
+  test('maintain an index: add and remove an alias, force merge it to completion, each confirmed by the index name and audited', async () => {
+    const index = `${sports}_raw_content`
+    const alias = `${h.prefix}-current`
+    await page.getByRole('button', { name: `Details of ${index}` }).click()
+    const modal = page.getByTestId('modal')
+    await modal.getByRole('tab', { name: 'Maintenance' }).click()
+    await modal.getByLabel('New alias').fill(alias)
+    await modal.getByRole('button', { name: 'Add alias' }).click()
+    await modal.locator(`[data-alias="${alias}"]`).waitFor()
+    assert.deepEqual(Object.keys(await h.es('GET', `/_alias/${alias}`)), [index])
+    const dialog = page.getByTestId('confirm-dialog')
+    await modal.getByRole('button', { name: `Remove alias ${alias}` }).click()
+    await dialog.filter({ hasText: `from ${index}?` }).waitFor()
+    await dialog.getByRole('button', { name: 'Remove alias' }).click()
+    await modal.locator(`[data-alias="${alias}"]`).waitFor({ state: 'detached' })
+    assert.equal((await fetch(`${h.env.ELASTICSEARCH_URL}/_alias/${alias}`)).status, 404)
+    await modal.getByTestId('force-merge').click()
+    await dialog.getByTestId('merge-confirm-index').filter({ hasText: index }).waitFor()
+    await dialog.getByRole('button', { name: 'Force merge' }).click()
+    await modal.getByTestId('merge-status').filter({ hasText: 'completed' }).waitFor({ timeout: 60_000 })
+    await shot('index-maintenance')
+    assert.equal(h.sql('index_manager', `SELECT string_agg(action || ':' || outcome, ',' ORDER BY id) FROM index_audit_log WHERE index_name = '${index}'`), 'alias:success,unalias:success,forcemerge:success')
+    await page.keyboard.press('Escape')
+    await modal.waitFor({ state: 'detached' })
+  })
+
   test('run a text query and a JSON query, and open a document', async () => {
     const found = await h.es('POST', `/${metro}_raw_content/_search`, { size: 1, sort: [{ crawled_at: 'asc' }] })
     const hit = found.hits.hits[0]

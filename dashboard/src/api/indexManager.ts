@@ -2,7 +2,7 @@ import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from '
 import type {
   AckResponse, AuditFilter, AuditListResponse, CreateIndexRequest, DocumentHit, DocumentListParams,
   DocumentQueryRequest, DocumentQueryResponse, IndexDetail, IndexListResponse, IndexStats,
-  LoginRequest, LoginResponse, MeResponse,
+  LoginRequest, LoginResponse, MeResponse, AliasListResponse, AliasResponse, ForceMergeResponse, TaskStatus,
 } from '@/types/indexManager'
 
 /** Path of the index-manager behind the dashboard's same-origin proxy. */
@@ -25,6 +25,13 @@ export function createIndexManagerApi(http: HttpClient) {
     /** confirm=true is required by the service from 1,000 documents on. */
     deleteIndex: (name: string, confirm = false) => http.delete<AckResponse>(`/indices/${seg(name)}`, { confirm }),
     refreshIndex: (name: string) => http.post<AckResponse>(`/indices/${seg(name)}/_refresh`),
+    // Index maintenance (admin, audited): aliases and force merges.
+    listAliases: () => http.get<AliasListResponse>('/aliases'),
+    putAlias: (index: string, alias: string) => http.put<AliasResponse>(`/indices/${seg(index)}/aliases/${seg(alias)}`),
+    deleteAlias: (index: string, alias: string) => http.delete<AliasResponse>(`/indices/${seg(index)}/aliases/${seg(alias)}`),
+    /** Expunges deleted documents in the background; 409 while one runs on the index. */
+    forceMerge: (index: string) => http.post<ForceMergeResponse>(`/indices/${seg(index)}/_forcemerge`, { only_expunge_deletes: true }),
+    getTask: (task: string) => http.get<TaskStatus>(`/tasks/${seg(task)}`),
     listAudit: (filter: AuditFilter = {}) => http.get<AuditListResponse>('/audit', { ...filter }),
   }
 }

@@ -20,3 +20,19 @@ export function indexTypeOf(name: string): 'raw_content' | 'classified_content' 
   if (name.endsWith('_classified_content')) return 'classified_content'
   return 'other'
 }
+
+/**
+ * The index-manager's alias rule (ValidateAliasName): 1 to 200 lowercase
+ * letters, digits, _ and -, starting with a letter or digit, and not ending
+ * in a content suffix (the pipeline reads every index and alias of those
+ * patterns, so it would read the index twice). null when valid.
+ */
+export function validateAliasName(raw: string): string | null {
+  const alias = raw.trim()
+  if (!alias) return 'Alias name is required'
+  if (!/^[a-z0-9][a-z0-9_-]{0,199}$/.test(alias)) return 'An alias is 1 to 200 lowercase letters, digits, _ and -, starting with a letter or digit'
+  if (alias.endsWith('_raw_content') || alias.endsWith('_classified_content')) {
+    return 'An alias may not end in _raw_content or _classified_content: the pipeline reads every index and alias of those patterns, so it would read the index twice'
+  }
+  return null
+}

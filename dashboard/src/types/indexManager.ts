@@ -127,3 +127,40 @@ export interface DocumentListParams {
   size?: number
   cursor?: string
 }
+
+/** An alias and the index it points at (GET /aliases). */
+export interface IndexAlias {
+  alias: string
+  index: string
+}
+
+export interface AliasListResponse {
+  aliases: IndexAlias[]
+  total: number
+}
+
+/** The answer to PUT or DELETE /indices/{name}/aliases/{alias}. */
+export interface AliasResponse {
+  acknowledged: boolean
+  index: string
+  alias: string
+}
+
+/** A force merge started in the background (202 of POST /indices/{name}/_forcemerge). */
+export interface ForceMergeResponse {
+  acknowledged: boolean
+  index: string
+  /** The task GET /tasks/{task} follows. */
+  task: string
+  /** Deleted documents the index held before the merge. */
+  deleted_docs: number
+}
+
+/** A force merge's state (GET /tasks/{task}). */
+export interface TaskStatus {
+  task: string
+  action: string
+  completed: boolean
+  running_ms: number
+  error?: string
+}

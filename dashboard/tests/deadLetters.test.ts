@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { countMatching, outcomeText, retryOutcome } from '@/lib/deadLetters'
+import { countFromStats, countMatching, deadLetterFilter, NO_SOURCE, outcomeText, retryOutcome } from '@/lib/deadLetters'
+import { createClassifierApi } from '@/api/classifier'
+import { createHttpClient } from '@/api/http'
+import { vi } from 'vitest'
 import type { DeadLetterEntry } from '@/types/classifier'
 
 const entry = (over: Partial<DeadLetterEntry> = {}): DeadLetterEntry => ({
@@ -39,5 +42,37 @@ describe('exports', () => {
     const page = async (cursor: string | undefined) => (cursor ? { entries: [3], next_cursor: null } : { entries: [1, 2], next_cursor: 'c' })
     expect(await collectPages(page)).toEqual({ entries: [1, 2, 3], more: false })
     expect(await collectPages(page, 2)).toEqual({ entries: [1, 2], more: true })
+  })
+})
+
+// The classifier takes an empty source as "any": entries recorded without a
+// source name are selected by no_source, and deleted by filter through
+// POST /dlq/delete with the count named in the confirmation.
+describe('entries without a source name, and delete by filter', () => {
+  it('the (no source) choice is the no_source flag, never an empty source', () => {
+    expect(deadLetterFilter(NO_SOURCE, '', '')).toEqual({ source: undefined, no_source: true, error_code: undefined, exhausted: undefined })
+    expect(deadLetterFilter('metro', 'RULE_PANIC', 'true')).toEqual({ source: 'metro', no_source: undefined, error_code: 'RULE_PANIC', exhausted: true })
+    expect(deadLetterFilter('', '', '')).toEqual({ source: undefined, no_source: undefined, error_code: undefined, exhausted: undefined })
+  })
+
+  it('counts the nameless entries from the queue figures', () => {
+    const stats = { pending: 3, exhausted: 2, permanent: 0, ready: 0, avg_retries: 0, oldest_entry: null, by_source: { metro: 3, '': 2 }, by_error_code: { X: 5 } }
+    expect(countFromStats(stats, deadLetterFilter(NO_SOURCE, '', ''))).toBe(2)
+    expect(countFromStats(stats, deadLetterFilter('metro', '', ''))).toBe(3)
+    expect(countFromStats(stats, deadLetterFilter('', '', ''))).toBe(5)
+    expect(countFromStats(stats, deadLetterFilter(NO_SOURCE, 'X', ''))).toBeNull()
+  })
+
+  it('lists with no_source=true and deletes by filter (an empty filter as all)', async () => {
+    const f = vi.fn(async (_u: RequestInfo | URL, _i?: RequestInit) => new Response('{"entries":[],"next_cursor":null,"deleted":2}', { status: 200, headers: { 'Content-Type': 'application/json' } }))
+    const api = createClassifierApi(createHttpClient({ baseUrl: '/c', fetch: f as unknown as typeof fetch, getToken: () => 't' }))
+    await api.listDeadLetters(deadLetterFilter(NO_SOURCE, '', ''))
+    await api.deleteDeadLetters(deadLetterFilter(NO_SOURCE, 'RULE_PANIC', ''))
+    await api.deleteDeadLetters({})
+    expect(f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}${i?.body ? ` ${String(i.body)}` : ''}`)).toEqual([
+      'GET /c/api/v1/dlq?no_source=true',
+      'POST /c/api/v1/dlq/delete {"no_source":true,"error_code":"RULE_PANIC"}',
+      'POST /c/api/v1/dlq/delete {"all":true}',
+    ])
   })
 })

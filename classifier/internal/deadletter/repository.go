@@ -453,7 +453,11 @@ func (r *Repository) Remove(ctx context.Context, docs ...domain.DocKey) (int64, 
 
 // Filter selects entries for the operator's list and bulk requeue.
 type Filter struct {
-	Source    string
+	Source string
+	// NoSource selects the entries recorded without a source name (a
+	// document whose source_name was empty): an empty Source means any
+	// source, so it cannot select them.
+	NoSource  bool
 	ErrorCode string
 	// ContentID and Index, when set, select the entries of one document
 	// (exact content id) or one raw index (exact name).
@@ -474,6 +478,9 @@ func (f Filter) where(args *[]any) string {
 	}
 	if f.Source != "" {
 		add("source_name = $%d", f.Source)
+	}
+	if f.NoSource {
+		conds = append(conds, "source_name = ''")
 	}
 	if f.ErrorCode != "" {
 		add("error_code = $%d", f.ErrorCode)
@@ -555,6 +562,17 @@ func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, erro
 	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE `+f.where(&args), args...)
 	if err != nil {
 		return 0, fmt.Errorf("requeue dead letters: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// DeleteMatching deletes every entry matching f and returns how many; the
+// documents stay failed in Elasticsearch.
+func (r *Repository) DeleteMatching(ctx context.Context, f Filter) (int64, error) {
+	var args []any
+	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE `+f.where(&args), args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete dead letters: %w", err)
 	}
 	return res.RowsAffected()
 }

@@ -57,6 +57,7 @@ type routes struct{ RoutesConfig }
 //	GET    /dlq             entries, newest first, filtered and paged
 //	GET    /dlq/stats       the queue at a glance
 //	POST   /dlq/requeue     requeue every entry matching a filter
+//	POST   /dlq/delete      delete every entry matching a filter
 //	POST   /dlq/:id/requeue requeue one entry
 //	DELETE /dlq/:id         delete one entry
 func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
@@ -77,6 +78,7 @@ func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
 	router.GET("/dlq", h.list)
 	router.GET("/dlq/stats", h.stats)
 	router.POST("/dlq/requeue", h.requeueMatching)
+	router.POST("/dlq/delete", h.deleteMatching)
 	router.POST("/dlq/:id/requeue", h.requeueOne)
 	router.DELETE("/dlq/:id", h.deleteOne)
 	return nil
@@ -101,8 +103,21 @@ func badRequest(c *gin.Context, msg string) {
 	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
 }
 
-func parseFilter(source, code, exhausted, permanent string) (Filter, error) {
+// parseFilter reads the filters every list and bulk route shares. An empty
+// source means any source; noSource ("true") selects the entries recorded
+// without one, and cannot be combined with a source.
+func parseFilter(source, noSource, code, exhausted, permanent string) (Filter, error) {
 	f := Filter{Source: strings.TrimSpace(source), ErrorCode: strings.ToUpper(strings.TrimSpace(code))}
+	if noSource != "" {
+		b, err := strconv.ParseBool(noSource)
+		if err != nil {
+			return f, fmt.Errorf("no_source must be true or false (got %q)", noSource)
+		}
+		if b && f.Source != "" {
+			return f, errors.New("give source or no_source=true, not both: no_source selects the entries without a source name")
+		}
+		f.NoSource = b
+	}
 	for _, p := range []struct {
 		name, value string
 		out         **bool
@@ -140,10 +155,10 @@ type listResponse struct {
 	NextCursor *string                  `json:"next_cursor"`
 }
 
-// GET /dlq?source=&error_code=&exhausted=&permanent=&content_id=&index=&cursor=&limit=
+// GET /dlq?source=&no_source=&error_code=&exhausted=&permanent=&content_id=&index=&cursor=&limit=
 func (h *routes) list(c *gin.Context) {
-	f, err := parseFilter(c.Query("source"), c.Query("error_code"), c.Query("exhausted"), c.Query("permanent"))
-	for _, name := range []string{"exhausted", "permanent"} {
+	f, err := parseFilter(c.Query("source"), c.Query("no_source"), c.Query("error_code"), c.Query("exhausted"), c.Query("permanent"))
+	for _, name := range []string{"no_source", "exhausted", "permanent"} {
 		if v, ok := c.GetQuery(name); err == nil && ok && v == "" {
 			err = fmt.Errorf(`%s must be true or false (got "")`, name)
 		}
@@ -230,30 +245,35 @@ func (h *routes) requeueOne(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"requeued": 1})
 }
 
-// filterBody is the body of POST /dlq/requeue: every entry matching all
-// given fields is re-queued. At least one filter, or "all": true, is
-// required, so that an empty or null body never re-queues everything.
+// filterBody is the body of POST /dlq/requeue and POST /dlq/delete: every
+// entry matching all given fields is acted on. At least one filter, or
+// "all": true, is required, so that an empty or null body never acts on
+// everything.
 type filterBody struct {
-	Source    string `json:"source"`
+	Source string `json:"source"`
+	// NoSource selects the entries recorded without a source name.
+	NoSource  bool   `json:"no_source"`
 	ErrorCode string `json:"error_code"`
 	Exhausted *bool  `json:"exhausted"`
 	Permanent *bool  `json:"permanent"`
 	All       bool   `json:"all"`
 }
 
-func (h *routes) requeueMatching(c *gin.Context) {
+// bulkFilter reads the body of a bulk route whose action (re-queue,
+// delete) names what "all" does, answering 400 when it is not valid.
+func bulkFilter(c *gin.Context, action string) (Filter, bool, bool) {
 	var body filterBody
 	if !httpserver.DecodeJSON(c, &body) {
-		return
+		return Filter{}, false, false
 	}
-	hasFilter := strings.TrimSpace(body.Source) != "" || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil || body.Permanent != nil
+	hasFilter := strings.TrimSpace(body.Source) != "" || body.NoSource || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil || body.Permanent != nil
 	switch {
 	case body.All && hasFilter:
-		badRequest(c, `"all": true re-queues every entry; send it without filters`)
-		return
+		badRequest(c, fmt.Sprintf(`"all": true %ss every entry; send it without filters`, action))
+		return Filter{}, false, false
 	case !body.All && !hasFilter:
-		badRequest(c, `give a filter (source, error_code, exhausted, permanent) or "all": true to re-queue every entry`)
-		return
+		badRequest(c, fmt.Sprintf(`give a filter (source, no_source, error_code, exhausted, permanent) or "all": true to %s every entry`, action))
+		return Filter{}, false, false
 	}
 	boolText := func(b *bool) string {
 		if b == nil {
@@ -261,9 +281,17 @@ func (h *routes) requeueMatching(c *gin.Context) {
 		}
 		return strconv.FormatBool(*b)
 	}
-	f, err := parseFilter(body.Source, body.ErrorCode, boolText(body.Exhausted), boolText(body.Permanent))
+	f, err := parseFilter(body.Source, strconv.FormatBool(body.NoSource), body.ErrorCode, boolText(body.Exhausted), boolText(body.Permanent))
 	if err != nil {
 		badRequest(c, err.Error())
+		return Filter{}, false, false
+	}
+	return f, body.All, true
+}
+
+func (h *routes) requeueMatching(c *gin.Context) {
+	f, all, ok := bulkFilter(c, "re-queue")
+	if !ok {
 		return
 	}
 	ctx, cancel := h.ctx(c)
@@ -273,8 +301,26 @@ func (h *routes) requeueMatching(c *gin.Context) {
 		h.fail(c, "requeue dead letters", err)
 		return
 	}
-	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "error_code", f.ErrorCode, "all", body.All, "by", auth.Subject(c))
+	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "all", all, "by", auth.Subject(c))
 	c.JSON(http.StatusOK, gin.H{"requeued": n})
+}
+
+// deleteMatching deletes every entry matching the body's filter (POST
+// /dlq/delete): the documents stay failed in Elasticsearch.
+func (h *routes) deleteMatching(c *gin.Context) {
+	f, all, ok := bulkFilter(c, "delete")
+	if !ok {
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	n, err := h.Repository.DeleteMatching(ctx, f)
+	if err != nil {
+		h.fail(c, "delete dead letters", err)
+		return
+	}
+	h.Logger.InfoContext(ctx, "dead letters deleted", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "all", all, "by", auth.Subject(c))
+	c.JSON(http.StatusOK, gin.H{"deleted": n})
 }
 
 func (h *routes) deleteOne(c *gin.Context) {

@@ -376,3 +376,75 @@ func TestHostileInput(t *testing.T) {
 		t.Errorf(`requeue with "all": %d %v, want 7`, code, resp)
 	}
 }
+
+// An entry recorded without a source name cannot be selected by source (an
+// empty source is "any"): no_source=true selects exactly those, in the
+// list and the bulk routes, and POST /dlq/delete deletes what a filter
+// matches and says how many.
+func TestDeadLetterNoSourceAndDeleteByFilter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t)
+	if _, err := b.dlq.EnqueueBatch(context.Background(), []domain.DeadLetterEntry{
+		{ContentID: "nameless-1", SourceName: "", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "no source"},
+		{ContentID: "nameless-2", SourceName: "", IndexName: "beta_raw_content", ErrorCode: domain.ErrorCodeRulePanic, ErrorMessage: "no source"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var p page
+	if code := b.do(t, "GET", "/api/v1/dlq?no_source=true", nil, &p); code != 200 || len(p.Entries) != 2 {
+		t.Fatalf("GET ?no_source=true = %d, %d entries, want the 2 nameless", code, len(p.Entries))
+	}
+	for _, e := range p.Entries {
+		if !strings.HasPrefix(e.ContentID, "nameless-") {
+			t.Errorf("no_source selected %s", e.ContentID)
+		}
+	}
+	if code := b.do(t, "GET", "/api/v1/dlq?no_source=false", nil, &p); code != 200 || len(p.Entries) != 9 {
+		t.Errorf("GET ?no_source=false = %d, %d entries, want all 9 (false does not filter)", code, len(p.Entries))
+	}
+	for _, bad := range []string{"/api/v1/dlq?no_source=maybe", "/api/v1/dlq?no_source=", "/api/v1/dlq?no_source=true&source=alpha"} {
+		if code, errCode := b.doRaw(t, "GET", bad, ""); code != 400 || errCode == "" {
+			t.Errorf("GET %s = %d %q, want 400", bad, code, errCode)
+		}
+	}
+
+	// Delete by filter: the nameless entries of one error code, then refusals.
+	var resp map[string]int
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"no_source": true, "error_code": "RULE_PANIC"}, &resp); code != 200 || resp["deleted"] != 1 {
+		t.Fatalf("delete no_source+RULE_PANIC = %d %v, want 1", code, resp)
+	}
+	count := func(where string) int {
+		var n int
+		if err := b.db.QueryRow(`SELECT COUNT(*) FROM dead_letter_queue WHERE ` + where).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count("content_id = 'nameless-2'"); n != 0 {
+		t.Errorf("nameless-2 still there")
+	}
+	if n := count("error_code = 'RULE_PANIC'"); n != 1 {
+		t.Errorf("RULE_PANIC entries = %d, want beta's 1 kept", n)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"no_source": true}, &resp); code != 200 || resp["requeued"] != 1 {
+		t.Errorf("requeue no_source = %d %v, want 1", code, resp)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"source": "alpha"}, &resp); code != 200 || resp["deleted"] != 5 {
+		t.Fatalf("delete source=alpha = %d %v, want 5", code, resp)
+	}
+	if n := count("TRUE"); n != 3 {
+		t.Errorf("entries left = %d, want 3", n)
+	}
+	for _, body := range []string{"", "null", "{}", `{"all":true,"source":"beta"}`, `{"all":true,"no_source":true}`, `{"source":"beta","no_source":true}`, `{"sauce":"beta"}`} {
+		if code, errCode := b.doRaw(t, "POST", "/api/v1/dlq/delete", body); code != 400 {
+			t.Errorf("delete with %q = %d %q, want 400", body, code, errCode)
+		}
+	}
+	if n := count("TRUE"); n != 3 {
+		t.Errorf("entries left after refusals = %d, want 3", n)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"all": true}, &resp); code != 200 || resp["deleted"] != 3 {
+		t.Errorf("delete all = %d %v, want 3", code, resp)
+	}
+}

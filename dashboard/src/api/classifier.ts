@@ -29,6 +29,8 @@ export function createClassifierApi(http: HttpClient) {
     requeueDeadLetter: (id: string) => http.post<RequeueResponse>(`/api/v1/dlq/${seg(id)}/requeue`),
     /** Re-queues every entry matching filter; an empty filter re-queues all (sent as `"all": true`). */
     requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<RequeueResponse>('/api/v1/dlq/requeue', bulkBody(filter)),
+    /** Deletes every entry matching filter; an empty filter deletes all (sent as `"all": true`). */
+    deleteDeadLetters: (filter: DeadLetterFilter = {}) => http.post<{ deleted: number }>('/api/v1/dlq/delete', bulkBody(filter)),
     deleteDeadLetter: (id: string) => http.delete<void>(`/api/v1/dlq/${seg(id)}`),
 
     listSources: () => http.get<SourceListResponse>('/api/v1/sources'),

@@ -1,7 +1,7 @@
 // What became of a dead-letter entry re-queued for a retry, read from the
 // entry as the queue holds it afterwards; and how many entries a filter
 // matches, counted page by page when the queue's figures cannot say.
-import type { DeadLetterEntry, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse } from '@/types/classifier'
+import type { DeadLetterEntry, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse, DeadLetterStats } from '@/types/classifier'
 import { collectPages } from './exportData'
 
 export type RetryOutcome =
@@ -32,6 +32,39 @@ export function outcomeText(o: RetryOutcome): string {
     case 'succeeded': return 'retry succeeded: classified, gone from the queue'
     case 'failed': return `retry failed again with ${o.code} (${o.retries})${o.permanentReason ? `, permanent: ${o.permanentReason}` : o.exhausted ? ', exhausted' : ''}`
   }
+}
+
+/**
+ * The value of the Source filter (and of ?source= in the URL) that selects
+ * the entries recorded without a source name: the classifier takes an
+ * empty source as "any", so they have their own flag (no_source). No
+ * source is named so (names are lowercase letters, digits, _ and -).
+ */
+export const NO_SOURCE = '(none)'
+
+/** The filter of the view's Source, Error code and Retries controls. */
+export function deadLetterFilter(source: string, errorCode: string, exhausted: '' | 'true' | 'false'): DeadLetterFilter {
+  return {
+    source: source && source !== NO_SOURCE ? source : undefined,
+    no_source: source === NO_SOURCE ? true : undefined,
+    error_code: errorCode || undefined,
+    exhausted: exhausted === '' ? undefined : exhausted === 'true',
+  }
+}
+
+/**
+ * How many entries the filter matches from the queue's figures, when they
+ * can say (one filter or none); null otherwise (count page by page).
+ */
+export function countFromStats(s: DeadLetterStats | undefined, f: DeadLetterFilter): number | null {
+  if (!s) return null
+  const set = [f.source, f.no_source, f.error_code, f.exhausted].filter((v) => v !== undefined).length
+  if (set === 0) return s.pending + s.exhausted
+  if (set > 1) return null
+  if (f.source) return s.by_source[f.source] ?? 0
+  if (f.no_source) return s.by_source[''] ?? 0
+  if (f.error_code) return s.by_error_code[f.error_code] ?? 0
+  return f.exhausted ? s.exhausted : s.pending
 }
 
 /**

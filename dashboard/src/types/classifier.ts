@@ -137,6 +137,8 @@ export interface DeadLetterEntry {
 
 export interface DeadLetterFilter {
   source?: string
+  /** Only the entries recorded without a source name (an empty source means any). */
+  no_source?: boolean
   error_code?: string
   exhausted?: boolean
 }

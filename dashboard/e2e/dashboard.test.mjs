@@ -359,8 +359,13 @@ describe('dashboard', { concurrency: false }, () => {
     await kw.fill('quantum heist')
     await kw.press('Enter')
     assert.equal(await page.getByTestId('chip').count(), 2)
+    // One threshold decides the rule: both of its keywords (min_keywords 2).
+    await form.getByRole('radio', { name: 'it finds at least' }).check()
+    await form.getByLabel('Distinct keywords needed').fill('2')
     await form.getByRole('button', { name: 'Create rule' }).click()
     await page.locator(`tr[data-rule="${ruleName}"]`).waitFor()
+    assert.equal(h.sql('classifier', `SELECT min_keywords FROM classification_rules WHERE name = '${ruleName}'`), '2')
+    assert.equal((await page.locator(`tr[data-rule="${ruleName}"] [data-testid="rule-threshold"]`).innerText()).trim(), 'min_keywords 2')
     // The Topic and State filters are in the URL: a reload keeps them.
     await page.getByTestId('rule-topic-filter').selectOption(topic)
     await page.getByTestId('rule-state-filter').selectOption('true')

@@ -197,3 +197,24 @@ describe('useCursorPages', () => {
     expect(pages.page.value).toBe(1)
   })
 })
+
+// One regime per rule (rules.Rule.Threshold): the form sends min_keywords,
+// and the table and the playground name the threshold the same way.
+describe('rule thresholds', () => {
+  it('names the deciding threshold from the service, else from the fields', async () => {
+    const { thresholdText, ruleThreshold } = await import('@/lib/rules')
+    expect(thresholdText({ min_keywords: 2, min_confidence: 0.3, threshold: 'min_keywords' })).toBe('min_keywords 2')
+    expect(thresholdText({ min_keywords: 0, min_confidence: 0.3 })).toBe('min_confidence 0.30')
+    expect(ruleThreshold({ min_keywords: 3, min_confidence: 0.3 })).toBe('min_keywords')
+    // Under spec scoring the service says min_confidence although min_keywords is set.
+    expect(thresholdText({ min_keywords: 3, min_confidence: 0.4, threshold: 'min_confidence' })).toBe('min_confidence 0.40')
+  })
+  it('checks min_keywords against the keywords, as the service does', async () => {
+    const { validateRuleInput } = await import('@/lib/rules')
+    const base = { name: 'R', topic: 'crime', keywords: ['a', 'b'] }
+    expect(validateRuleInput({ ...base, min_keywords: 2 })).toEqual([])
+    expect(validateRuleInput({ ...base, min_keywords: 0 })).toEqual([])
+    expect(validateRuleInput({ ...base, min_keywords: 3 })).toEqual(['Distinct keywords needed must be at most the number of keywords (2)'])
+    expect(validateRuleInput({ ...base, min_keywords: 1.5 })).toHaveLength(1)
+  })
+})

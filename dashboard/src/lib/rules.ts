@@ -1,4 +1,18 @@
-import type { Rule, RuleInput } from '@/types/classifier'
+import type { Rule, RuleInput, RuleThreshold } from '@/types/classifier'
+
+/**
+ * The threshold that decides a rule: the service's answer (threshold, under
+ * the live engine's scoring), else what its fields say (min_keywords above
+ * zero decides it, rules.Rule.Threshold under the default scoring).
+ */
+export function ruleThreshold(r: Pick<Rule, 'min_keywords' | 'min_confidence' | 'threshold'>): RuleThreshold {
+  return r.threshold ?? ((r.min_keywords ?? 0) > 0 ? 'min_keywords' : 'min_confidence')
+}
+
+/** The deciding threshold in words, as the playground's explanations name it. */
+export function thresholdText(r: Pick<Rule, 'min_keywords' | 'min_confidence' | 'threshold'>): string {
+  return ruleThreshold(r) === 'min_keywords' ? `min_keywords ${r.min_keywords}` : `min_confidence ${r.min_confidence.toFixed(2)}`
+}
 
 /** The classifier's rule checks, as messages for the form (the service checks again). */
 export function validateRuleInput(r: RuleInput): string[] {
@@ -11,6 +25,9 @@ export function validateRuleInput(r: RuleInput): string[] {
   if (r.keywords.length > 500) out.push('At most 500 keywords')
   const mc = r.min_confidence ?? 0.3
   if (!Number.isFinite(mc) || mc < 0 || mc > 1) out.push('Min confidence must be between 0 and 1')
+  const mk = r.min_keywords ?? 0
+  if (!Number.isInteger(mk) || mk < 0) out.push('Distinct keywords needed must be a whole number, 1 or more')
+  else if (mk > r.keywords.length && r.keywords.length > 0) out.push(`Distinct keywords needed must be at most the number of keywords (${r.keywords.length})`)
   const p = r.priority ?? 0
   if (!Number.isInteger(p) || p < -1000 || p > 1000) out.push('Priority must be a whole number from -1000 to 1000')
   return out

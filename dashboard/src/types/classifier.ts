@@ -11,10 +11,18 @@ export interface Rule {
   enabled: boolean
   /** Distinct keywords the rule must find to match (0: the spec's min_confidence threshold). */
   min_keywords?: number
+  /**
+   * The one threshold that decides the rule under the live engine's scoring
+   * (rules.Rule.Threshold): min_keywords when it is above zero and the
+   * engine scores with min_keywords, otherwise min_confidence.
+   */
+  threshold?: RuleThreshold
   seed?: string
   created_at: string
   updated_at: string
 }
+
+export type RuleThreshold = 'min_keywords' | 'min_confidence'
 
 export interface RuleInput {
   name: string

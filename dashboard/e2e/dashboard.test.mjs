@@ -720,6 +720,11 @@ describe('dashboard', { concurrency: false }, () => {
     const dup = (await h.es('POST', `/${hygiene}_classified_content/_search`, { query: { term: { 'duplicate_of.kind': 'url' } } })).hits.hits[0]
     await goto(`/documents/${hygiene}_classified_content/${encodeURIComponent(dup._id)}`)
     await page.getByTestId('document-classified').getByTestId('duplicate-of').filter({ hasText: `url ${dup._source.duplicate_of.index} / ${dup._source.duplicate_of.id}` }).waitFor()
+    // Seed 004: how its URL's class had it processed.
+    assert.deepEqual([dup._source.url_class, dup._source.processing_strategy, dup._source.is_processable], ['web_page', 'standard', true])
+    assert.equal(await page.getByTestId('document-classified').getByTestId('doc-processing_strategy').innerText(), 'standard')
+    assert.equal(await page.getByTestId('document-classified').getByTestId('doc-url_class').innerText(), 'web_page')
+    assert.equal(await page.getByTestId('document-classified').getByTestId('doc-is_processable').innerText(), 'yes')
 
     // The view shows the same, sorted by a new column with the sort in the URL.
     await goto(`/sources?q=${hygiene}`)
@@ -751,6 +756,11 @@ describe('dashboard', { concurrency: false }, () => {
     assert.equal(await detail.getByTestId('detail-duplicates-url').innerText(), '1')
     assert.equal(await detail.getByTestId('detail-duplicates-content').innerText(), '1')
     assert.equal(await detail.locator('dd[data-status="classified"]').innerText(), String(api.by_status.classified))
+    // Documents by processing strategy, as the API counts them.
+    assert.ok(api.by_strategy.standard >= 1, JSON.stringify(api.by_strategy))
+    for (const [strategy, n] of Object.entries(api.by_strategy)) {
+      assert.equal(await detail.locator(`[data-testid="by-strategy"] dd[data-strategy="${strategy}"]`).innerText(), String(n), strategy)
+    }
     assert.deepEqual(await axeViolations(page), [])
     await shot('source-detail')
     const fresh = await page.context().newPage()

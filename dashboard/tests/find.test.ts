@@ -40,3 +40,17 @@ describe('find a document by id', () => {
     expect(r.failures).toEqual([{ service: 'publisher', message: 'publisher unavailable (502)' }])
   })
 })
+
+// Seed 004's fields, shown on the document page and the dead letters.
+describe('hygieneFields', () => {
+  it('lists the queue-hygiene fields a document carries, in reading order', async () => {
+    const { hygieneFields } = await import('@/lib/documents')
+    expect(hygieneFields({ is_processable: true, processing_strategy: 'metadata_only', url_class: 'social_media', title: 'x' })).toEqual([
+      { key: 'url_class', label: 'URL class', value: 'social_media' },
+      { key: 'processing_strategy', label: 'processing strategy', value: 'metadata_only' },
+      { key: 'is_processable', label: 'processable', value: 'yes' },
+    ])
+    expect(hygieneFields({ processing_strategy: 'refuse', is_processable: false, failure_reason: 'unsupported extension .pdf' }).map((f) => f.value)).toEqual(['refuse', 'no', 'unsupported extension .pdf'])
+    expect(hygieneFields({ title: 'x', failure_reason: '' })).toEqual([])
+  })
+})

@@ -141,6 +141,13 @@ export interface DeadLetterEntry {
   /** Why the entry is permanent, e.g. "failed 3 times in a row with RULE_PANIC: …". */
   permanent_reason?: string | null
   permanent_at?: string | null
+  /**
+   * What the door decided (seed 004), on a VALIDATION_ERROR entry: "refuse",
+   * false, and the reason (a URL class's, or the refused field's).
+   */
+  processing_strategy?: string
+  is_processable?: boolean
+  failure_reason?: string
 }
 
 export interface DeadLetterFilter {
@@ -233,6 +240,11 @@ export interface SourceStats {
   by_status: Record<string, number>
   /** Documents refused at the door, by the raw field refused (url, id, raw_text, document, …). */
   rejected_at_door: { total: number; by_field: Record<string, number> }
+  /**
+   * Documents by processing strategy (seed 004): standard and metadata_only
+   * from the classified index, refuse from the refusals at the door.
+   */
+  by_strategy?: Record<string, number>
   /** Classified documents recorded as duplicates, by kind (url, content). */
   duplicates: Record<string, number>
   /** Documents published at least once. */

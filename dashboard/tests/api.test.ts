@@ -82,6 +82,14 @@ describe('service clients', () => {
     await api.listDocuments('a_raw_content', { size: 10, cursor: 'c1' })
     await api.listAudit({ action: 'delete', limit: 50 })
     await api.login({ username: 'u', password: 'p' })
+    // One count over every classified index (the Overview's last hour).
+    await api.countContent({ index_type: 'classified_content', field: 'classified_at', gte: 'now-1h' })
+    // Index maintenance.
+    await api.listAliases()
+    await api.putAlias('a_raw_content', 'news')
+    await api.deleteAlias('a_raw_content', 'news')
+    await api.forceMerge('a_raw_content')
+    await api.getTask('node-1:42')
     const calls = f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}`)
     expect(calls).toEqual([
       'GET /base/indices',
@@ -93,6 +101,12 @@ describe('service clients', () => {
       'GET /base/indices/a_raw_content/documents?size=10&cursor=c1',
       'GET /base/audit?action=delete&limit=50',
       'POST /base/auth/login',
+      'GET /base/content/_count?index_type=classified_content&field=classified_at&gte=now-1h',
+      'GET /base/aliases',
+      'PUT /base/indices/a_raw_content/aliases/news',
+      'DELETE /base/indices/a_raw_content/aliases/news',
+      'POST /base/indices/a_raw_content/_forcemerge',
+      'GET /base/tasks/node-1%3A42',
     ])
   })
 

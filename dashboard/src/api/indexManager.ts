@@ -2,7 +2,7 @@ import { createHttpClient, seg, type HttpClient, type HttpClientOptions } from '
 import type {
   AckResponse, AuditFilter, AuditListResponse, CreateIndexRequest, DocumentHit, DocumentListParams,
   DocumentQueryRequest, DocumentQueryResponse, IndexDetail, IndexListResponse, IndexStats,
-  LoginRequest, LoginResponse, MeResponse, AliasListResponse, AliasResponse, ForceMergeResponse, TaskStatus,
+  LoginRequest, LoginResponse, MeResponse, AliasListResponse, AliasResponse, ContentCountParams, ContentCountResponse, ForceMergeResponse, TaskStatus,
 } from '@/types/indexManager'
 
 /** Path of the index-manager behind the dashboard's same-origin proxy. */
@@ -31,6 +31,8 @@ export function createIndexManagerApi(http: HttpClient) {
     deleteAlias: (index: string, alias: string) => http.delete<AliasResponse>(`/indices/${seg(index)}/aliases/${seg(alias)}`),
     /** Expunges deleted documents in the background; 409 while one runs on the index. */
     forceMerge: (index: string) => http.post<ForceMergeResponse>(`/indices/${seg(index)}/_forcemerge`, { only_expunge_deletes: true }),
+    /** Documents of every content index of a type, in one request however many indices there are. */
+    countContent: (params: ContentCountParams) => http.get<ContentCountResponse>('/content/_count', { ...params }),
     getTask: (task: string) => http.get<TaskStatus>(`/tasks/${seg(task)}`),
     listAudit: (filter: AuditFilter = {}) => http.get<AuditListResponse>('/audit', { ...filter }),
   }

@@ -164,3 +164,21 @@ export interface TaskStatus {
   running_ms: number
   error?: string
 }
+
+/** GET /content/_count: every open {prefix}*_{index_type} index, optionally bounded by a date field. */
+export interface ContentCountParams {
+  index_type: 'raw_content' | 'classified_content'
+  prefix?: string
+  field?: 'crawled_at' | 'published_date' | 'classified_at'
+  /** Date math (now-1h) or an RFC 3339 time; required with field. */
+  gte?: string
+}
+
+export interface ContentCountResponse {
+  index_type: 'raw_content' | 'classified_content'
+  pattern: string
+  prefix?: string
+  field?: string
+  gte?: string
+  count: number
+}

@@ -193,6 +193,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	v1.DELETE("/indices/:name/aliases/:alias", h.deleteAlias)
 	v1.POST("/indices/:name/_forcemerge", h.forceMerge)
 	v1.GET("/tasks/:task", h.getTask)
+	v1.GET("/content/_count", h.countContent)
 	return nil
 }
 

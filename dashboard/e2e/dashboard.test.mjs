@@ -175,7 +175,7 @@ describe('dashboard', { concurrency: false }, () => {
     await dialog.getByRole('button', { name: 'Force merge' }).click()
     await modal.getByTestId('merge-status').filter({ hasText: 'completed' }).waitFor({ timeout: 60_000 })
     await shot('index-maintenance')
-    assert.equal(h.sql('index_manager', `SELECT string_agg(action || ':' || outcome, ',' ORDER BY id) FROM index_audit_log WHERE index_name = '${index}'`), 'alias:success,unalias:success,forcemerge:success')
+    assert.equal(h.sql('index_manager', `SELECT string_agg(action || ':' || outcome, ',' ORDER BY id) FROM audit_log WHERE target = '${index}'`), 'alias:success,unalias:success,forcemerge:success')
     await page.keyboard.press('Escape')
     await modal.waitFor({ state: 'detached' })
   })
@@ -243,6 +243,22 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByTestId('query-error').filter({ hasText: /refused the query: .*scripted_metric/ }).waitFor()
     // The index picker lists every index, whatever the Indices tab's search.
     assert.ok((await page.getByTestId('query-index').locator(`option[value="${sports}_raw_content"]`).count()) === 1)
+    // A saved query: named, kept in this browser across a reload, loaded
+    // again with its index, which puts both in the URL; then removed.
+    const savedText = JSON.stringify({ ids: { values: [hit._id] } })
+    await page.getByTestId('query-text').fill(savedText)
+    await page.getByTestId('save-query-name').fill('one metro document')
+    await page.getByRole('button', { name: 'Save query' }).click()
+    await page.locator('[data-saved-query="one metro document"]').waitFor()
+    await page.getByTestId('query-index').selectOption(`${sports}_raw_content`)
+    await page.reload()
+    await page.getByRole('button', { name: 'Load saved query one metro document' }).click()
+    await page.waitForURL((u) => u.searchParams.get('qt') === savedText && u.searchParams.get('qi') === `${metro}_raw_content`)
+    await page.getByTestId('query-summary').filter({ hasText: /^\s*1 documents .* query DSL/ }).waitFor()
+    assert.equal(await page.getByTestId('query-text').inputValue(), savedText)
+    await page.getByRole('button', { name: 'Remove saved query one metro document' }).click()
+    await page.locator('[data-saved-query="one metro document"]').waitFor({ state: 'detached' })
+    assert.deepEqual(JSON.parse(await page.evaluate(() => localStorage.getItem('nc-saved-queries'))), [])
 
     await page.getByTestId('query-text').fill(JSON.stringify({ ids: { values: [hit._id] } }))
     await page.getByRole('button', { name: 'Run query' }).click()

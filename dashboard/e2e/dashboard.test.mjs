@@ -377,7 +377,7 @@ describe('dashboard', { concurrency: false }, () => {
     assert.equal(await page.getByTestId('chip').count(), 2)
     // One threshold decides the rule: both of its keywords (min_keywords 2).
     await form.getByRole('radio', { name: 'it finds at least' }).check()
-    await form.getByLabel('Distinct keywords needed').fill('2')
+    await form.getByLabel('Distinct matches needed').fill('2')
     await form.getByRole('button', { name: 'Create rule' }).click()
     await page.locator(`tr[data-rule="${ruleName}"]`).waitFor()
     assert.equal(h.sql('classifier', `SELECT min_keywords FROM classification_rules WHERE name = '${ruleName}'`), '2')

@@ -272,6 +272,35 @@ describe('dashboard', { concurrency: false }, () => {
     await detail.waitFor({ state: 'detached' })
   })
 
+  test('a viewer under VIEWER_MESSAGE_BODIES=hide searches and reads documents without their bodies, and is told the setting hides them', async () => {
+    const hit = (await h.es('POST', `/${metro}_raw_content/_search`, { size: 1, sort: [{ crawled_at: 'asc' }] })).hits.hits[0]
+    const word = hit._source.title.split(/\s+/).find((w) => /^[A-Za-z]{4,}$/.test(w)) ?? hit._source.title.split(/\s+/)[0]
+    const login = await h.api('index-manager', 'POST', '/api/v1/auth/login', { username: h.viewer, password: h.password })
+    assert.equal(login.status, 200)
+    assert.equal(login.body.role, 'viewer')
+    const operatorSession = await page.evaluate(() => localStorage.getItem('nc-session'))
+    await page.evaluate((s) => localStorage.setItem('nc-session', JSON.stringify(s)), { token: login.body.token, expiresAt: login.body.expires_at, user: h.viewer })
+    try {
+      // The text search leaves raw_text out: the index-manager would refuse it (403).
+      await goto(`/indices?tab=query&qi=${metro}_raw_content&qt=${encodeURIComponent(word)}`)
+      await page.getByTestId('bodies-hidden').filter({ hasText: 'VIEWER_MESSAGE_BODIES=hide' }).waitFor()
+      await page.getByTestId('query-summary').filter({ hasText: 'text search' }).waitFor()
+      assert.ok((await page.getByTestId('query-results').locator('li').count()) >= 1, 'the viewer\'s text search finds documents')
+      assert.equal(await page.getByTestId('query-error').count(), 0)
+      // A JSON query naming a body is refused before it is sent, with the setting named.
+      await page.getByTestId('query-text').fill(JSON.stringify({ match: { raw_text: word } }))
+      await page.getByRole('button', { name: 'Run query' }).click()
+      await page.getByTestId('query-error').filter({ hasText: 'field raw_text: message bodies are hidden' }).waitFor()
+      await goto(`/documents/${metro}_raw_content/${encodeURIComponent(hit._id)}`)
+      await page.getByTestId('document-raw').getByTestId('document-text-hidden').filter({ hasText: 'VIEWER_MESSAGE_BODIES=hide' }).waitFor()
+      assert.equal(await page.getByTestId('document-raw').getByTestId('document-text').count(), 0)
+    } finally {
+      await page.evaluate((s) => localStorage.setItem('nc-session', s), operatorSession)
+      await goto(`/indices?tab=query&qi=${metro}_raw_content`)
+      await page.getByRole('heading', { name: 'Index Manager' }).waitFor()
+    }
+  })
+
   test('create an index with settings the index-manager allows, and delete it through the confirmation dialog', async () => {
     const scratch = `${h.prefix}_scratch_raw_content`
     await page.getByRole('tab', { name: 'Indices' }).click()

@@ -125,6 +125,13 @@ export class Harness {
     this.username = 'operator'
     this.password = `pw-${randomBytes(6).toString('hex')}`
     const hash = execFileSync(path.join(bin, 'index-manager'), ['hash-password'], { input: this.password, encoding: 'utf8' }).trim()
+    // A viewer (same password) who may not read message bodies
+    // (VIEWER_MESSAGE_BODIES=hide keeps them from viewers only).
+    this.viewer = 'viewer'
+    const accountsDir = mkdtempSync(path.join(tmpdir(), 'nc-e2e-accounts-'))
+    this.cleanups.push(() => rmSync(accountsDir, { recursive: true, force: true }))
+    const accountsFile = path.join(accountsDir, 'accounts')
+    writeFileSync(accountsFile, `${this.viewer} viewer ${hash}\n`, { mode: 0o600 })
 
     const base = { LOG_FORMAT: 'text', LOG_LEVEL: 'info' }
     // The publisher first: its migrations create the outbox the classifier writes to.
@@ -148,6 +155,8 @@ export class Harness {
       INDEX_MANAGER_DATABASE_URL: indexManagerDB,
       INDEX_MANAGER_ADMIN_USER: this.username,
       INDEX_MANAGER_ADMIN_PASSWORD_HASH: hash,
+      INDEX_MANAGER_ACCOUNTS_FILE: accountsFile,
+      VIEWER_MESSAGE_BODIES: 'hide',
       // One protected index, which the bulk actions must report as refused.
       INDEX_MANAGER_PROTECTED_INDICES: this.protectedIndex,
     })

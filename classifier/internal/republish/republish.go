@@ -168,6 +168,16 @@ func (l last) decide(ok bool, o Outcome) Decision {
 	var changed []string
 	if l.version > 0 {
 		changed = Changed(l.outcome, o)
+		if slices.Equal(changed, []string{"duplicate_of"}) {
+			// The same text, classified the same way, judged a duplicate
+			// differently: a document classified again after its outbox row
+			// was written (a replica killed before its flip, a zombie's
+			// takeover) can see other documents first (one another replica
+			// recorded meanwhile with an earlier first_seen_at). The duplicate
+			// verdict of a text is decided once: publishing it again would
+			// deliver the same article twice.
+			changed = nil
+		}
 	}
 	switch {
 	case ok && l.reserved > l.version:

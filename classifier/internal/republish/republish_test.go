@@ -178,3 +178,41 @@ func TestCleanupForgetsOutcomesPastTheRetention(t *testing.T) {
 		t.Fatalf("left after cleanup: %v, want [new]", left)
 	}
 }
+
+// A document classified again after its outbox row was recorded (a replica
+// killed before its flip) may be judged a duplicate differently: it can see
+// a near text another replica recorded meanwhile with an earlier
+// first_seen_at. The same text with only another duplicate verdict is not
+// news: nothing is published again. A change of anything else is.
+func TestAnotherDuplicateVerdictAloneIsNotRepublished(t *testing.T) {
+	db := openDB(t)
+	s := republish.New(db)
+	ctx := context.Background()
+	k := domain.DocKey{Index: "a_raw_content", ID: "1"}
+	original := republish.Outcome{ContentType: "article", Topics: []string{"sports"}, QualityScore: 70, TextHash: "h1"}
+	copied := original
+	copied.DuplicateOf = "content:a_raw_content/0"
+	step := func(o republish.Outcome) republish.Decision {
+		t.Helper()
+		items := []republish.Item{{Key: k, Outcome: o}}
+		d, err := s.Plan(ctx, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Record(ctx, items, d); err != nil {
+			t.Fatal(err)
+		}
+		return d[0]
+	}
+	if d := step(original); !d.Publish || d.Version != 1 {
+		t.Fatalf("first classification: %+v", d)
+	}
+	if d := step(copied); d.Publish || d.Version != 1 {
+		t.Fatalf("classified again, judged a duplicate now: %+v, want nothing published", d)
+	}
+	edited := copied
+	edited.TextHash = "h2"
+	if d := step(edited); !d.Publish || d.Version != 2 || !slices.Contains(d.Changed, "text_hash") {
+		t.Fatalf("edited text: %+v, want version 2", d)
+	}
+}

@@ -69,7 +69,14 @@ type Config struct {
 	Duplicates dedup.Config
 	// Canonical says which URL parts do not identify an article.
 	Canonical canonical.Config
+	// CopyRawHTML copies raw_html into the classified document
+	// (CLASSIFIER_COPY_RAW_HTML, off by default).
+	CopyRawHTML bool
 }
+
+// MaxStallsDefault is CLASSIFIER_MAX_STALLS: a document whose lease expired
+// without a commit this many times is dead-lettered as STALLED.
+const MaxStallsDefault = 3
 
 func loadConfig(l *config.Loader) (Config, error) {
 	host, _ := os.Hostname()
@@ -139,6 +146,10 @@ func loadConfig(l *config.Loader) (Config, error) {
 		fmt.Sprintf("must be 0..100 (got %d)", c.MatcherRolloutPercent))
 	l.Check("CLASSIFIER_MATCHER_ROLLOUT_PERCENT", c.MatcherRolloutPercent == 0 || c.ShadowMatcher != "",
 		"needs CLASSIFIER_SHADOW_MATCHER: the candidate matcher the share of documents goes to")
+	c.Poller.MaxStalls = l.Int("CLASSIFIER_MAX_STALLS", MaxStallsDefault)
+	l.Check("CLASSIFIER_MAX_STALLS", c.Poller.MaxStalls >= 0, fmt.Sprintf("must be 0 (never) or more (got %d)", c.Poller.MaxStalls))
+	c.CopyRawHTML = l.Bool("CLASSIFIER_COPY_RAW_HTML", false)
+	c.Poller.ReadRawHTML = c.CopyRawHTML
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
 	c.Committer.ClaimLease = c.Poller.ClaimLease
 	c.UrgentEnabled = l.Bool("CLASSIFIER_URGENT_QUEUE_ENABLED", true)

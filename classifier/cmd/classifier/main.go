@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/dedup"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
@@ -181,6 +182,7 @@ func serve(ctx context.Context, _ []string) error {
 		RuleCount:   engine.RuleCount,
 		OnRuleMatch: metrics.RecordRuleMatch,
 		Canonical:   canonical.New(cfg.Canonical),
+		CopyRawHTML: cfg.CopyRawHTML,
 	})
 	if err != nil {
 		return err
@@ -189,12 +191,17 @@ func serve(ctx context.Context, _ []string) error {
 	duplicates := dedup.New(db, cfg.Duplicates)
 	hygiene := &processor.Hygiene{Duplicates: duplicates, Outcomes: republish.New(db)}
 	claims := claim.NewRegistry()
+	leases, err := lease.New(lease.Config{DB: db, Replica: cfg.Poller.ReplicaID, Lease: cfg.Poller.ClaimLease})
+	if err != nil {
+		return err
+	}
 	stores := processor.Stores{
 		Content:    storage.NewContentStoreWith(es, cfg.Store),
 		History:    storage.NewHistoryRepository(db),
 		Outbox:     storage.NewOutboxWriter(outboxDB),
 		Reputation: repRepo,
 		Claims:     claims,
+		Leases:     leases,
 		Hygiene:    hygiene,
 	}
 	if cfg.DLQEnabled {
@@ -222,12 +229,13 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	priorities := sourcepriority.NewCache(priorityStore, 0, log)
 	cfg.Poller.SourcePriority = priorities.Level
-	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, stores.Content, log)
+	heartbeat, err := claim.NewHeartbeat(cfg.Heartbeat, claims, leases, log)
 	if err != nil {
 		return err
 	}
 	cfg.Poller.Breakers = allBreakers
 	cfg.Poller.ESBreaker = breakers.Elasticsearch
+	cfg.Poller.Leases = leases
 	poll, err := poller.New(cfg.Poller, es, sink, metrics, tracer, log)
 	if err != nil {
 		return err
@@ -314,6 +322,7 @@ func serve(ctx context.Context, _ []string) error {
 
 	if cfg.DLQEnabled {
 		cfg.Retry.Breakers = allBreakers
+		cfg.Retry.Leases = leases
 		retrier, err := deadletter.NewRetryWorker(cfg.Retry, dlq, stores.Content, sink, log)
 		if err != nil {
 			return err

@@ -1,41 +1,37 @@
 package claim
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/storage"
-	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
 const replica = "hb-test"
 
 type bundle struct {
-	es       *elasticsearch.Client
-	index    string
-	store    *storage.ContentStore
+	db       *sql.DB
+	leases   *lease.Store
 	registry *Registry
 	hb       *Heartbeat
 }
 
-// setup returns a heartbeat with interval over a fresh raw index.
+// setup returns a heartbeat with interval over a fresh classifier database.
 func setup(t *testing.T, interval time.Duration) *bundle {
 	t.Helper()
-	es, prefix := testenv.Elasticsearch(t)
-	index := contentindex.RawIndex(prefix + "hb")
-	if err := contentindex.CreateIndex(context.Background(), es, index); err != nil {
+	db, _ := dbtest.Migrated(t)
+	leases, err := lease.New(lease.Config{DB: db, Replica: replica, Lease: time.Minute})
+	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{es: es, index: index, store: storage.NewContentStore(es), registry: NewRegistry()}
-	hb, err := NewHeartbeat(HeartbeatConfig{ReplicaID: replica, IndexPattern: index, Interval: interval}, b.registry, b.store, testenv.Logger(t))
+	b := &bundle{db: db, leases: leases, registry: NewRegistry()}
+	hb, err := NewHeartbeat(HeartbeatConfig{ReplicaID: replica, Interval: interval}, b.registry, leases, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,179 +39,94 @@ func setup(t *testing.T, interval time.Duration) *bundle {
 	return b
 }
 
-// claimed writes a pending document and claims it for replica at claimedAt.
-func (b *bundle) claimed(t *testing.T, id string, claimedAt time.Time) *domain.RawContent {
+// claimed claims n documents for replica and tracks them.
+func (b *bundle) claimed(t *testing.T, n int) []*domain.RawContent {
 	t.Helper()
-	doc, _ := json.Marshal(map[string]any{"id": id, "url": "https://example.org/" + id, "source_name": "hb", "title": "T",
-		"raw_text": "text", "crawled_at": time.Now().UTC(), "classification_status": contentindex.StatusPending})
-	res, err := b.es.Index(b.index, bytes.NewReader(doc), b.es.Index.WithDocumentID(id))
-	if err := esclient.CheckResponse("index "+id, res, err); err != nil {
+	docs := make([]*domain.RawContent, n)
+	for i := range docs {
+		docs[i] = &domain.RawContent{Index: "hb_raw_content", SeqNo: 1, PrimaryTerm: 1}
+		docs[i].ID = fmt.Sprint(i)
+	}
+	won, err := b.leases.ClaimDocs(context.Background(), docs, 0)
+	if err != nil || len(won) != n {
+		t.Fatalf("claim: %d won, %v", len(won), err)
+	}
+	b.registry.Add(won...)
+	return won
+}
+
+func (b *bundle) leaseUntil(t *testing.T, d *domain.RawContent) time.Time {
+	t.Helper()
+	var until time.Time
+	if err := b.db.QueryRow(`SELECT lease_until FROM raw_claims WHERE claim_id = $1`, d.Lease).Scan(&until); err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-	d := b.current(t, id)
-	if won, err := b.store.Claim(context.Background(), replica, []*domain.RawContent{d}, claimedAt.UTC()); err != nil || len(won) != 1 {
-		t.Fatalf("claim %s: %d won, %v", id, len(won), err)
-	}
-	return d
+	return until
 }
 
-// current reads a document as Elasticsearch holds it now.
-func (b *bundle) current(t *testing.T, id string) *domain.RawContent {
-	t.Helper()
-	found, _, err := b.store.GetRaw(context.Background(), []domain.DocKey{{Index: b.index, ID: id}})
-	if err != nil || len(found) != 1 {
-		t.Fatalf("get %s: %d found, %v", id, len(found), err)
+// A beat renews the claims that are due in the lease table; a claim taken
+// over by another replica (its lease expired first) is dropped, suspect to
+// the committer, and not renewed again.
+func TestHeartbeatRenewsAndDropsClaimsTakenOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 20*time.Millisecond)
+	ctx := context.Background()
+	docs := b.claimed(t, 2)
+	before := b.leaseUntil(t, docs[0])
+	if _, err := b.db.Exec(`UPDATE raw_claims SET lease_until = now() - interval '1 second' WHERE claim_id = $1`, docs[1].Lease); err != nil {
+		t.Fatal(err)
 	}
-	return found[0]
-}
-
-// flip commits d at the version this replica holds and reports whether it
-// was accepted.
-func (b *bundle) flip(t *testing.T, d *domain.RawContent) error {
-	t.Helper()
-	items, err := b.store.FlipStatus(context.Background(), []storage.StatusChange{{Raw: d, Status: contentindex.StatusClassified}})
+	other, err := lease.New(lease.Config{DB: b.db, Replica: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return items[0].Err
+	if won, err := other.Claim(ctx, []lease.Doc{{Index: docs[1].Index, ID: docs[1].ID, SeqNo: 1, PrimaryTerm: 1}}); err != nil || len(won) != 1 {
+		t.Fatalf("takeover: %v %v", won, err)
+	}
+	time.Sleep(30 * time.Millisecond) // the claims become due (half an interval old)
+	b.hb.Renew(ctx)
+	if !b.leaseUntil(t, docs[0]).After(before) {
+		t.Error("the held claim's lease did not move forward")
+	}
+	if got := b.registry.Suspect(0, docs...); len(got) != 1 || got[0] != docs[1] {
+		t.Errorf("suspect %v, want the claim taken over", got)
+	}
+	if b.registry.Len() != 1 {
+		t.Errorf("registry holds %d claims, want 1", b.registry.Len())
+	}
 }
 
-// A claim made less than half an interval ago is not renewed (under a
-// drain most claims finish before their first renewal, and cost none); an
-// older one is, and the version it gets is the one the commit uses.
-func TestHeartbeatRenewsOnlyClaimsThatAreDue(t *testing.T) {
+// Stop releases the claims still tracked; Start releases those a previous
+// run of the same replica left behind.
+func TestHeartbeatReleasesAtStopAndStart(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 10*time.Second)
-	fresh := b.claimed(t, "fresh", time.Now())
-	old := b.claimed(t, "old", time.Now().Add(-6*time.Second))
-	oldClaimedAt := *old.ClaimedAt
-	b.registry.Add(fresh, old)
-
-	b.hb.Renew(context.Background())
-
-	if cur := b.current(t, "fresh"); cur.SeqNo != fresh.SeqNo || !cur.ClaimedAt.Equal(*fresh.ClaimedAt) {
-		t.Errorf("fresh claim was renewed: now at seq_no %d claimed_at %s, claimed at %d %s", cur.SeqNo, cur.ClaimedAt, fresh.SeqNo, fresh.ClaimedAt)
+	b := setup(t, time.Hour)
+	ctx := context.Background()
+	b.claimed(t, 3)
+	if err := b.hb.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
-	cur := b.current(t, "old")
-	if !cur.ClaimedAt.After(oldClaimedAt) || cur.SeqNo != old.SeqNo {
-		t.Errorf("old claim: Elasticsearch holds seq_no %d claimed_at %s, the registry %d; want renewed past %s at the version held",
-			cur.SeqNo, cur.ClaimedAt, old.SeqNo, oldClaimedAt)
+	if n := count(t, b.db); n != 0 {
+		t.Fatalf("%d claims of a previous run left at start", n)
 	}
-	if n := b.registry.Len(); n != 2 {
-		t.Errorf("registry holds %d claims after the renewal, want 2", n)
+	b.claimed(t, 2)
+	if err := b.hb.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
-	b.registry.Take(fresh, old)
-	for _, d := range []*domain.RawContent{fresh, old} {
-		if err := b.flip(t, d); err != nil {
-			t.Errorf("commit of %s at the version held: %v", d.ID, err)
-		}
+	if n := count(t, b.db); n != 0 {
+		t.Fatalf("%d claims left at stop", n)
 	}
 }
 
-// A claim another replica took over (after the lease) is dropped at the
-// next renewal: this replica will not commit it.
-func TestHeartbeatDropsAClaimTakenOver(t *testing.T) {
-	t.Parallel()
-	b := setup(t, 2*time.Second)
-	d := b.claimed(t, "taken", time.Now().Add(-time.Minute))
-	b.registry.Add(d)
-	if won, err := b.store.Claim(context.Background(), "other", []*domain.RawContent{b.current(t, "taken")}, time.Now().UTC()); err != nil || len(won) != 1 {
-		t.Fatalf("takeover: %d won, %v", len(won), err)
+func count(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM raw_claims`).Scan(&n); err != nil {
+		t.Fatal(err)
 	}
-
-	b.hb.Renew(context.Background())
-
-	if n := b.registry.Len(); n != 0 {
-		t.Errorf("registry holds %d claims, want the one taken over dropped", n)
-	}
-	if cur := b.current(t, "taken"); cur.ClaimedBy != "other" {
-		t.Errorf("document claimed by %q after the renewal, want the new owner kept", cur.ClaimedBy)
-	}
+	return n
 }
 
-// A renewal that timed out but went through left the document at a newer
-// version than the one held. The next renewal is refused; the heartbeat
-// finds its own claim on the document (claimed_by, a later claimed_at),
-// adopts the version, and the claim is kept and committed.
-func TestHeartbeatAdoptsARenewalThatWentThrough(t *testing.T) {
-	t.Parallel()
-	b := setup(t, 2*time.Second)
-	d := b.claimed(t, "through", time.Now().Add(-time.Minute))
-	b.registry.Add(d)
-	sent := time.Now().Add(-5 * time.Second).UTC().Truncate(time.Millisecond)
-	copyOfD := *d
-	if res, err := b.store.Renew(context.Background(), []*domain.RawContent{&copyOfD}, sent); err != nil || res[0].Err != nil {
-		t.Fatalf("renewal that went through: %v %v", err, res)
-	}
-
-	b.hb.Renew(context.Background())
-
-	if n := b.registry.Len(); n != 1 {
-		t.Fatalf("registry holds %d claims, want the claim kept", n)
-	}
-	cur := b.current(t, "through")
-	if d.SeqNo != cur.SeqNo || d.PrimaryTerm != cur.PrimaryTerm {
-		t.Errorf("held version %d/%d, Elasticsearch's %d/%d: want the version adopted", d.SeqNo, d.PrimaryTerm, cur.SeqNo, cur.PrimaryTerm)
-	}
-	b.registry.Take(d)
-	if err := b.flip(t, d); err != nil {
-		t.Errorf("commit after adopting the version: %v", err)
-	}
-}
-
-// A renewal takes only the claims that are due, and the registry stays open
-// while it is in flight: Add and Take of other claims do not wait for it.
-func TestRegistryStaysOpenDuringARenewal(t *testing.T) {
-	t.Parallel()
-	r := NewRegistry()
-	old, recent := time.Now().Add(-time.Minute), time.Now()
-	due, notDue := &domain.RawContent{}, &domain.RawContent{}
-	due.ClaimedAt, notDue.ClaimedAt = &old, &recent
-	r.Add(due, notDue)
-	rn := r.begin(time.Now().Add(-time.Second))
-	if len(rn.docs) != 1 || rn.docs[0] != due {
-		t.Fatalf("renewal carries %v, want the one due claim", rn.docs)
-	}
-	if again := r.begin(time.Now()); len(again.docs) != 1 || again.docs[0] != notDue {
-		t.Fatalf("a second renewal carries %v, want only the claim not already in flight", again.docs)
-	}
-	other := &domain.RawContent{}
-	r.Add(other) // would wait forever if a renewal held the registry
-	r.Take(other)
-	r.end(rn, map[*domain.RawContent]time.Time{due: time.Now()}, nil)
-	r.end(renewal{docs: []*domain.RawContent{notDue}}, nil, nil)
-	r.Take(due, notDue)
-	if n := r.Len(); n != 0 {
-		t.Errorf("registry holds %d, want none", n)
-	}
-}
-
-// A renewal refused because the document went on to another replica drops
-// the claim even when an earlier renewal's answer was lost: only a document
-// still carrying this replica's claimed_by is kept.
-func TestHeartbeatDropsATakeoverAfterALostRenewal(t *testing.T) {
-	t.Parallel()
-	b := setup(t, 2*time.Second)
-	d := b.claimed(t, "lost-then-taken", time.Now().Add(-time.Minute))
-	b.registry.Add(d)
-	renewed := *d
-	if res, err := b.store.Renew(context.Background(), []*domain.RawContent{&renewed}, time.Now().UTC()); err != nil || res[0].Err != nil {
-		t.Fatalf("renewal whose answer was lost: %v %v", err, res)
-	}
-	later := time.Now().Add(time.Minute).UTC() // even a later claimed_at is not ours under another id
-	if won, err := b.store.Claim(context.Background(), "other", []*domain.RawContent{b.current(t, "lost-then-taken")}, later); err != nil || len(won) != 1 {
-		t.Fatalf("takeover: %d won, %v", len(won), err)
-	}
-
-	b.hb.Renew(context.Background())
-
-	if n := b.registry.Len(); n != 0 {
-		t.Errorf("registry holds %d claims, want the one taken over dropped", n)
-	}
-}
-
-// sink is a work queue with room, never throttled itself.
 type sink struct{}
 
 func (sink) Submit(context.Context, *domain.RawContent) error { return nil }

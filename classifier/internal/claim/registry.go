@@ -1,15 +1,14 @@
 // Package claim keeps this replica's claims on raw documents alive while they
 // are in flight, and lets them go when the replica stops.
 //
-// A claim is a lease: a document in status processing whose claimed_at is
-// older than the lease is free for any replica to take. Leases are short
+// A claim is a lease: a row of raw_claims (package lease) whose lease_until
+// has passed is free for any replica to take. Leases are short
 // (CLASSIFIER_CLAIM_LEASE, 15 s by default), so a killed replica's documents
 // flow again within seconds; the Heartbeat renews the claims this replica
-// still works on, so a slow batch is not taken over while it is healthy.
-// Every renewal is conditional on the version this replica holds
-// (if_seq_no/if_primary_term), exactly like the final status flip: an old
-// owner that wakes up after a takeover (a paused process) finds its renewal
-// and its flip refused, and commits nothing.
+// still works on (one UPDATE by claim_id), so a slow batch is not taken over
+// while it is healthy. A takeover gives the row a new claim_id: an old owner
+// that wakes up after it (a paused process) finds its renewals and the
+// committer's ownership check without the claim, and commits nothing.
 package claim
 
 import (
@@ -66,7 +65,7 @@ func (r *Registry) Add(docs ...*domain.RawContent) {
 	defer r.mu.Unlock()
 	now := r.now()
 	for _, d := range docs {
-		t := &tracked{added: now}
+		t := &tracked{added: now, held: now}
 		if d.ClaimedAt != nil {
 			t.held = *d.ClaimedAt
 		}

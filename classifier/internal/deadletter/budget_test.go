@@ -85,7 +85,8 @@ func TestOneFloodingSourceCannotStarveTheOthers(t *testing.T) {
 	deadLetter(t, q, es, healthy, 2, time.Minute)
 
 	sink := &collectSink{slots: 10}
-	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r1", Batch: 10, SourceBudget: 4, BudgetWindow: time.Hour},
+	leases := leasesFor(t, "r1")
+	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r1", Batch: 10, SourceBudget: 4, BudgetWindow: time.Hour, Leases: leases},
 		q.repo, storage.NewContentStore(es), sink, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +121,10 @@ func TestOneFloodingSourceCannotStarveTheOthers(t *testing.T) {
 	// window has not ended, so only the healthy source, with 2 of its 4
 	// retries left, is retried.
 	if _, err := q.db.Exec(`UPDATE dead_letter_queue SET next_retry_at = NOW() - CASE WHEN source_name = $1 THEN INTERVAL '1 hour' ELSE INTERVAL '1 second' END`, flood); err != nil {
+		t.Fatal(err)
+	}
+	// The first run's documents were finished: their claims are gone.
+	if _, err := leases.ReleaseAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.RunOnce(context.Background()); err != nil {

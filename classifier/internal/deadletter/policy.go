@@ -16,8 +16,9 @@ const retryJitter = 0.3
 
 // Policies are the retry schedules by error code
 // (CLASSIFIER_DLQ_RETRY_POLICY). A code without one follows the default
-// schedule, except VALIDATION_ERROR and NOT_FOUND: a document that can
-// never succeed as it is, or no longer exists, gets no retries (it stays
+// schedule, except VALIDATION_ERROR, NOT_FOUND and STALLED: a document that
+// can never succeed as it is, no longer exists, or stalled every replica that
+// took it, gets no retries (it stays
 // visible, and an operator can requeue it).
 type Policies map[domain.ErrorCode]domain.RetryPolicy
 
@@ -40,7 +41,7 @@ func (ps Policies) backoff(code domain.ErrorCode) backoff.Policy {
 func ErrorCodes() []domain.ErrorCode {
 	return []domain.ErrorCode{domain.ErrorCodeESTimeout, domain.ErrorCodeESUnavailable, domain.ErrorCodeRulePanic,
 		domain.ErrorCodeQualityError, domain.ErrorCodeUnknown, domain.ErrorCodeDB, domain.ErrorCodeValidation,
-		domain.ErrorCodeNotFound}
+		domain.ErrorCodeNotFound, domain.ErrorCodeStalled}
 }
 
 // ParsePolicies reads CLASSIFIER_DLQ_RETRY_POLICY: comma-separated

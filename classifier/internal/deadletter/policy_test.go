@@ -38,7 +38,7 @@ func TestDefaultPolicyIsTheSpecSchedule(t *testing.T) {
 	var ps deadletter.Policies
 	for _, c := range deadletter.ErrorCodes() {
 		want := domain.RetryPolicy{Initial: time.Minute, Max: time.Hour, Retries: 5}
-		if c == domain.ErrorCodeValidation || c == domain.ErrorCodeNotFound {
+		if c == domain.ErrorCodeValidation || c == domain.ErrorCodeNotFound || c == domain.ErrorCodeStalled {
 			want.Retries = 0
 		}
 		if got := ps.For(c); got != want {

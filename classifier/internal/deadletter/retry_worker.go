@@ -9,6 +9,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/clock"
@@ -47,6 +48,9 @@ type RetryConfig struct {
 	// Clock stamps the claims of retried documents. Defaults to the system
 	// clock.
 	Clock clock.Clock
+	// Leases is the claim table the retried documents are claimed in, like
+	// the poller's. Required.
+	Leases *lease.Store
 }
 
 // RetryWorker retries the queue's due entries: it claims them with a lease,
@@ -66,8 +70,8 @@ type RetryWorker struct {
 // NewRetryWorker returns a retry worker over repo that re-reads documents
 // from store and submits them to sink.
 func NewRetryWorker(cfg RetryConfig, repo *Repository, store *storage.ContentStore, sink claim.Sink, logger *slog.Logger) (*RetryWorker, error) {
-	if cfg.ReplicaID == "" {
-		return nil, errors.New("new retry worker: ReplicaID is required")
+	if cfg.ReplicaID == "" || cfg.Leases == nil {
+		return nil, errors.New("new retry worker: ReplicaID and Leases are required")
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = RetryIntervalDefault
@@ -136,7 +140,7 @@ func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	won, err := w.store.Claim(ctx, w.cfg.ReplicaID, found, w.cfg.Clock.Now().UTC())
+	won, err := w.cfg.Leases.ClaimDocs(ctx, found, 0)
 	if err != nil {
 		return 0, fmt.Errorf("claim dead-lettered documents: %w", err)
 	}

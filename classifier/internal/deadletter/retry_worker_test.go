@@ -11,6 +11,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
@@ -23,6 +24,17 @@ func openQueue(t *testing.T) *deadletter.Repository {
 	t.Helper()
 	db, _ := dbtest.Migrated(t)
 	return deadletter.NewRepository(db)
+}
+
+// leasesFor returns a lease table for replica in a database of its own.
+func leasesFor(t *testing.T, replica string) *lease.Store {
+	t.Helper()
+	db, _ := dbtest.Migrated(t)
+	s, err := lease.New(lease.Config{DB: db, Replica: replica})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // openSlots is a work queue with room for one document that takes none:
@@ -41,8 +53,9 @@ func TestRetryWorkerStartStopStress(t *testing.T) {
 	repo := openQueue(t)
 	es, _ := testenv.Elasticsearch(t)
 	store := storage.NewContentStore(es)
+	leases := leasesFor(t, "stress")
 	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
-		w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "stress", Interval: time.Millisecond},
+		w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "stress", Interval: time.Millisecond, Leases: leases},
 			repo, store, openSlots{}, testenv.Logger(t))
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +92,7 @@ func TestRetryWorkerExhaustsAnEntryWhoseDocumentIsGone(t *testing.T) {
 	if err := repo.Requeue(ctx, due[0].ID); err != nil { // due now
 		t.Fatal(err)
 	}
-	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "gone"}, repo, storage.NewContentStore(es), openSlots{}, testenv.Logger(t))
+	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "gone", Leases: leasesFor(t, "gone")}, repo, storage.NewContentStore(es), openSlots{}, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package domain
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/fingerprint"
@@ -37,6 +38,14 @@ type RawContent struct {
 	// spans of that trace. Empty when tracing is off or the document was
 	// claimed otherwise (the dead-letter retry worker).
 	Traceparent string
+	// Lease is the claim_id of this replica's claim on the document
+	// (package lease): the row of raw_claims it holds, which a takeover
+	// replaces. Zero when not claimed.
+	Lease int64
+	// Stalled is set when the document's lease expired without a commit
+	// CLASSIFIER_MAX_STALLS times: it is dead-lettered as STALLED instead
+	// of classified again.
+	Stalled bool
 	// Source is the whole _source at SeqNo, when this replica read it whole
 	// (a search or a multi-get without source filtering) and has kept it
 	// in step with its claim and renewals since. With it a claim, renewal, release
@@ -84,6 +93,9 @@ type DocKey struct {
 // ClaimID names one claim of a document; a document classified again after
 // a crash or a lease expiry gets a new one.
 func (r *RawContent) ClaimID() string {
+	if r.Lease != 0 {
+		return r.ClaimedBy + "@" + strconv.FormatInt(r.Lease, 10)
+	}
 	if r.ClaimedAt == nil {
 		return r.ClaimedBy
 	}

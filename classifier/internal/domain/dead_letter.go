@@ -29,7 +29,7 @@ type RetryPolicy struct {
 // requeue it.
 func DefaultRetryPolicy(code ErrorCode) RetryPolicy {
 	p := RetryPolicy{Initial: RetryInitialDefault, Max: RetryMaxDefault, Retries: MaxRetriesDefault}
-	if code == ErrorCodeValidation || code == ErrorCodeNotFound {
+	if code == ErrorCodeValidation || code == ErrorCodeNotFound || code == ErrorCodeStalled {
 		p.Retries = 0
 	}
 	return p

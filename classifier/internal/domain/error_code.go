@@ -17,4 +17,8 @@ const (
 	ErrorCodeDB            ErrorCode = "DB_ERROR"
 	ErrorCodeValidation    ErrorCode = "VALIDATION_ERROR"
 	ErrorCodeNotFound      ErrorCode = "NOT_FOUND"
+	// ErrorCodeStalled names a document whose claim expired without a
+	// commit CLASSIFIER_MAX_STALLS times (a replica died or hung on it each
+	// time): it is set aside instead of taking down more replicas.
+	ErrorCodeStalled ErrorCode = "STALLED"
 )

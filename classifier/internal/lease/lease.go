@@ -19,9 +19,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/north-cloud/classifier/internal/domain"
 )
 
 // Defaults of Config.
@@ -34,6 +37,9 @@ const (
 	// intervals (contentindex sets 1 s), after which a search sees the
 	// flipped status.
 	HoldDefault = 2 * time.Second
+	// KeepDefault is how long a finished claim is kept: far longer than
+	// any refresh of a raw index.
+	KeepDefault = time.Minute
 )
 
 // Config configures a Store.
@@ -47,6 +53,10 @@ type Config struct {
 	// Hold is how long a finished claim keeps its document out of the
 	// searches. Defaults to HoldDefault.
 	Hold time.Duration
+	// Keep is how long a finished claim is kept, refusing a claim at the
+	// version it finished (a search older than the flip). Defaults to
+	// KeepDefault.
+	Keep time.Duration
 }
 
 // Store is the raw_claims table. It is safe for concurrent use.
@@ -64,6 +74,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Hold <= 0 {
 		cfg.Hold = HoldDefault
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = KeepDefault
 	}
 	return &Store{cfg: cfg}, nil
 }
@@ -92,6 +105,12 @@ type Claim struct {
 	Stalls  int
 }
 
+// key is the form of an index name or id stored in Postgres, whose text
+// cannot hold NUL bytes (Elasticsearch ids can): they are dropped, as the
+// dead-letter queue does. Two ids that differ only by NUL bytes share one
+// claim, so they are classified one after the other.
+func key(s string) string { return strings.ReplaceAll(s, "\x00", "") }
+
 // Claim claims docs for this replica in one statement and returns the
 // claims it won. A document without a row, or whose row is finished or
 // expired, is won; one with a live lease is not. Taking over an expired,
@@ -104,7 +123,7 @@ func (s *Store) Claim(ctx context.Context, docs []Doc) ([]Claim, error) {
 	idx, ids := make([]string, len(docs)), make([]string, len(docs))
 	seqs, terms := make([]int64, len(docs)), make([]int64, len(docs))
 	for i, d := range docs {
-		idx[i], ids[i], seqs[i], terms[i] = d.Index, d.ID, d.SeqNo, d.PrimaryTerm
+		idx[i], ids[i], seqs[i], terms[i] = key(d.Index), key(d.ID), d.SeqNo, d.PrimaryTerm
 	}
 	rows, err := s.cfg.DB.QueryContext(ctx, claimSQL, pq.Array(idx), pq.Array(ids), pq.Array(seqs), pq.Array(terms),
 		s.cfg.Replica, s.cfg.Lease.Seconds())
@@ -126,7 +145,12 @@ func (s *Store) Claim(ctx context.Context, docs []Doc) ([]Claim, error) {
 	return out, nil
 }
 
-// claimSQL inserts the claims, or takes over rows whose lease has expired.
+// claimSQL inserts the claims, or takes over unfinished rows whose lease
+// has expired, or finished rows when the document is at a newer version
+// than the finished claim's (read after its flip: a dead-letter retry, a
+// crawler's update). A search that has not seen the flip yet (the raw
+// index not refreshed) returns the finished claim's version, which never
+// wins: the document is not classified again.
 // Duplicate documents in one batch are claimed once (DISTINCT ON).
 const claimSQL = `
 INSERT INTO raw_claims AS c (raw_index, doc_id, claimed_by, claimed_at, lease_until, seq_no, primary_term)
@@ -138,7 +162,8 @@ ON CONFLICT (raw_index, doc_id) DO UPDATE
        seq_no = EXCLUDED.seq_no, primary_term = EXCLUDED.primary_term,
        stalls = CASE WHEN c.done THEN 0 ELSE c.stalls + 1 END, done = FALSE,
        claim_id = nextval(pg_get_serial_sequence('raw_claims', 'claim_id'))
- WHERE c.lease_until < now()
+ WHERE (NOT c.done AND c.lease_until < now())
+    OR (c.done AND (EXCLUDED.primary_term, EXCLUDED.seq_no) > (c.primary_term, c.seq_no))
 RETURNING raw_index, doc_id, seq_no, primary_term, claim_id, stalls`
 
 // Renew moves the lease of claims forward and returns the ids of those
@@ -186,10 +211,12 @@ func (s *Store) Release(ctx context.Context, claimIDs []int64) (int64, error) {
 	return n, nil
 }
 
-// Finish marks claims whose flip went through as done: the rows keep their
+// Finish marks claims as done: their flip went through, or was refused
+// because the document changed since the search. The rows keep their
 // documents out of the searches for Hold (until the raw index shows the new
-// status), and a later claim of the document starts its stalls afresh.
-// Finished rows are deleted by Sweep.
+// version), refuse claims at the version they were made at (a search that
+// has not seen the change) until Sweep deletes them after Keep, and let a
+// newer version of the document be claimed at once, its stalls afresh.
 func (s *Store) Finish(ctx context.Context, claimIDs []int64) error {
 	if len(claimIDs) == 0 {
 		return nil
@@ -215,11 +242,11 @@ func (s *Store) ReleaseAll(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Sweep deletes finished rows whose hold has passed, at most limit of them.
+// Sweep deletes finished rows older than Keep, at most limit of them.
 func (s *Store) Sweep(ctx context.Context, limit int) (int64, error) {
 	res, err := s.cfg.DB.ExecContext(ctx, `
 DELETE FROM raw_claims WHERE ctid IN (
-  SELECT ctid FROM raw_claims WHERE done AND lease_until < now() LIMIT $1)`, limit)
+  SELECT ctid FROM raw_claims WHERE done AND lease_until < now() - make_interval(secs => $2) LIMIT $1)`, limit, s.cfg.Keep.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("sweep claims: %w", err)
 	}
@@ -276,4 +303,42 @@ SELECT raw_index, count(*) FROM raw_claims WHERE NOT done AND lease_until >= now
 		return nil, fmt.Errorf("count processing: %w", err)
 	}
 	return out, nil
+}
+
+// ClaimDocs claims raw documents found by a search, at the versions they
+// carry, and returns those won with their ClaimID set and Stalled set when
+// their lease had expired without a commit maxStalls times (zero: never).
+func (s *Store) ClaimDocs(ctx context.Context, docs []*domain.RawContent, maxStalls int) ([]*domain.RawContent, error) {
+	in := make([]Doc, len(docs))
+	byKey := make(map[Doc]*domain.RawContent, len(docs))
+	for i, d := range docs {
+		in[i] = Doc{Index: d.Index, ID: d.ID, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
+		byKey[Doc{Index: key(d.Index), ID: key(d.ID), SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}] = d
+	}
+	won, err := s.Claim(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*domain.RawContent, 0, len(won))
+	for _, c := range won {
+		d := byKey[c.Doc]
+		if d == nil {
+			continue // cannot happen: a claim carries the version it was given
+		}
+		d.Lease, d.ClaimedBy = c.ClaimID, s.cfg.Replica
+		d.Stalled = maxStalls > 0 && c.Stalls >= maxStalls
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// ClaimIDs returns the claim ids of docs, skipping those without one.
+func ClaimIDs(docs []*domain.RawContent) []int64 {
+	out := make([]int64, 0, len(docs))
+	for _, d := range docs {
+		if d.Lease != 0 {
+			out = append(out, d.Lease)
+		}
+	}
+	return out
 }

@@ -104,14 +104,20 @@ func TestClaimConflictAndTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, _ := b.Claim(ctx, docs("1")); len(got) != 0 {
-		t.Fatalf("a finished claim was taken within its hold: %+v", got)
+		t.Fatalf("a finished claim was taken within its hold at its own version (a stale search): %+v", got)
 	}
 	if held, _ := a.Renew(ctx, ids(again)); held[again[0].ClaimID] {
 		t.Fatal("a finished claim was renewed")
 	}
+	// Past the hold, a search that has not seen the flip still cannot
+	// claim the finished version; the document read after its flip (a
+	// newer version) is claimable at once, without a stall.
 	expire(t, db, "1")
-	if got, _ := b.Claim(ctx, docs("1")); len(got) != 1 || got[0].Stalls != 0 {
-		t.Fatalf("claim after a finished one %+v, want 0 stalls", got)
+	if got, _ := b.Claim(ctx, docs("1")); len(got) != 0 {
+		t.Fatalf("a finished claim was taken at its own version after its hold: %+v", got)
+	}
+	if got, _ := b.Claim(ctx, []lease.Doc{{Index: "news_raw_content", ID: "1", SeqNo: 11, PrimaryTerm: 1}}); len(got) != 1 || got[0].Stalls != 0 {
+		t.Fatalf("claim of a newer version after a finished one %+v, want won with 0 stalls", got)
 	}
 	if n, err := a.Sweep(ctx, 100); err != nil || n != 0 {
 		t.Fatalf("sweep removed %d (%v); the row was claimed again", n, err)
@@ -168,10 +174,26 @@ func TestReleaseAndStartUp(t *testing.T) {
 	if counts, _ := lease.Processing(ctx, db); counts["news_raw_content"] != 0 {
 		t.Fatalf("finished claims counted as processing: %v", counts)
 	}
-	if _, err := db.Exec(`UPDATE raw_claims SET lease_until = now() - interval '1 second'`); err != nil {
+	if n, err := b.Sweep(ctx, 100); err != nil || n != 0 {
+		t.Fatalf("swept %d (%v) within Keep, want none", n, err)
+	}
+	if _, err := db.Exec(`UPDATE raw_claims SET lease_until = now() - interval '2 minutes'`); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := b.Sweep(ctx, 100); err != nil || n != int64(len(bIDs)) {
 		t.Fatalf("swept %d (%v), want %d", n, err, len(bIDs))
+	}
+}
+
+// Ids Postgres text cannot hold (NUL bytes, which Elasticsearch ids may
+// carry) do not fail the batch's claim: they are claimed under the id
+// without them, two such twins as one document.
+func TestNULIdsDoNotFailTheClaim(t *testing.T) {
+	t.Parallel()
+	_, store := setup(t)
+	a := store("a")
+	won, err := a.Claim(context.Background(), docs("poi\x00son", "poison\x00", "ok"))
+	if err != nil || len(won) != 2 {
+		t.Fatalf("claim %+v (%v), want the twins once and ok", won, err)
 	}
 }

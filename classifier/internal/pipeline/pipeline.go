@@ -65,6 +65,11 @@ type Config struct {
 	// the same article under another URL is recognised. Defaults to
 	// canonical.New(canonical.Config{}) (the default tracking parameters).
 	Canonical *canonical.Canonicalizer
+	// CopyRawHTML copies the raw document's page (raw_html) into the
+	// classified document (CLASSIFIER_COPY_RAW_HTML). The classified
+	// document's contract has no such field and nothing downstream reads it,
+	// so by default the page stays in the raw index only.
+	CopyRawHTML bool
 }
 
 // Pipeline admits a raw document and runs the classification stages on it
@@ -148,7 +153,6 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		SourceName:            raw.SourceName,
 		Title:                 title,
 		RawText:               raw.RawText,
-		RawHTML:               raw.RawHTML,
 		Traceparent:           raw.Traceparent,
 		OGType:                raw.OGType,
 		MetaDescription:       raw.MetaDescription,
@@ -174,7 +178,9 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		IsProcessable:         assessed.Processable,
 		URLClass:              string(assessed.Class),
 	}
-	// Matches come highest priority first, then best score: keep each
+	if p.cfg.CopyRawHTML {
+		out.RawHTML = raw.RawHTML
+	} // Matches come highest priority first, then best score: keep each
 	// topic once, at its best score, in that order.
 	for _, m := range matches {
 		topic := m.Topic()

@@ -70,11 +70,53 @@ type resolution struct {
 	at      time.Time
 	indices []string          // sorted
 	mapping map[string]string // index -> mapping problem
+	blocked map[string]string // index -> write block
+}
+
+// writeBlocks are the index settings that refuse writes. A claim is a row
+// of the lease table, so a blocked index no longer refuses it: the block is
+// read with the index list instead, and such an index is not polled, for
+// none of its documents could be flipped (committed).
+var writeBlocks = []string{"index.blocks.write", "index.blocks.read_only", "index.blocks.read_only_allow_delete"}
+
+// blockedIndices returns the indices matching the pattern that carry a
+// write block, with the reason.
+func (p *Poller) blockedIndices(ctx context.Context) (map[string]string, error) {
+	res, err := p.es.Indices.GetSettings(
+		p.es.Indices.GetSettings.WithContext(ctx),
+		p.es.Indices.GetSettings.WithIndex(p.cfg.IndexPattern),
+		p.es.Indices.GetSettings.WithName("index.blocks.*"),
+		p.es.Indices.GetSettings.WithFlatSettings(true),
+		p.es.Indices.GetSettings.WithIgnoreUnavailable(true),
+		p.es.Indices.GetSettings.WithAllowNoIndices(true),
+		p.es.Indices.GetSettings.WithExpandWildcards("open"),
+	)
+	if err := esclient.CheckResponse("read raw index blocks", res, err); err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var parsed map[string]struct {
+		Settings map[string]any `json:"settings"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
+		return nil, fmt.Errorf("read raw index blocks: decode: %w", err)
+	}
+	out := map[string]string{}
+	for idx, v := range parsed {
+		for _, name := range writeBlocks {
+			if fmt.Sprint(v.Settings[name]) == "true" {
+				out[idx] = fmt.Sprintf("cluster_block_exception: index [%s] has %s set; its documents cannot be committed, so none is claimed", idx, name)
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // dateFields must be mapped as dates (or not yet mapped) in every raw index:
-// the poll sorts on crawled_at and compares claimed_at with the lease.
-var dateFields = []string{"crawled_at", "claimed_at"}
+// the poll sorts on crawled_at. (claimed_at is no longer read: claims are
+// rows of the lease table.)
+var dateFields = []string{"crawled_at"}
 
 type fieldCapsResponse struct {
 	Indices []string `json:"indices"`
@@ -121,7 +163,12 @@ func (p *Poller) resolve(ctx context.Context) (*resolution, error) {
 	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
 		return nil, fmt.Errorf("list raw indices: decode: %w", err)
 	}
-	r = &resolution{at: now, indices: slices.Sorted(slices.Values(parsed.Indices)), mapping: map[string]string{}}
+	blocked, err := p.blockedIndices(ctx)
+	p.esOutcome(ctx, err)
+	if err != nil {
+		return nil, err
+	}
+	r = &resolution{at: now, indices: slices.Sorted(slices.Values(parsed.Indices)), mapping: map[string]string{}, blocked: blocked}
 	for _, field := range dateFields {
 		for typ, caps := range parsed.Fields[field] {
 			if typ == "date" || typ == "date_nanos" || typ == "unmapped" {
@@ -153,7 +200,7 @@ func (p *Poller) resolve(ctx context.Context) (*resolution, error) {
 // is due: its mapping must be read afresh, not from the cache.
 func (p *Poller) mappingRetryDueLocked(now time.Time) bool {
 	for _, st := range p.states {
-		if st.failing && st.code == ReasonMapping && !now.Before(st.nextRetry) {
+		if st.failing && (st.code == ReasonMapping || st.code == ReasonWriteBlocked) && !now.Before(st.nextRetry) {
 			return true
 		}
 	}
@@ -210,7 +257,7 @@ func (p *Poller) invalidate() {
 func (p *Poller) due(ctx context.Context, r *resolution) []string {
 	now := p.now()
 	out := make([]string, 0, len(r.indices))
-	var badMapping []string
+	var badMapping, blocked []string
 	p.mu.Lock()
 	for _, idx := range r.indices {
 		st := p.states[idx]
@@ -221,11 +268,18 @@ func (p *Poller) due(ctx context.Context, r *resolution) []string {
 			badMapping = append(badMapping, idx)
 			continue
 		}
+		if _, bad := r.blocked[idx]; bad {
+			blocked = append(blocked, idx)
+			continue
+		}
 		out = append(out, idx)
 	}
 	p.mu.Unlock()
 	for _, idx := range badMapping {
 		p.markFailing(ctx, idx, ReasonMapping, r.mapping[idx])
+	}
+	for _, idx := range blocked {
+		p.markFailing(ctx, idx, ReasonWriteBlocked, r.blocked[idx])
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package poller
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	classtel "github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -61,12 +64,24 @@ type harness struct {
 	prefix string
 	reader *sdkmetric.ManualReader
 	sink   *collectSink
+	db     *sql.DB // the lease table's
+}
+
+// leases returns the lease store of replica.
+func (h *harness) leases(t *testing.T, replica string) *lease.Store {
+	t.Helper()
+	s, err := lease.New(lease.Config{DB: h.db, Replica: replica})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	return &harness{es: es, prefix: prefix, sink: &collectSink{}}
+	db, _ := dbtest.Migrated(t)
+	return &harness{es: es, prefix: prefix, db: db, sink: &collectSink{}}
 }
 
 func (h *harness) poller(t *testing.T, cfg Config) *Poller {
@@ -82,6 +97,9 @@ func (h *harness) poller(t *testing.T, cfg Config) *Poller {
 	}
 	if cfg.IndexPattern == "" {
 		cfg.IndexPattern = h.prefix + "*" + contentindex.RawSuffix
+	}
+	if cfg.Leases == nil {
+		cfg.Leases = h.leases(t, cfg.ReplicaID)
 	}
 	p, err := New(cfg, h.es, h.sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
@@ -158,9 +176,20 @@ func (h *harness) setWriteBlock(t *testing.T, index string, on bool) {
 	check(t, "write block "+index, res, err)
 }
 
-// status returns the classification_status and claimed_by of a document.
+// status returns the classification_status and claimed_by of a document:
+// processing by its owner while a live claim holds it (the lease table),
+// else the raw document's status.
 func (h *harness) status(t *testing.T, index, id string) (string, string) {
 	t.Helper()
+	var by string
+	err := h.db.QueryRow(`SELECT claimed_by FROM raw_claims WHERE raw_index = $1 AND doc_id = $2 AND lease_until > now() AND NOT done`,
+		index, id).Scan(&by)
+	if err == nil {
+		return contentindex.StatusProcessing, by
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
 	res, err := h.es.Get(index, id)
 	if err := esclient.CheckResponse("get "+id, res, err); err != nil {
 		t.Fatal(err)
@@ -383,8 +412,8 @@ func TestPollerClaimsUnderTheHitID(t *testing.T) {
 	}
 }
 
-// A page of claims that are all lost (another writer changed every document
-// after the search) or all refused (a write block) is not a full page: the
+// A page of claims that are all lost (another replica claimed every
+// document after the search) or all refused (a write block) is not a full page: the
 // poller waits its interval instead of polling again at once.
 func TestUnwinnableClaimsDoNotMakeAFullPage(t *testing.T) {
 	t.Parallel()
@@ -396,17 +425,17 @@ func TestUnwinnableClaimsDoNotMakeAFullPage(t *testing.T) {
 		idx := h.rawIndex(t, "lost", false)
 		h.addDocs(t, idx, "l", 3, base)
 		p := h.poller(t, Config{IndexPattern: idx, BatchSize: 3, PollInterval: time.Second})
-		// Another writer changes every document between our search and our
-		// claim (with a new value each time: an update that changes nothing
-		// keeps the version).
-		writes := 0
+		// Another replica claims every document between our search and our
+		// claim.
+		other := h.leases(t, "other-replica")
 		p.beforeClaim = func(found []*domain.RawContent) {
-			writes++
-			var body bytes.Buffer
-			for _, d := range found {
-				fmt.Fprintf(&body, "{\"update\":{\"_index\":%q,\"_id\":%q}}\n{\"doc\":{\"title\":\"edited %d\"}}\n", d.Index, d.ID, writes)
+			docs := make([]lease.Doc, len(found))
+			for i, d := range found {
+				docs[i] = lease.Doc{Index: d.Index, ID: d.ID, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
 			}
-			h.bulk(t, &body)
+			if _, err := other.Claim(context.Background(), docs); err != nil {
+				t.Error(err)
+			}
 		}
 		if n, err := p.PollOnce(context.Background()); err != nil || n != 0 {
 			t.Fatalf("PollOnce = %d, %v; want 0 won", n, err)
@@ -510,7 +539,7 @@ func TestPollerPausesWhileABreakerIsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	esb := breaker.MustNew(breaker.Config{Name: "elasticsearch", Threshold: 1, Cooldown: time.Hour})
-	p2, err := New(Config{ReplicaID: "r", ESBreaker: esb}, dead, h.sink, p.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	p2, err := New(Config{ReplicaID: "r", ESBreaker: esb, Leases: h.leases(t, "r")}, dead, h.sink, p.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,62 +551,6 @@ func TestPollerPausesWhileABreakerIsOpen(t *testing.T) {
 	}
 	if _, err := p2.PollOnce(context.Background()); !errors.As(err, &paused) || paused.breaker != esb {
 		t.Errorf("PollOnce with the elasticsearch breaker open = %v, want paused", err)
-	}
-}
-
-// A document whose claim Elasticsearch refuses for its own sake (here: it
-// was stored under a custom routing, so an update by _id alone finds no
-// document) is the oldest of its index. It is set aside for a claim lease,
-// so the newer documents of the same index still flow.
-func TestRefusedDocumentDoesNotHideNewerOnes(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	idx := h.prefix + "poison" + contentindex.RawSuffix
-	body, _ := json.Marshal(map[string]any{"settings": map[string]any{"number_of_shards": 2, "number_of_replicas": 0},
-		"mappings": contentindex.RawMapping()})
-	res, err := h.es.Indices.Create(idx, h.es.Indices.Create.WithBody(bytes.NewReader(body)))
-	check(t, "create "+idx, res, err)
-
-	base := time.Now().Add(-time.Hour)
-	poison, _ := json.Marshal(map[string]any{"id": "poison", "url": "https://example.org/poison", "source_name": "poison",
-		"title": "P", "raw_text": "text", "crawled_at": base.Add(-time.Hour).UTC().Format(time.RFC3339), "classification_status": "pending"})
-	// Find a routing that puts it on the other shard than its _id would.
-	for i := 0; ; i++ {
-		if i == 20 {
-			t.Fatal("no routing put the document on the other shard")
-		}
-		routing := fmt.Sprint("r", i)
-		res, err := h.es.Index(idx, bytes.NewReader(poison), h.es.Index.WithDocumentID("poison"), h.es.Index.WithRouting(routing), h.es.Index.WithRefresh("true"))
-		check(t, "index poison", res, err)
-		res, err = h.es.Exists(idx, "poison")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode == 404 {
-			break
-		}
-		res, err = h.es.Delete(idx, "poison", h.es.Delete.WithRouting(routing), h.es.Delete.WithRefresh("true"))
-		check(t, "delete poison", res, err)
-	}
-	newer := h.addDocs(t, idx, "n", 3, base)
-
-	// Oldest first (no fresh lane), so the refused document comes first.
-	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 1, PollInterval: 50 * time.Millisecond,
-		IndexRetry: 100 * time.Millisecond, IndexRetryMax: 100 * time.Millisecond, BacklogShare: -1})
-	if n, err := p.PollOnce(context.Background()); err != nil || n != 0 {
-		t.Fatalf("first poll = %d, %v; want the refused document only", n, err)
-	}
-	if s := statusOf(t, p, idx); !s.Failing || s.ReasonCode != ReasonClaimRejected || !strings.Contains(s.Reason, "document_missing_exception") || s.SetAside != 1 {
-		t.Errorf("after the refused claim: %+v, want failing as claim_rejected with one document set aside", s)
-	}
-	time.Sleep(time.Until(statusOf(t, p, idx).NextRetry))
-	pollUntil(t, p, h.sink, len(newer))
-	if got := h.sink.keys(); !slices.Equal(got, newer) {
-		t.Fatalf("claimed %v, want the newer documents %v", got, newer)
-	}
-	if s := statusOf(t, p, idx); s.Failing || s.SetAside != 1 {
-		t.Errorf("after the newer documents flowed: %+v, want healthy with one document set aside", s)
 	}
 }
 

@@ -1,6 +1,7 @@
-// Package poller finds pending raw documents (and claims whose lease has
-// expired) in the raw content indices, claims a batch for this replica and
-// hands it to a batch handler.
+// Package poller finds pending raw documents in the raw content indices
+// (leaving out those under a live claim), claims a batch for this replica in
+// the lease table (package lease: no write to the raw documents) and hands
+// it to a batch handler.
 //
 // Each raw index is polled on its own, so a fault stays with the index that
 // caused it: the indices matching the pattern are listed (cached for
@@ -31,6 +32,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fault"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
@@ -134,6 +136,18 @@ type Config struct {
 	// UrgentAge is how recent a document must be to be urgent. Defaults
 	// to three RecencyScales.
 	UrgentAge time.Duration
+	// Leases is the claim table (package lease): a claim is a row there,
+	// never a write to the raw document. Required.
+	Leases *lease.Store
+	// MaxStalls is how many times a document's lease may expire without a
+	// commit before its next claim dead-letters it as STALLED instead of
+	// classifying it (CLASSIFIER_MAX_STALLS). Zero: never.
+	MaxStalls int
+	// ReadRawHTML makes the searches read raw_html, which only a
+	// classified document that copies the page needs
+	// (CLASSIFIER_COPY_RAW_HTML); without it the page is left in the raw
+	// index.
+	ReadRawHTML bool
 }
 
 func (c *Config) setDefaults() {
@@ -184,7 +198,6 @@ func (c *Config) setDefaults() {
 type Poller struct {
 	cfg     Config
 	es      *elasticsearch.Client
-	store   *storage.ContentStore
 	sink    Sink
 	metrics *telemetry.Metrics
 	tracer  trace.Tracer
@@ -223,7 +236,10 @@ func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Met
 	if sink == nil {
 		return nil, errors.New("new poller: sink is required")
 	}
-	p := &Poller{cfg: cfg, es: es, store: storage.NewContentStore(es), sink: sink, metrics: metrics,
+	if cfg.Leases == nil {
+		return nil, errors.New("new poller: Leases is required")
+	}
+	p := &Poller{cfg: cfg, es: es, sink: sink, metrics: metrics,
 		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now,
 		states: map[string]*indexState{}, aside: map[string]map[string]time.Time{},
 		recent: map[string]map[string]time.Time{}, recentMax: recentClaimsMax}
@@ -446,11 +462,11 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	if p.beforeClaim != nil {
 		p.beforeClaim(f.docs)
 	}
-	results, err := p.store.ClaimEach(ctx, p.cfg.ReplicaID, f.docs, p.now().UTC())
-	p.esOutcome(ctx, err)
+	claimed, err := p.cfg.Leases.ClaimDocs(ctx, f.docs, p.cfg.MaxStalls)
 	if err != nil {
 		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
+	results := leaseResults(f.docs, claimed)
 	won, lost := p.settleClaims(ctx, results, f.searched)
 	p.setAside(ctx, results)
 	p.noteClaims(results)
@@ -464,6 +480,10 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 		if p.cfg.Urgent != nil && p.urgent(doc) && p.cfg.Urgent.FreeSlots() > 0 {
 			sink = p.cfg.Urgent
 		}
+		if doc.Stalled {
+			p.logger.WarnContext(ctx, "document's lease expired without a commit too many times; dead-lettering it as STALLED",
+				"content_id", doc.ID, "index", doc.Index, "source", doc.SourceName, "max_stalls", p.cfg.MaxStalls)
+		}
 		if err := sink.Submit(ctx, doc); err != nil {
 			// The document stays claimed; the lease returns it.
 			p.logger.WarnContext(ctx, "work queue refused a claimed document; it returns after the claim lease",
@@ -471,6 +491,27 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 		}
 	}
 	return pollResult{won: len(won), lost: lost, more: (len(won) > 0 || lost > 0) && f.more}, nil
+}
+
+// errLeaseHeld is the outcome of a claim another replica holds a live
+// lease on: a conflict, like a claim lost to another writer.
+var errLeaseHeld = &esclient.ResponseError{Status: http.StatusConflict, Body: "claim held by another replica"}
+
+// leaseResults gives each found document its claim outcome: won, or held
+// by another replica.
+func leaseResults(found, won []*domain.RawContent) []storage.ClaimResult {
+	isWon := make(map[*domain.RawContent]bool, len(won))
+	for _, d := range won {
+		isWon[d] = true
+	}
+	out := make([]storage.ClaimResult, len(found))
+	for i, d := range found {
+		out[i] = storage.ClaimResult{Doc: d}
+		if !isWon[d] {
+			out[i].Err = errLeaseHeld
+		}
+	}
+	return out
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -679,13 +720,15 @@ type msearchResponse struct {
 	} `json:"responses"`
 }
 
-// pendingQuery finds the oldest pending documents and claims whose lease
-// has expired, but for the ids in exclude (set aside, or just claimed).
+// pendingQuery finds the oldest pending documents, but for the ids in
+// exclude (set aside, just claimed, or under a live lease). A document in
+// status processing (a claim written to the raw document by an older
+// replica) counts as pending: its claims now live in the lease table, and
+// exclude leaves out those with a live lease.
 // numeric_type makes a crawled_at that is not a date fail the
 // search of its own index (it would sort as text), even between two reads
 // of the mappings.
 func (p *Poller) pendingQuery(from, size int, exclude []string) map[string]any {
-	expired := p.now().Add(-p.cfg.ClaimLease).UTC()
 	q := map[string]any{
 		"from":                from,
 		"size":                size,
@@ -697,12 +740,12 @@ func (p *Poller) pendingQuery(from, size int, exclude []string) map[string]any {
 			"minimum_should_match": 1,
 			"should": []any{
 				map[string]any{"term": map[string]any{"classification_status": contentindex.StatusPending}},
-				map[string]any{"bool": map[string]any{"filter": []any{
-					map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}},
-					map[string]any{"range": map[string]any{"claimed_at": map[string]any{"lt": expired}}},
-				}}},
+				map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}},
 			},
 		}},
+	}
+	if !p.cfg.ReadRawHTML {
+		q["_source"] = map[string]any{"excludes": []string{"raw_html"}}
 	}
 	if len(exclude) > 0 {
 		q["query"].(map[string]any)["bool"].(map[string]any)["must_not"] = []any{
@@ -738,11 +781,15 @@ func (p *Poller) searchLanes(ctx context.Context, indices []string, fresh, backl
 // search fails is reported in its page, and marked failing when mark is
 // set; the error is that of the request as a whole.
 func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mark bool) ([]page, error) {
+	live, err := p.cfg.Leases.Live(ctx, indices)
+	if err != nil {
+		return nil, fmt.Errorf("search pending: %w", err)
+	}
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	now := p.now()
 	for _, idx := range indices {
-		exclude := append(p.asideIDs(idx, now), p.recentIDs(idx, now)...)
+		exclude := append(append(p.asideIDs(idx, now), p.recentIDs(idx, now)...), live[idx]...)
 		level := p.sourceLevel(idx)
 		for _, l := range lanes {
 			q := p.pendingQuery(l.from, l.size, exclude)
@@ -817,10 +864,12 @@ func (p *Poller) decodeHits(ctx context.Context, hits []searchHit) []*domain.Raw
 		// stall the poll for everyone else. It is claimed like any other and
 		// failed by the pipeline with the decode error as its reason.
 		raw, sourceID := domain.DecodeRaw(h.Index, h.ID, h.SeqNo, h.PrimaryTerm, h.Source)
-		if raw.DecodeError == "" && h.Routing == "" {
-			// The pending queries read _source whole. A document stored
-			// under a custom routing is changed by partial updates, which
-			// find it missing and are refused as before.
+		if raw.DecodeError == "" && h.Routing == "" && p.cfg.ReadRawHTML {
+			// The pending queries read _source whole: the flip may send
+			// the whole document. Without raw_html they read it in part,
+			// and the flip is a partial update. A document stored under a
+			// custom routing is changed by partial updates, which find it
+			// missing and are refused as before.
 			raw.Source = h.Source
 		}
 		if sourceID != "" && sourceID != h.ID {

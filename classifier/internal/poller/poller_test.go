@@ -3,6 +3,8 @@ package poller
 import (
 	"context"
 	"errors"
+	"github.com/north-cloud/classifier/internal/dbtest"
+	"github.com/north-cloud/classifier/internal/lease"
 	"testing"
 
 	"go.opentelemetry.io/otel/metric/noop"
@@ -28,9 +30,14 @@ func TestPollerHoldsOffWhenTheQueueIsFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	db, _ := dbtest.Migrated(t)
+	leases, err := lease.New(lease.Config{DB: db, Replica: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, sink := range []fullSink{{throttle: true}, {throttle: false}} {
 		// No Elasticsearch client at all: a poll that reached it would panic.
-		p, err := New(Config{ReplicaID: "r"}, nil, sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+		p, err := New(Config{ReplicaID: "r", Leases: leases}, nil, sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 		if err != nil {
 			t.Fatal(err)
 		}

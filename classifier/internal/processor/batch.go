@@ -229,6 +229,11 @@ func (b *BatchProcessor) worker(ctx context.Context, id int) {
 	}
 }
 
+// ErrStalled is the error of a document whose lease expired without a
+// commit CLASSIFIER_MAX_STALLS times: it is dead-lettered, not classified
+// again, so one document that hangs or kills a replica cannot keep doing it.
+var ErrStalled = errors.New("claim expired without a commit too many times (CLASSIFIER_MAX_STALLS)")
+
 // process classifies one document. A panic is recovered into a RULE_PANIC
 // result, so a poison document reaches the dead-letter queue and the worker
 // lives on.
@@ -250,6 +255,9 @@ func (b *BatchProcessor) process(ctx context.Context, workerID int, item *domain
 		}
 		b.metrics.ProcessingDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("source", item.SourceName)))
 	}()
+	if item.Stalled {
+		return Result{Raw: item, Err: ErrStalled, Code: domain.ErrorCodeStalled}
+	}
 	doc, err := b.pipeline.Classify(item)
 	if err != nil {
 		code := domain.ErrorCodeQualityError

@@ -14,6 +14,7 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fault"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
@@ -40,8 +41,13 @@ type Stores struct {
 	Reputation  *reputation.Repository
 	// Claims, when set, is the registry of claims in flight: the committer
 	// takes each document out of it before its status flip, so the
-	// heartbeat stops renewing it and its version is final.
+	// heartbeat stops renewing it.
 	Claims *claim.Registry
+	// Leases, when set, is the claim table: before writing anything of a
+	// batch the committer renews its claims there (the one ownership
+	// check), and after the flip it finishes them, or releases those whose
+	// flip found the document changed.
+	Leases *lease.Store
 	// Hygiene, when set, decides which documents are duplicates and which
 	// outcomes are news (their version); without it every document is
 	// published as version 1.
@@ -319,7 +325,22 @@ func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []
 			break
 		}
 	}
+	c.finish(ctx, flipped)
 	c.account(ctx, flipped)
+}
+
+// finish marks the claims of the changed documents done (package lease).
+func (c *Committer) finish(ctx context.Context, flipped []storage.StatusChange) {
+	if c.stores.Leases == nil || len(flipped) == 0 {
+		return
+	}
+	raws := make([]*domain.RawContent, len(flipped))
+	for i, ch := range flipped {
+		raws[i] = ch.Raw
+	}
+	if err := c.stores.Leases.Finish(ctx, lease.ClaimIDs(raws)); err != nil {
+		c.logger.WarnContext(ctx, "finished claims not marked; they expire after the lease", "documents", len(raws), "error", err)
+	}
 }
 
 // await waits until dep may be tried again: a short pause, then until its
@@ -585,15 +606,19 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 
 // flip performs the status changes and returns those that took effect, and
 // those to try again once Elasticsearch answers. A change refused as a
-// conflict is looked at once more (ownDrift): when the document still
-// carries this replica's claim, the conflict came from its own renewal (one
-// whose answer was lost to a timeout), and the change is made again at the
-// version the document holds.
+// conflict means the document changed since the search that found it (a
+// crawler rewrote it, or another replica flipped it): its claim is
+// finished at the version it was made at, so the document is claimed again
+// as soon as a search returns it as it is now, never at the version this
+// attempt saw; nothing more of this attempt is written.
 func (c *Committer) flip(ctx context.Context, changes []storage.StatusChange) (flipped, retry []storage.StatusChange) {
 	flipped, retry, conflicts := c.flipOnce(ctx, changes)
-	if again := c.ownDrift(ctx, conflicts); len(again) > 0 {
-		f, r, _ := c.flipOnce(ctx, again)
-		flipped, retry = append(flipped, f...), append(retry, r...)
+	if len(conflicts) > 0 {
+		for _, ch := range conflicts {
+			c.logger.WarnContext(ctx, "status flip refused: the document changed since it was found; it is claimed again at its new version",
+				"content_id", ch.Raw.ID, "source", ch.Raw.SourceName, "index", ch.Raw.Index)
+		}
+		c.finish(ctx, conflicts)
 	}
 	return flipped, retry
 }
@@ -627,53 +652,10 @@ func (c *Committer) flipOnce(ctx context.Context, changes []storage.StatusChange
 		default:
 			// The document returns after the lease.
 			c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
-				"taken_over", false, "error", item.Err)
+				"error", item.Err)
 		}
 	}
 	return flipped, retry, conflicts
-}
-
-// ownDrift reads the documents whose flip was refused as a conflict and
-// returns the changes of those still claimed by this replica (status
-// processing, claimed_by this replica, claimed_at not before this claim's),
-// set to the version each holds now. The others were taken over after the
-// lease (the new owner finishes them) or are gone: logged, never flipped.
-func (c *Committer) ownDrift(ctx context.Context, conflicts []storage.StatusChange) []storage.StatusChange {
-	if len(conflicts) == 0 {
-		return nil
-	}
-	refs := make([]domain.DocKey, len(conflicts))
-	for i, ch := range conflicts {
-		refs[i] = domain.DocKey{Index: ch.Raw.Index, ID: ch.Raw.ID}
-	}
-	current, _, err := c.stores.Content.GetRaw(ctx, refs)
-	if err != nil {
-		c.logger.WarnContext(ctx, "status flips refused as conflicts and their documents unreadable; they return after the lease",
-			"documents", len(conflicts), "error", err)
-		return nil
-	}
-	byKey := make(map[domain.DocKey]*domain.RawContent, len(current))
-	for _, cur := range current {
-		byKey[domain.DocKey{Index: cur.Index, ID: cur.ID}] = cur
-	}
-	var again []storage.StatusChange
-	for i, ch := range conflicts {
-		cur := byKey[refs[i]]
-		if cur != nil && stillOurs(ch.Raw, cur) {
-			ch.Raw.SeqNo, ch.Raw.PrimaryTerm, ch.Raw.Source = cur.SeqNo, cur.PrimaryTerm, cur.Source
-			again = append(again, ch)
-			continue
-		}
-		// The claim was taken over after the lease; the new owner
-		// finishes the document.
-		c.logger.WarnContext(ctx, "status flip rejected", "content_id", ch.Raw.ID, "source", ch.Raw.SourceName,
-			"taken_over", true)
-	}
-	if len(again) > 0 {
-		c.logger.InfoContext(ctx, "status flips refused by this replica's own claim renewals; flipped at the current version",
-			"documents", len(again))
-	}
-	return again
 }
 
 // dropSuperseded moves from news to quiet the results whose document
@@ -716,49 +698,34 @@ func (c *Committer) dropSuperseded(ctx context.Context, news, quiet []Result) ([
 	return kept, quiet
 }
 
-// dropTakenOver returns results without those whose claim another replica
-// holds now: a replica paused or starved past its lease (a zombie) must not
-// write its stale outcome, which the new owner's may differ from (a
-// duplicate verdict that depends on what was seen first) and would then be
-// published as a second version. Only suspect claims are read back (lost to
-// a renewal, or not confirmed within the lease), so a healthy replica pays
-// nothing. When they cannot be read, the results are kept: the flip is
-// conditional on the version anyway.
+// dropTakenOver returns results without those whose claim this replica
+// no longer holds, and renews the others: it is the one ownership check.
+// A replica paused or starved past its lease (a zombie) finds its claim
+// taken over (the row carries another claim_id) and writes nothing of the
+// document, neither its classified document, its outbox row nor its flip:
+// the new owner commits it. A claim renewed here is safe from takeover for
+// a whole lease, far longer than a commit. When the lease table cannot be
+// read, the batch is held back: its claims return after the lease.
 func (c *Committer) dropTakenOver(ctx context.Context, results []Result) []Result {
+	if c.stores.Leases == nil {
+		return results
+	}
 	raws := make([]*domain.RawContent, len(results))
 	for i, r := range results {
 		raws[i] = r.Raw
 	}
-	suspect := c.stores.Claims.Suspect(c.cfg.ClaimLease, raws...)
-	if len(suspect) == 0 {
-		return results
-	}
-	refs := make([]domain.DocKey, len(suspect))
-	for i, d := range suspect {
-		refs[i] = domain.DocKey{Index: d.Index, ID: d.ID}
-	}
-	current, _, err := c.stores.Content.GetRaw(ctx, refs)
+	held, err := c.stores.Leases.Renew(ctx, lease.ClaimIDs(raws))
 	if err != nil {
-		c.logger.WarnContext(ctx, "claims not confirmed within the lease could not be read back; committing them, the flip decides",
-			"documents", len(suspect), "error", err)
-		return results
-	}
-	byKey := make(map[domain.DocKey]*domain.RawContent, len(current))
-	for _, cur := range current {
-		byKey[domain.DocKey{Index: cur.Index, ID: cur.ID}] = cur
-	}
-	gone := make(map[*domain.RawContent]bool, len(suspect))
-	for _, d := range suspect {
-		if cur := byKey[domain.DocKey{Index: d.Index, ID: d.ID}]; cur == nil || !stillOurs(d, cur) {
-			gone[d] = true
+		c.logger.WarnContext(ctx, "claims could not be confirmed; the batch is not committed and returns after the lease",
+			"documents", len(results), "error", err)
+		for _, r := range results {
+			c.stores.Claims.Take(r.Raw)
 		}
-	}
-	if len(gone) == 0 {
-		return results
+		return nil
 	}
 	kept := results[:0:0]
 	for _, r := range results {
-		if !gone[r.Raw] {
+		if r.Raw.Lease == 0 || held[r.Raw.Lease] {
 			kept = append(kept, r)
 			continue
 		}
@@ -767,16 +734,6 @@ func (c *Committer) dropTakenOver(ctx context.Context, results []Result) []Resul
 			"content_id", r.Raw.ID, "source", r.Raw.SourceName, "index", r.Raw.Index)
 	}
 	return kept
-}
-
-// stillOurs reports whether cur, the document as Elasticsearch holds it
-// now, still carries the claim this replica made as claimed (or a renewal
-// of it): a renewal only moves claimed_at forward, and no other replica
-// writes this replica's claimed_by.
-func stillOurs(claimed, cur *domain.RawContent) bool {
-	return claimed.ClaimedBy != "" && claimed.ClaimedAt != nil &&
-		cur.ClassificationStatus == contentindex.StatusProcessing && cur.ClaimedBy == claimed.ClaimedBy &&
-		cur.ClaimedAt != nil && !cur.ClaimedAt.Before(*claimed.ClaimedAt)
 }
 
 // account records what a committed batch means: metrics, resolved

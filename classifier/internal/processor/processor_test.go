@@ -8,8 +8,8 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/pipeline"
-	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -68,14 +68,9 @@ func TestCrashBeforeCommitPointIsReclassifiedWithoutDuplicates(t *testing.T) {
 	// The first replica claims the batch and writes everything but the flip,
 	// then "dies" (its stack is simply dropped).
 	dead := e.replica(t, "dead", nil, time.Minute)
-	store := storage.NewContentStore(e.es)
 	found := e.rawDocs(t, ids)
-	// The claim is backdated past the live replica's lease, as if the crash
-	// happened that long ago.
-	claimed, err := store.Claim(ctx, "dead", found, time.Now().Add(-time.Minute).UTC())
-	if err != nil || len(claimed) != len(ids) {
-		t.Fatalf("claim: %d of %d, err %v", len(claimed), len(ids), err)
-	}
+	// The claim has expired, as if the crash happened a lease ago.
+	claimed := e.claimExpired(t, "dead", found)
 	p, _ := pipeline.New(pipeline.Config{Topics: e.engine})
 	results := make([]Result, len(claimed))
 	for i, raw := range claimed {
@@ -117,19 +112,34 @@ func TestCrashBeforeCommitPointIsReclassifiedWithoutDuplicates(t *testing.T) {
 	}
 }
 
+// claimExpired claims docs for replica in the lease table and lets the
+// claims expire, as if replica had died holding them a lease ago.
+func (e *env) claimExpired(t *testing.T, replica string, docs []*domain.RawContent) []*domain.RawContent {
+	t.Helper()
+	leases, err := lease.New(lease.Config{DB: e.db, Replica: replica})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := leases.ClaimDocs(context.Background(), docs, 0)
+	if err != nil || len(claimed) != len(docs) {
+		t.Fatalf("claim: %d of %d, err %v", len(claimed), len(docs), err)
+	}
+	if _, err := e.db.Exec(`UPDATE raw_claims SET lease_until = now() - interval '1 second' WHERE claimed_by = $1`, replica); err != nil {
+		t.Fatal(err)
+	}
+	return claimed
+}
+
 // Two replicas split a backlog with no document classified twice, and a
 // replica killed with claims in hand has them taken over after the lease.
 func TestReplicasSplitBacklogAndTakeOverDeadClaims(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ids := e.load(t, 400)
-	ctx := context.Background()
 
 	// A replica that died holding 20 claims, 10 minutes ago.
 	orphans := e.rawDocs(t, ids[:20])
-	if _, err := storage.NewContentStore(e.es).Claim(ctx, "killed", orphans, time.Now().Add(-10*time.Minute).UTC()); err != nil {
-		t.Fatal(err)
-	}
+	e.claimExpired(t, "killed", orphans)
 	e.refresh(t)
 
 	a := e.replica(t, "a", nil, 5*time.Minute)
@@ -197,7 +207,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 		t.Fatalf("DLQ rows = %d, want 2 DB_ERROR rows", n)
 	}
 
-	worker, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r", Lease: time.Minute}, dlq, r.stores.Content,
+	worker, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r", Lease: time.Minute, Leases: r.stores.Leases}, dlq, r.stores.Content,
 		claim.TrackingSink{Sink: r.processor, Registry: r.stores.Claims}, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)

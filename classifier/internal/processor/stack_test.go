@@ -15,6 +15,7 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/loadgen"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
@@ -128,7 +129,7 @@ type replica struct {
 	opened *atomic.Int64
 }
 
-func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) *replica {
+func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duration) *replica {
 	t.Helper()
 	logger := testenv.Logger(t).With("replica", id)
 	tracer := noop.NewTracerProvider().Tracer("test")
@@ -140,6 +141,10 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) 
 		c = p
 	}
 	registry := claim.NewRegistry()
+	leases, err := lease.New(lease.Config{DB: e.db, Replica: id, Lease: leaseFor})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stores := Stores{
 		Content:     storage.NewContentStore(e.es),
 		History:     storage.NewHistoryRepository(e.db),
@@ -147,6 +152,7 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) 
 		DeadLetters: deadletter.NewRepository(e.db),
 		Reputation:  reputation.NewRepository(e.db),
 		Claims:      registry,
+		Leases:      leases,
 	}
 	opened := new(atomic.Int64)
 	onChange := func(name string, _, to breaker.State, cause error) {
@@ -166,13 +172,13 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, lease time.Duration) 
 	// Urgent documents (fresh: the tests' documents are) take their own
 	// queue and commit worker, as in the service.
 	urgent := NewBatchProcessor(BatchProcessorConfig{Concurrency: 2, MaxQueueDepth: 20, SubmitTimeout: 5 * time.Second}, c, com.UrgentOutput(), e.metrics, tracer, logger)
-	hb, err := claim.NewHeartbeat(claim.HeartbeatConfig{ReplicaID: id, IndexPattern: pattern, Interval: max(lease/4, 10*time.Millisecond)},
-		registry, stores.Content, logger)
+	hb, err := claim.NewHeartbeat(claim.HeartbeatConfig{ReplicaID: id, IndexPattern: pattern, Interval: max(leaseFor/4, 10*time.Millisecond)},
+		registry, leases, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
-		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: lease, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
+		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
 		e.es, claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
 	if err != nil {
 		t.Fatal(err)

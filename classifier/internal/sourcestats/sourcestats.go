@@ -31,6 +31,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -214,6 +215,18 @@ func (r *Reader) compute(ctx context.Context) (*Report, error) {
 	if err := r.postgres(ctx, get); err != nil {
 		return nil, err
 	}
+	live, err := lease.Processing(ctx, r.cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("source stats: %w", err)
+	}
+	for raw := range live {
+		if _, ok := rawIndexOf(raw); ok {
+			get(raw)
+		}
+	}
+	for _, s := range bySource {
+		processingFromLeases(s, live[s.RawIndex])
+	}
 	out := &Report{Sources: make([]Source, 0, len(bySource)), Partial: partial, GeneratedAt: now}
 	for _, s := range bySource {
 		if s.Processed > 0 {
@@ -224,6 +237,23 @@ func (r *Reader) compute(ctx context.Context) (*Report, error) {
 	}
 	slices.SortFunc(out.Sources, func(a, b Source) int { return strings.Compare(a.RawIndex, b.RawIndex) })
 	return out, nil
+}
+
+// processingFromLeases sets a source's processing count to the documents
+// under a live claim (package lease), which are pending in the raw index:
+// a claim is no longer written to the raw document. Documents a replica of
+// an older version left in status processing are claimable again, so they
+// count as pending.
+func processingFromLeases(s *Source, live int64) {
+	waiting := s.ByStatus[contentindex.StatusPending] + s.ByStatus[contentindex.StatusProcessing]
+	delete(s.ByStatus, contentindex.StatusPending)
+	delete(s.ByStatus, contentindex.StatusProcessing)
+	if p := max(waiting-live, 0); p > 0 {
+		s.ByStatus[contentindex.StatusPending] = p
+	}
+	if live > 0 {
+		s.ByStatus[contentindex.StatusProcessing] = live
+	}
 }
 
 // rawIndexOf maps a raw or classified index name to its raw index, and

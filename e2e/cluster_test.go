@@ -269,8 +269,7 @@ func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
 		"CLASSIFIER_CLAIM_HEARTBEAT": "3s",
 	}))
 
-	pattern := st.prefix + "*" + contentindex.RawSuffix
-	waitMidBatch(t, sub, st.es, pattern, replica, 300, 1, 90*time.Second)
+	waitMidBatch(t, sub, st.classifierDB, replica, 300, 1, 90*time.Second)
 
 	// Acknowledged just before the kill: 100 more documents in the same
 	// shard, and every flip to classified so far.
@@ -281,7 +280,7 @@ func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
 	}
 	loadDocs(t, st.es, acked)
 	flipped := rawStates(t, st.es, raw, map[string]any{"term": map[string]any{"classification_status": contentindex.StatusClassified}})
-	claimedAtKill, _ := countClaimed(st.es, raw, replica)
+	claimedAtKill, _ := countClaimed(st.classifierDB, replica)
 	victim, master := c.primaryNode(raw), c.master(t)
 	if victim == "" {
 		t.Fatalf("no started primary of %s", raw)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -766,6 +767,12 @@ type rawState struct {
 	ClaimedBy            string `json:"claimed_by"`
 }
 
+// settled reports a raw document classified or failed: a claim leaves it
+// pending (or processing, as an older replica wrote it) until its flip.
+func settled(s rawState) bool {
+	return s.ClassificationStatus == contentindex.StatusClassified || s.ClassificationStatus == contentindex.StatusFailed
+}
+
 // rawStates reads the state of every raw document matching pattern (up to
 // 10,000), after a refresh, keyed by docKey. Text fields are not fetched.
 func rawStates(t testing.TB, es *elasticsearch.Client, pattern string, query map[string]any) map[string]rawState {
@@ -819,38 +826,50 @@ func tryRawStates(es *elasticsearch.Client, pattern string, query map[string]any
 	return out, nil
 }
 
-// countClaimed counts the documents under pattern in processing claimed by
-// replica (any replica when empty). Claims are written with refresh=true,
-// so no refresh is needed.
-func countClaimed(es *elasticsearch.Client, pattern, replica string) (int, error) {
-	filter := []any{map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}}}
-	if replica != "" {
-		filter = append(filter, map[string]any{"term": map[string]any{"claimed_by": replica}})
+// countClaimed counts the documents replica holds a live claim on (any
+// replica when empty): claims are rows of raw_claims in the classifier's
+// database (dsn), not writes to the raw documents.
+func countClaimed(dsn, replica string) (int, error) {
+	keys, err := claimedKeys(dsn, replica)
+	return len(keys), err
+}
+
+// claimedKeys returns the docKeys of the documents replica holds a live,
+// unfinished claim on (any replica when empty).
+func claimedKeys(dsn, replica string) (map[string]bool, error) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, err
 	}
-	body, _ := json.Marshal(map[string]any{"query": map[string]any{"bool": map[string]any{"filter": filter}}})
+	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := es.Count(es.Count.WithIndex(pattern), es.Count.WithBody(bytes.NewReader(body)), es.Count.WithContext(ctx))
-	if err := esclient.CheckResponse("count claimed", res, err); err != nil {
-		return 0, err
+	rows, err := db.QueryContext(ctx, `SELECT raw_index, doc_id FROM raw_claims
+		WHERE NOT done AND lease_until > now() AND ($1 = '' OR claimed_by = $1)`, replica)
+	if err != nil {
+		return nil, err
 	}
-	defer res.Body.Close()
-	var parsed struct {
-		Count int `json:"count"`
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var idx, id string
+		if err := rows.Scan(&idx, &id); err != nil {
+			return nil, err
+		}
+		out[docKey(strings.TrimSuffix(idx, contentindex.RawSuffix), id)] = true
 	}
-	err = json.NewDecoder(res.Body).Decode(&parsed)
-	return parsed.Count, err
+	return out, rows.Err()
 }
 
 // waitMidBatch waits until the pipeline is busy: at least delivered
 // documents of prefix have reached Redis (the workers and the committer
 // are running) while replica still holds at least claims claimed
 // documents. It fails the test after timeout.
-func waitMidBatch(t *testing.T, sub *subscriber, es *elasticsearch.Client, pattern, replica string, delivered, claims int, timeout time.Duration) int {
+func waitMidBatch(t *testing.T, sub *subscriber, dsn, replica string, delivered, claims int, timeout time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		c, err := countClaimed(es, pattern, replica)
+		c, err := countClaimed(dsn, replica)
 		if err == nil && c >= claims && sub.Distinct() >= delivered {
 			return c
 		}

@@ -58,14 +58,13 @@ func TestFaultClassifierKilledMidBatch(t *testing.T) {
 			first := "e2e-" + st.prefix + "-a"
 			classifier := launch(t, "classifier", "classifier-1", st.classifierEnv(first, inFlightEnv))
 
-			pattern := st.prefix + "*" + contentindex.RawSuffix
-			held := waitMidBatch(t, sub, st.es, pattern, first, 20, 100, 60*time.Second)
+			held := waitMidBatch(t, sub, st.classifierDB, first, 20, 100, 60*time.Second)
 			classifier.Kill()
 			killed := time.Now()
-			inFlight := rawStates(t, st.es, pattern, map[string]any{"bool": map[string]any{"filter": []any{
-				map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}},
-				map[string]any{"term": map[string]any{"claimed_by": first}},
-			}}})
+			inFlight, err := claimedKeys(st.classifierDB, first)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var heldKeys []string
 			for k := range inFlight {
 				heldKeys = append(heldKeys, k)
@@ -117,7 +116,7 @@ func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
 	a := launch(t, "classifier", "classifier-a", st.classifierEnv(idA, lease))
 
 	pattern := st.prefix + "*" + contentindex.RawSuffix
-	held := waitMidBatch(t, sub, st.es, pattern, idA, 20, 100, 60*time.Second)
+	held := waitMidBatch(t, sub, st.classifierDB, idA, 20, 100, 60*time.Second)
 	a.Pause()
 	paused := time.Now()
 	t.Logf("SIGSTOPped %s holding about %d claims; %d of %d delivered", idA, held, sub.Distinct(), len(keys))
@@ -198,8 +197,7 @@ func TestFaultStopWithOneSecondDeadline(t *testing.T) {
 		"CLASSIFIER_CLAIM_HEARTBEAT": "3s",
 	}))
 	classifier := launch(t, "classifier", "classifier", env)
-	pattern := st.prefix + "*" + contentindex.RawSuffix
-	held := waitMidBatch(t, sub, st.es, pattern, "e2e-"+st.prefix, 20, 300, 60*time.Second)
+	held := waitMidBatch(t, sub, st.classifierDB, "e2e-"+st.prefix, 20, 300, 60*time.Second)
 	t.Logf("SIGTERM with %d documents delivered and %d claimed", sub.Distinct(), held)
 
 	termAt := time.Now()

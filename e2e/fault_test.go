@@ -114,8 +114,7 @@ func TestFaultBadDocumentsInOneBatch(t *testing.T) {
 	// 10 MiB document rewritten whole), so they are awaited, not assumed.
 	states := rawStates(t, st.es, contentindex.RawIndex(source), nil)
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
-		if states[docKey(source, longID.ID)].ClassificationStatus != contentindex.StatusProcessing &&
-			states[docKey(source, huge.ID)].ClassificationStatus != contentindex.StatusProcessing {
+		if settled(states[docKey(source, longID.ID)]) && settled(states[docKey(source, huge.ID)]) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

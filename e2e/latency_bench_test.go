@@ -47,10 +47,10 @@ const probeEvery = 50 * time.Millisecond
 // happen:
 //   - refresh: the write to the first search that finds it (a probe every
 //     50 ms: up to 50 ms late);
-//   - poll_wait: visible to the claim (the raw document's claimed_at, which
-//     a lease renewal moves: a document held past one renewal shows the
-//     renewal; absent, this and the next are reported together as
-//     poll_classify_commit);
+//   - poll_wait: visible to the claim (claimed_at of the document's row in
+//     raw_claims, the lease table, read every 100 ms while the benchmark
+//     runs: a finished row is kept two seconds; absent, this and the next
+//     are reported together as poll_classify_commit);
 //   - classify_commit: the claim to the outbox row's created_at (queue,
 //     classification, the commit's statements);
 //   - outbox: created_at to published_at (the publisher's claim, PUBLISH
@@ -90,6 +90,7 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	probeDone := probe.run()
+	claims := watchClaims(b, classifierDB)
 	scanner := bufio.NewScanner(stdout)
 	for scanner.Scan() {
 		f := strings.Fields(scanner.Text())
@@ -137,7 +138,7 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 	if len(indexed) != n {
 		b.Fatalf("the loader reported %d writes, want %d", len(indexed), n)
 	}
-	claimed := claimTimes(b, es, rawIndices)
+	claimed := claims()
 	created, published := outboxTimes(b, publisherDB)
 	var total, refresh, pollWait, classify, pollClassify, outbox, publish []time.Duration
 	twice := 0
@@ -282,19 +283,57 @@ func (p *visibilityProbe) times() (indexed, visible map[string]time.Time) {
 	return maps.Clone(p.indexed), maps.Clone(p.visible)
 }
 
-// claimTimes reads claimed_at of every raw document under pattern that
-// still carries it.
-func claimTimes(tb testing.TB, es *elasticsearch.Client, pattern string) map[string]time.Time {
+// watchClaims reads the lease table of the classifier database dsn every
+// 100 ms until the returned function is called, and that function returns
+// the first claimed_at seen for each document. A claim is a row of
+// raw_claims, not a field of the raw document; a finished row is kept for
+// the raw index's refresh (two seconds), so none is missed.
+func watchClaims(tb testing.TB, dsn string) func() map[string]time.Time {
 	tb.Helper()
-	hits, err := searchRaw(es, pattern, 10000, map[string]any{"exists": map[string]any{"field": "claimed_at"}}, "id", "source_name", "claimed_at")
+	db, err := sql.Open("postgres", dsn)
 	if err != nil {
-		tb.Fatalf("read claimed_at: %v", err)
+		tb.Fatal(err)
 	}
 	out := map[string]time.Time{}
-	for _, h := range hits {
-		out[docKey(h.SourceName, h.ID)] = *h.ClaimedAt
+	read := func() {
+		rows, err := db.Query(`SELECT raw_index, doc_id, claimed_at FROM raw_claims`)
+		if err != nil {
+			return // the next read sees the rows
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var idx, id string
+			var at time.Time
+			if rows.Scan(&idx, &id, &at) != nil {
+				return
+			}
+			k := docKey(strings.TrimSuffix(idx, contentindex.RawSuffix), id)
+			if first, ok := out[k]; !ok || at.Before(first) {
+				out[k] = at
+			}
+		}
 	}
-	return out
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				read()
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return func() map[string]time.Time {
+		close(stop)
+		<-done
+		db.Close()
+		return out
+	}
 }
 
 // searchRaw returns up to size raw documents under pattern matching query,

@@ -596,6 +596,32 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByTestId('outbox-source').press('Enter')
   })
 
+  test('the live tail shows the message of a document as it is published, holds it while paused, and links to the document', async () => {
+    await page.getByRole('link', { name: 'Live tail' }).click()
+    await page.getByTestId('live-status').and(page.locator('[data-status="open"]')).waitFor()
+    const title = `Live tail ${h.prefix}`
+    // Texts of their own, so the classifier does not take them for duplicates.
+    const text = (n) => `Live tail check ${n} of run ${h.prefix}: police arrested a man after an armed robbery downtown on ${new Date().toISOString()}; the suspect was charged with assault in court.`
+    const id = await h.writeRawDocument(metro, { title, raw_text: text(1) })
+    const item = page.locator(`[data-testid="live-message"][data-id="${id}"]`)
+    await item.waitFor({ timeout: 60_000 })
+    assert.match(await item.getAttribute('data-channel'), /^(articles|content):/)
+    await item.getByText(title).waitFor()
+    // Paused, a new message is held (the button counts it), shown on resume.
+    await page.getByTestId('live-pause').click()
+    const id2 = await h.writeRawDocument(metro, { title: `${title} (2)`, raw_text: text(2) })
+    await waitFor('the second document published', async () =>
+      h.sql('publisher', `SELECT count(*) FROM classified_outbox WHERE content_id = '${id2}' AND status = 'published'`) === '1', { timeout: 60_000, interval: 500 })
+    await page.getByTestId('live-resume').filter({ hasText: /\d+ new/ }).waitFor()
+    assert.equal(await page.locator(`[data-testid="live-message"][data-id="${id2}"]`).count(), 0, 'nothing arrives while paused')
+    await page.getByTestId('live-resume').click()
+    await page.locator(`[data-testid="live-message"][data-id="${id2}"]`).waitFor()
+    await shot('live-tail')
+    await item.getByTestId('live-document-link').click()
+    await page.waitForURL(new RegExp(`/documents/${metro}_classified_content/${id}$`))
+    await page.getByTestId('document-raw').filter({ hasText: id }).waitFor()
+  })
+
   test('the overview counts what its cards say, against Elasticsearch and Postgres', async () => {
     await bulkLoad
     await waitFor(`the ${BULK} documents of ${bulk} classified`, async () => (await h.es('GET', `/${bulk}_classified_content/_count`)).count === BULK, { timeout: 180_000, interval: 2000 })
@@ -1021,6 +1047,7 @@ describe('dashboard', { concurrency: false }, () => {
       ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
       ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
       ['alerts', '/alerts', () => page.getByRole('heading', { level: 1, name: 'Alerts' }).waitFor()],
+      ['live-tail', '/live', () => page.getByTestId('live-status').and(page.locator('[data-status="open"]')).waitFor()],
       ['find', `/find?id=${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('find-places').locator('li').first().waitFor()],
       ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
     ]
@@ -1087,5 +1114,27 @@ describe('dashboard', { concurrency: false }, () => {
     await ro.getByTestId('source-detail').waitFor()
     assert.equal(await ro.getByRole('button', { name: /^Reprocess / }).count(), 0)
     await ro.close()
+  })
+
+  test('features DASHBOARD_FEATURES turns off: no navigation entry, the page says so, the server refuses', async () => {
+    const off = await page.context().newPage()
+    const base = `http://${h.readOnlyDashboard.addr}`
+    // The session of the read-only origin (signed in above) is still there.
+    await off.goto(`${base}/live`)
+    await off.getByTestId('feature-off').filter({ hasText: 'turned off by DASHBOARD_FEATURES (live_tail=off)' }).waitFor()
+    assert.equal(await off.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Live tail' }).count(), 0)
+    await off.goto(`${base}/indices?tab=query`)
+    await off.getByTestId('feature-off').filter({ hasText: 'query_explorer=off' }).waitFor()
+    assert.equal(await off.getByRole('tab', { name: 'Query Explorer' }).count(), 0)
+    await off.goto(`${base}/outbox`)
+    await off.getByTestId('outbox-table').waitFor()
+    assert.equal(await off.getByTestId('export-csv').count(), 0)
+    const token = await off.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    const res = await fetch(`${base}/api/live`, { headers: { Authorization: `Bearer ${token}` } })
+    const body = await res.json()
+    assert.equal(res.status, 403)
+    assert.equal(body.error.code, 'feature_disabled')
+    assert.match(body.error.message, /live_tail=off/)
+    await off.close()
   })
 })

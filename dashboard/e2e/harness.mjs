@@ -169,9 +169,14 @@ export class Harness {
       PUBLISHER_URL: `http://${this.publisher.addr}`,
       INDEX_MANAGER_URL: `http://${this.indexManager.addr}`,
       DASHBOARD_DIST: path.join(dashboardDir, 'dist'),
+      // The live tail subscribes to the publisher's Redis.
+      DASHBOARD_REDIS_URL: this.env.REDIS_URL,
     }
     this.dashboard = await this.service('dashboard', 'DASHBOARD_ADDR', upstreams)
-    this.readOnlyDashboard = await this.service('dashboard', 'DASHBOARD_ADDR', { ...upstreams, DASHBOARD_READ_ONLY: 'true' }, 'dashboard-read-only')
+    // The second dashboard is read-only and has every feature turned off.
+    this.readOnlyDashboard = await this.service('dashboard', 'DASHBOARD_ADDR', {
+      ...upstreams, DASHBOARD_READ_ONLY: 'true', DASHBOARD_FEATURES: 'live_tail=off,reprocess=off,query_explorer=off,exports=off,rules_edit=off',
+    }, 'dashboard-read-only')
     this.url = `http://${this.dashboard.addr}`
     return this
   }

@@ -15,6 +15,7 @@ export const routes = [
       { path: 'sources', name: 'sources', component: () => import('@/views/SourcesView.vue'), meta: { title: 'Sources' } },
       { path: 'documents/:index/:id', name: 'document', component: () => import('@/views/DocumentView.vue'), meta: { title: 'Document' } },
       { path: 'find', name: 'find', component: () => import('@/views/FindView.vue'), meta: { title: 'Find a document' } },
+      { path: 'live', name: 'live', component: () => import('@/views/LiveTailView.vue'), meta: { title: 'Live tail' } },
       { path: 'alerts', name: 'alerts', component: () => import('@/views/AlertsView.vue'), meta: { title: 'Alerts' } },
       { path: 'audit', name: 'audit', component: () => import('@/views/AuditView.vue'), meta: { title: 'Audit log' } },
     ],

@@ -6,6 +6,7 @@ import { classifierClient } from './classifier'
 import { indexManagerClient } from './indexManager'
 import { publisherClient } from './publisher'
 import { prometheusClient } from './prometheus'
+import { ALL_ON, parseFeatures, type FeatureFlags } from '@/lib/features'
 
 const common = {
   getToken: () => session.token(),
@@ -34,5 +35,20 @@ export async function fetchRuntimeConfig(fetchImpl: typeof fetch = fetch): Promi
     return { read_only: body.read_only === true, ...(body.prometheus === true ? { prometheus: true } : {}) }
   } catch {
     return { read_only: false }
+  }
+}
+
+/**
+ * Fetches the feature flags the dashboard server serves (GET /api/features,
+ * no token needed). A server that does not answer them has every feature on:
+ * the server refuses a disabled feature's routes itself anyway.
+ */
+export async function fetchFeatures(fetchImpl: typeof fetch = fetch): Promise<FeatureFlags> {
+  try {
+    const res = await fetchImpl('/api/features', { headers: { Accept: 'application/json' } })
+    if (!res.ok) return { ...ALL_ON }
+    return parseFeatures(await res.json())
+  } catch {
+    return { ...ALL_ON }
   }
 }

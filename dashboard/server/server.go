@@ -4,9 +4,13 @@
 // /api/index-manager/* go to the services with the prefix stripped, with
 // X-Forwarded-For set to the browser's address (the index-manager's login
 // limits count per client address). /api/prometheus/api/v1/{query,query_range,alerts}
-// is its own bounded, authenticated Prometheus proxy (prometheus.go), and
-// /api/openapi.json describes its own routes (openapi.yaml). Everything else
-// is a file of dist/, or index.html for the single-page app's own routes.
+// is its own bounded, authenticated Prometheus proxy (prometheus.go),
+// /api/live a bounded, authenticated live tail of the publisher's Redis
+// channels as server-sent events (live.go), /api/features the feature
+// flags of DASHBOARD_FEATURES, which the proxy also enforces (features.go),
+// and /api/openapi.json describes its own routes (openapi.yaml). Everything
+// else is a file of dist/, or index.html for the single-page app's own
+// routes.
 package server
 
 import (

@@ -2,7 +2,8 @@
 // 127.0.0.1:3000 (DASHBOARD_ADDR) and proxies /api/classifier,
 // /api/publisher and /api/index-manager to the services, and
 // /api/prometheus to a bounded set of Prometheus queries for holders of a
-// token. See package server for the settings.
+// token; /api/live tails the publisher's Redis channels and /api/features
+// serves DASHBOARD_FEATURES. See package server for the settings.
 package main
 
 import (

@@ -521,6 +521,27 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByText(`${id}: retry failed again with VALIDATION_ERROR`).waitFor()
   })
 
+  test('dead letters without a source name are selected by (no source) and deleted by filter, the count named in the confirmation', async () => {
+    // An entry recorded without a source name (exhausted, so the retry worker leaves it).
+    const nameless = `${h.prefix}-nameless`
+    h.sql('classifier', `INSERT INTO dead_letter_queue (content_id, source_name, index_name, error_message, error_code, retry_count, max_retries, next_retry_at)
+      VALUES ('${nameless}', '', '${h.prefix}_ghost_raw_content', 'a document without source_name', 'VALIDATION_ERROR', 1, 1, NOW() + INTERVAL '1 day')`)
+    const others = Number(h.sql('classifier', `SELECT count(*) FROM dead_letter_queue WHERE source_name <> ''`))
+    await goto(`/dlq?source=${encodeURIComponent('(none)')}`)
+    await page.locator(`tr[data-dlq="${nameless}"]`).waitFor()
+    assert.equal(await page.locator('tr[data-dlq]').count(), 1, 'only the nameless entry is listed')
+    assert.equal(await page.getByTestId('dlq-source').inputValue(), '(none)')
+    await page.getByTestId('dlq-delete-matching').click()
+    const dialog = page.getByTestId('confirm-dialog')
+    await dialog.getByTestId('dlq-delete-count').filter({ hasText: /^1 entry$/ }).waitFor()
+    await dialog.getByText('none (entries without a source name)').waitFor()
+    await dialog.getByRole('button', { name: 'Delete all' }).click()
+    await page.locator(`tr[data-dlq="${nameless}"]`).waitFor({ state: 'detached' })
+    assert.equal(h.sql('classifier', `SELECT count(*) FROM dead_letter_queue WHERE source_name = ''`), '0')
+    assert.equal(Number(h.sql('classifier', `SELECT count(*) FROM dead_letter_queue WHERE source_name <> ''`)), others, 'the other entries stay')
+    assert.equal(h.sql('classifier', `SELECT outcome || ' ' || role FROM audit_log WHERE route LIKE '%/dlq/delete'`), 'success admin')
+  })
+
   test('find a document by its id across raw, classified, outbox and dead letters, and follow each link', async () => {
     // A published document: in its raw and classified index and in the outbox.
     const published = h.sql('publisher', `SELECT content_id FROM classified_outbox WHERE index_name = '${metro}_classified_content' ORDER BY created_at LIMIT 1`)

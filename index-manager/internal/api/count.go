@@ -26,9 +26,15 @@ type CountResponse struct {
 	Count   int64  `json:"count"`
 }
 
-// countDateFields are the date fields a count may bound: the content
+// isCountDateField reports whether a count may bound field: the content
 // mappings' dates.
-var countDateFields = map[string]bool{"crawled_at": true, "published_date": true, "classified_at": true}
+func isCountDateField(field string) bool {
+	switch field {
+	case "crawled_at", "published_date", "classified_at":
+		return true
+	}
+	return false
+}
 
 // countPrefixPattern is what a count's prefix may be: the start of a
 // source name, so the pattern it makes holds no other wildcard.
@@ -64,7 +70,7 @@ func (h *Handler) countContent(c *gin.Context) {
 	var query map[string]any
 	switch {
 	case field == "" && gte == "":
-	case !countDateFields[field]:
+	case !isCountDateField(field):
 		h.fail(c, invalid("field must be crawled_at, published_date or classified_at"))
 		return
 	case gte == "":

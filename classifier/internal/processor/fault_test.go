@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -263,11 +264,15 @@ func TestStableReplicaReleasesItsLeftoverClaimsAtStart(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ids := e.load(t, 30)
-	// The previous run claimed them a moment ago and was killed.
-	if _, err := storage.NewContentStore(e.es).Claim(context.Background(), "stable", e.rawDocs(t, ids), time.Now().UTC()); err != nil {
+	// The previous run claimed them a moment ago, for a long lease, and
+	// was killed.
+	previous, err := lease.New(lease.Config{DB: e.db, Replica: "stable", Lease: 10 * time.Minute})
+	if err != nil {
 		t.Fatal(err)
 	}
-	e.refresh(t)
+	if won, err := previous.ClaimDocs(context.Background(), e.rawDocs(t, ids), 0); err != nil || len(won) != len(ids) {
+		t.Fatalf("claim: %d won, %v", len(won), err)
+	}
 	start := time.Now()
 	r := e.replica(t, "stable", nil, 10*time.Minute) // only the release can free them in time
 	r.start(t)

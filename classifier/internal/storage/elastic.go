@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
 
@@ -130,77 +129,12 @@ func conditionalChange(d *domain.RawContent, fields map[string]any) bulkOp {
 	return bulkOp{action: "update", index: d.Index, id: d.ID, seqNo: &seq, term: &term, body: map[string]any{"doc": fields}}
 }
 
-// sourceOf is the whole source op writes, nil for a partial update.
-func sourceOf(op bulkOp) json.RawMessage {
-	if whole, ok := op.body.(json.RawMessage); ok {
-		return whole
-	}
-	return nil
-}
-
-// ClaimResult is the outcome of claiming one document. Err is nil when this
-// replica won the claim. Otherwise it is the item's *esclient.ResponseError:
-// 409 (esclient.IsConflict) when the document changed since it was read
-// (another replica claimed it first), or why Elasticsearch refused the update,
-// such as 403 cluster_block_exception for a write-blocked index or 404 for a
-// document or index that is gone.
+// ClaimResult is the outcome of claiming one document (the poller's claims
+// in the lease table). Err is nil when this replica won the claim; a
+// conflict (esclient.IsConflict) when another replica holds it.
 type ClaimResult struct {
 	Doc *domain.RawContent
 	Err error
-}
-
-// Claim marks raw documents as processing by replica, each only if it is
-// unchanged since it was read. It returns the documents this replica won, with
-// their new versions; documents it did not win (another replica was first, or
-// Elasticsearch refused the update) are left out: ClaimEach tells them apart.
-func (s *ContentStore) Claim(ctx context.Context, replica string, docs []*domain.RawContent, now time.Time) ([]*domain.RawContent, error) {
-	results, err := s.ClaimEach(ctx, replica, docs, now)
-	if err != nil {
-		return nil, err
-	}
-	won := make([]*domain.RawContent, 0, len(results))
-	for _, r := range results {
-		if r.Err == nil {
-			won = append(won, r.Doc)
-		}
-	}
-	return won, nil
-}
-
-// ClaimEach claims like Claim and returns the outcome of every document, in
-// the order of docs. A document is claimed under its (Index, ID), which must
-// be the _index and _id it was read from. A won document is updated in place
-// with its new version and claim fields. The error is that of the request as
-// a whole; one refused document never fails the others.
-func (s *ContentStore) ClaimEach(ctx context.Context, replica string, docs []*domain.RawContent, now time.Time) ([]ClaimResult, error) {
-	ops := make([]bulkOp, len(docs))
-	for i, d := range docs {
-		ops[i] = conditionalChange(d, map[string]any{
-			"classification_status": contentindex.StatusProcessing,
-			"claimed_by":            replica,
-			"claimed_at":            now,
-		})
-	}
-	// No refresh: the poller leaves the documents it just claimed out of its
-	// searches until the index's own refresh shows the claims; a search that
-	// still offers one leads to a second claim refused as a conflict.
-	results, err := runBulk(ctx, s.es, "claim raw documents", ops, "", s.cfg.MaxBulkBytes)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ClaimResult, len(docs))
-	for i, r := range results {
-		d := docs[i]
-		out[i] = ClaimResult{Doc: d, Err: r.Err}
-		if r.Err != nil {
-			continue
-		}
-		d.SeqNo, d.PrimaryTerm, d.Source = r.SeqNo, r.PrimaryTerm, sourceOf(ops[i])
-		d.ClaimedBy, d.ClassificationStatus = replica, contentindex.StatusProcessing
-		claimed := now
-		d.ClaimedAt = &claimed
-	}
-	return out, nil
 }
 
 type mgetResponse struct {

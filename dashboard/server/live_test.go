@@ -339,3 +339,42 @@ func TestLiveTailConfig(t *testing.T) {
 		t.Errorf("without DASHBOARD_REDIS_URL = %d, want 503", res.StatusCode)
 	}
 }
+
+// TestLiveTailHeartbeatAndMaxDuration: a quiet stream gets heartbeat
+// comments, and ends with an "end" event (max_duration) after
+// DASHBOARD_LIVE_MAX_DURATION, freeing its slot.
+func TestLiveTailHeartbeatAndMaxDuration(t *testing.T) {
+	t.Parallel()
+	srv, _, _ := liveSetup(t, func(c *server.Config) {
+		c.LiveHeartbeat = 50 * time.Millisecond
+		c.LiveMaxDuration = 2 * time.Second
+		c.LiveMaxStreams = 1
+	})
+	res := openLive(t, srv.URL, roleToken(t, auth.RoleViewer), nil)
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var heartbeat, end bool
+	for sc.Scan() {
+		line := sc.Text()
+		heartbeat = heartbeat || line == ": heartbeat"
+		if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"reason":"max_duration"`) {
+			end = true
+		}
+	}
+	if !heartbeat || !end {
+		t.Errorf("stream ended with heartbeat %t, end max_duration %t", heartbeat, end)
+	}
+	// The slot is free again: a new stream opens (with a cap of one).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		again := openLive(t, srv.URL, roleToken(t, auth.RoleViewer), nil)
+		again.Body.Close()
+		if again.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after max duration, a new stream = %d", again.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

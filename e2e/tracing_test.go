@@ -26,10 +26,15 @@ type fileSpan struct {
 	Name        string
 	SpanContext struct{ TraceID, SpanID string }
 	Parent      struct{ TraceID, SpanID string }
-	Links       []struct{ SpanContext struct{ TraceID, SpanID string } }
+	Links       []spanLink
 	StartTime   time.Time
 	EndTime     time.Time
 	Service     string `json:"-"`
+}
+
+// spanLink is a link of a fileSpan to another span.
+type spanLink struct {
+	SpanContext struct{ TraceID, SpanID string }
 }
 
 // TestTraceFollowsDocumentToRedis classifies one document with the real
@@ -163,7 +168,7 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 		// The row links to the batch's insert, a span of the commit's trace.
 		if row != nil {
 			insert := slices.IndexFunc(all, func(s fileSpan) bool {
-				return s.Name == "classifier.outbox.write" && slices.ContainsFunc(row.Links, func(l struct{ SpanContext struct{ TraceID, SpanID string } }) bool {
+				return s.Name == "classifier.outbox.write" && slices.ContainsFunc(row.Links, func(l spanLink) bool {
 					return l.SpanContext.SpanID == s.SpanContext.SpanID
 				})
 			})

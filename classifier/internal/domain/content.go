@@ -121,7 +121,7 @@ type TopicScore struct {
 type ClassifiedContent struct {
 	// Traceparent is the raw document's (RawContent.Traceparent); it is not
 	// stored, only carried to the outbox row.
-	Traceparent string `json:"-"`
+	Traceparent     string     `json:"-"`
 	ID              string     `json:"id"`
 	URL             string     `json:"url"`
 	SourceName      string     `json:"source_name"`

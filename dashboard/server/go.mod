@@ -4,7 +4,7 @@ go 1.26.0
 
 require github.com/north-cloud/infrastructure v0.0.0-00010101000000-000000000000
 
-require github.com/andybalholm/brotli v1.3.0 // indirect
+require github.com/andybalholm/brotli v1.3.0
 
 require (
 	github.com/elastic/elastic-transport-go/v8 v8.9.0 // indirect

@@ -128,29 +128,10 @@ func (h *harness) rawIndex(t *testing.T, source string, badMapping bool) string 
 }
 
 // addDocs writes n pending documents to index, crawled at base plus i
-// minutes, with _id prefix-i; the id field in _source is the same unless
-// sourceID returns another.
+// minutes, with _id prefix-i (addLeveled, naming no priority level).
 func (h *harness) addDocs(t *testing.T, index, prefix string, n int, base time.Time) []string {
 	t.Helper()
-	var body bytes.Buffer
-	ids := make([]string, n)
-	for i := range n {
-		id := fmt.Sprintf("%s-%02d", prefix, i)
-		ids[i] = index + "/" + id
-		meta, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": index, "_id": id}})
-		doc, _ := json.Marshal(map[string]any{
-			"id": id, "url": "https://example.org/" + id, "source_name": strings.TrimSuffix(index, contentindex.RawSuffix),
-			"title": "Title " + id, "raw_text": "some words about " + id, "word_count": 4,
-			"crawled_at":            base.Add(time.Duration(i) * time.Minute).UTC().Format(time.RFC3339),
-			"classification_status": contentindex.StatusPending,
-		})
-		body.Write(meta)
-		body.WriteByte('\n')
-		body.Write(doc)
-		body.WriteByte('\n')
-	}
-	h.bulk(t, &body)
-	return ids
+	return h.addLeveled(t, index, prefix, "", n, base)
 }
 
 func (h *harness) bulk(t *testing.T, body *bytes.Buffer) {

@@ -129,6 +129,7 @@ describe('service clients', () => {
     await api.reprocessSource('a_b')
     await api.listReprocessTasks('a_b')
     await api.getReprocessTask('a_b', 't-1')
+    await api.cancelReprocessTask('a_b', 't-1')
     const calls = f.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}${i?.body ? ` ${String(i.body)}` : ''}`)
     expect(calls).toEqual([
       'GET /base/api/v1/rules?topic=crime&enabled=false',
@@ -147,6 +148,7 @@ describe('service clients', () => {
       'POST /base/api/v1/sources/a_b/reprocess {}',
       'GET /base/api/v1/sources/a_b/reprocess',
       'GET /base/api/v1/sources/a_b/reprocess/t-1',
+      'POST /base/api/v1/sources/a_b/reprocess/t-1/cancel {}',
     ])
   })
 

@@ -61,6 +61,7 @@ describe('sources', () => {
     expect(reprocessSummary({ ...t, status: 'completed', conflicts: 2 }, 2000)).toBe('1,200 documents set back to pending (2 changed meanwhile, 0 refused by Elasticsearch); classified again at low priority')
     expect(reprocessSummary({ ...t, status: 'failed', error: 'index closed' }, null)).toBe('Reprocess failed after 1,200 documents: index closed')
     expect(reprocessSummary({ ...t, status: 'abandoned' }, null)).toMatch(/start it again to finish$/)
+    expect(reprocessSummary({ ...t, status: 'cancelled' }, null)).toBe('Reprocess cancelled after 1,200 documents set back to pending (they are classified again); start it again to finish')
   })
   it('follows a reprocess to its end: its documents pending, then classified again', async () => {
     const { reprocessPhase } = await import('@/lib/sources')

@@ -78,6 +78,7 @@ func Register(router gin.IRouter, d Deps) error {
 	router.POST("/sources/:name/reprocess", h.postReprocess)
 	router.GET("/sources/:name/reprocess", h.listReprocess)
 	router.GET("/sources/:name/reprocess/:task", h.getReprocess)
+	router.POST("/sources/:name/reprocess/:task/cancel", h.cancelReprocess)
 	router.GET("/stats", h.stats)
 	return nil
 }

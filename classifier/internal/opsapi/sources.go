@@ -206,3 +206,29 @@ func (h *handler) getReprocess(c *gin.Context) {
 		c.JSON(http.StatusOK, task)
 	}
 }
+
+func (h *handler) cancelReprocess(c *gin.Context) {
+	source, ok := sourceParam(c)
+	if !ok || !h.haveReprocess(c) {
+		return
+	}
+	id := c.Param("task")
+	if !httpserver.IsUUID(id) {
+		badRequest(c, "task must be a UUID")
+		return
+	}
+	ctx, cancel := h.ctx(c)
+	defer cancel()
+	task, err := h.Reprocess.Cancel(ctx, source, id, auth.Subject(c))
+	switch {
+	case errors.Is(err, reprocess.ErrNotFound):
+		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
+	case errors.Is(err, reprocess.ErrNotRunning):
+		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, fmt.Sprintf(
+			"reprocess task %s has ended (%s); there is nothing to cancel", id, task.Status))
+	case err != nil:
+		h.fail(c, "cancel reprocess task", err)
+	default:
+		c.JSON(http.StatusAccepted, task)
+	}
+}

@@ -109,6 +109,13 @@ func TestReprocessSource(t *testing.T) {
 	if done.Status != reprocess.StatusCompleted || done.Requeued != 5 || done.Scanned != 5 || done.Conflicts != 0 || done.FinishedAt == nil {
 		t.Fatalf("finished task = %+v, want completed with 5 requeued", done)
 	}
+	// A task that has ended cannot be cancelled (409); an unknown one is 404.
+	if code, body := b.doRaw(t, "POST", "/api/v1/sources/"+source+"/reprocess/"+task.ID+"/cancel", ""); code != 409 || body != "conflict" {
+		t.Errorf("cancel of a completed task = %d %s, want 409", code, body)
+	}
+	if code, _ := b.doRaw(t, "POST", "/api/v1/sources/"+source+"/reprocess/00000000-0000-0000-0000-000000000000/cancel", ""); code != 404 {
+		t.Errorf("cancel of an unknown task = %d, want 404", code)
+	}
 	sources := rawtest.Sources(t, b.es, index)
 	for id, src := range sources {
 		var d contentindex.RawDocument

@@ -63,6 +63,8 @@ var (
 	ErrBusy = errors.New("this replica runs as many reprocess tasks as it may")
 	// ErrStopped: the runner is not running (not started, or stopping).
 	ErrStopped = errors.New("the reprocess runner is not running")
+	// ErrNotRunning: Cancel of a task that has ended.
+	ErrNotRunning = errors.New("the reprocess task is not running")
 )
 
 // RunningError is returned for a request on an index that a task is
@@ -88,6 +90,7 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 	StatusAbandoned = "abandoned"
+	StatusCancelled = "cancelled"
 )
 
 // Config configures a Runner.
@@ -144,6 +147,10 @@ type Task struct {
 	StartedAt   time.Time  `json:"started_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
+	// CancelRequestedBy and CancelRequestedAt are set once an operator
+	// asked to cancel the task (Cancel).
+	CancelRequestedBy *string    `json:"cancel_requested_by"`
+	CancelRequestedAt *time.Time `json:"cancel_requested_at"`
 }
 
 // Runner accepts reprocess requests and runs them. It is a lifecycle
@@ -156,6 +163,10 @@ type Runner struct {
 	mu      sync.Mutex
 	run     context.Context // the run context; nil until started
 	running int
+
+	// afterPage, when set (tests), runs after each page is set back and
+	// before its progress is written.
+	afterPage func(t *Task)
 }
 
 // New returns a Runner after checking cfg.
@@ -202,7 +213,7 @@ func (r *Runner) Stop(ctx context.Context) error { return r.base.Stop(ctx) }
 // database's clock, whether a running task has stood still for StaleAfter.
 func (r *Runner) taskColumns() string {
 	return fmt.Sprintf(`id, source_name, raw_index, scope, max_docs, status, scanned, requeued, conflicts, errors, error,
-	replica, requested_by, started_at, updated_at, finished_at,
+	replica, requested_by, started_at, updated_at, finished_at, cancel_requested_by, cancel_requested_at,
 	status = 'running' AND updated_at < NOW() - make_interval(secs => %g)`, r.cfg.StaleAfter.Seconds())
 }
 
@@ -333,6 +344,39 @@ func (r *Runner) Get(ctx context.Context, source, id string) (*Task, error) {
 	return &tasks[0], nil
 }
 
+// Cancel asks to cancel a running task of source, by whom, and returns it.
+// The replica running the task sees the request after its current page
+// and ends the task as cancelled; a task whose replica died (its progress
+// stood still for StaleAfter) is cancelled at once. The documents already
+// set back to pending stay pending. It answers ErrNotFound for no such
+// task and ErrNotRunning for a task that has ended; asking twice is the
+// same as asking once.
+func (r *Runner) Cancel(ctx context.Context, source, id, by string) (*Task, error) {
+	res, err := r.cfg.DB.ExecContext(ctx, `UPDATE reprocess_tasks
+		SET cancel_requested_by = COALESCE(cancel_requested_by, $3), cancel_requested_at = COALESCE(cancel_requested_at, NOW()),
+		    status = CASE WHEN updated_at < NOW() - make_interval(secs => $4) THEN 'cancelled' ELSE status END,
+		    error = CASE WHEN updated_at < NOW() - make_interval(secs => $4)
+		                 THEN 'cancelled by an operator after its replica stopped reporting progress' ELSE error END,
+		    finished_at = CASE WHEN updated_at < NOW() - make_interval(secs => $4) THEN NOW() ELSE finished_at END
+		WHERE id = $1::uuid AND source_name = $2 AND status = 'running'`, id, source, by, r.cfg.StaleAfter.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("cancel reprocess task: %w", err)
+	}
+	changed, err := res.RowsAffected()
+	if err != nil {
+		return nil, fmt.Errorf("cancel reprocess task: %w", err)
+	}
+	t, err := r.Get(ctx, source, id)
+	if err != nil {
+		return nil, fmt.Errorf("cancel reprocess task: %w", err)
+	}
+	if changed == 0 {
+		return t, fmt.Errorf("cancel reprocess task %s (%s): %w", id, t.Status, ErrNotRunning)
+	}
+	r.cfg.Logger.InfoContext(ctx, "reprocess cancel requested", "task_id", id, "source", source, "by", by, "status", t.Status)
+	return t, nil
+}
+
 // List returns the latest limit tasks of source, newest first.
 func (r *Runner) List(ctx context.Context, source string, limit int) ([]Task, error) {
 	rows, err := r.cfg.DB.QueryContext(ctx, `SELECT `+r.taskColumns()+` FROM reprocess_tasks WHERE source_name = $1
@@ -356,11 +400,19 @@ func (r *Runner) scan(rows *sql.Rows) ([]Task, error) {
 		var t Task
 		var maxDocs sql.NullInt64
 		var errText sql.NullString
-		var finished sql.NullTime
+		var finished, cancelAt sql.NullTime
+		var cancelBy sql.NullString
 		var stale bool
 		if err := rows.Scan(&t.ID, &t.Source, &t.RawIndex, &t.Scope, &maxDocs, &t.Status, &t.Scanned, &t.Requeued,
-			&t.Conflicts, &t.Errors, &errText, &t.Replica, &t.RequestedBy, &t.StartedAt, &t.UpdatedAt, &finished, &stale); err != nil {
+			&t.Conflicts, &t.Errors, &errText, &t.Replica, &t.RequestedBy, &t.StartedAt, &t.UpdatedAt, &finished,
+			&cancelBy, &cancelAt, &stale); err != nil {
 			return nil, err
+		}
+		if cancelBy.Valid {
+			t.CancelRequestedBy = &cancelBy.String
+		}
+		if cancelAt.Valid {
+			t.CancelRequestedAt = &cancelAt.Time
 		}
 		if maxDocs.Valid {
 			n := int(maxDocs.Int64)
@@ -397,6 +449,7 @@ func (r *Runner) execute(ctx context.Context, t *Task) {
 		q.PageSize = min(q.PageSize, *t.MaxDocs)
 	}
 	var firstErr string
+	cancelled := false
 	err := rawscan.Scan(ctx, r.cfg.ES, q, func(ctx context.Context, docs []*domain.RawContent) (bool, error) {
 		if t.MaxDocs != nil {
 			docs = docs[:min(len(docs), *t.MaxDocs-int(t.Scanned))]
@@ -413,11 +466,17 @@ func (r *Runner) execute(ctx context.Context, t *Task) {
 		t.Conflicts += conflicts
 		t.Errors += failed
 		r.count(ctx, t.Source, requeued, conflicts, failed)
-		if _, err := r.cfg.DB.ExecContext(ctx, `UPDATE reprocess_tasks SET scanned = $2, requeued = $3, conflicts = $4, errors = $5,
-			updated_at = NOW() WHERE id = $1`, t.ID, t.Scanned, t.Requeued, t.Conflicts, t.Errors); err != nil {
+		if r.afterPage != nil {
+			r.afterPage(t)
+		}
+		// The progress write also reads whether an operator asked to
+		// cancel (Cancel): the task then ends after this page.
+		if err := r.cfg.DB.QueryRowContext(ctx, `UPDATE reprocess_tasks SET scanned = $2, requeued = $3, conflicts = $4, errors = $5,
+			updated_at = NOW() WHERE id = $1 RETURNING cancel_requested_at IS NOT NULL`, t.ID, t.Scanned, t.Requeued, t.Conflicts, t.Errors).
+			Scan(&cancelled); err != nil {
 			return false, fmt.Errorf("record progress: %w", err)
 		}
-		return t.MaxDocs == nil || t.Scanned < int64(*t.MaxDocs), nil
+		return !cancelled && (t.MaxDocs == nil || t.Scanned < int64(*t.MaxDocs)), nil
 	})
 	fctx := context.WithoutCancel(ctx)
 	switch {
@@ -425,6 +484,8 @@ func (r *Runner) execute(ctx context.Context, t *Task) {
 		r.finish(fctx, t, StatusFailed, "the classifier stopped during the task; request it again to finish (documents already set back stay pending)")
 	case err != nil:
 		r.finish(fctx, t, StatusFailed, err.Error())
+	case cancelled:
+		r.finish(fctx, t, StatusCancelled, fmt.Sprintf("cancelled by an operator; the %d documents already set back to pending stay pending and are classified again", t.Requeued))
 	case t.Errors > 0:
 		r.finish(fctx, t, StatusCompleted, fmt.Sprintf("%d documents were refused (first: %s)", t.Errors, firstErr))
 	default:

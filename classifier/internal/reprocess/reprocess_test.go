@@ -183,3 +183,81 @@ func TestRunnerStartStopStress(t *testing.T) {
 		return r
 	})
 }
+
+// An operator cancels a running task: it ends as cancelled after the page
+// it was on, the documents of that page stay pending and the rest are not
+// touched; cancelling it again is 409's ErrNotRunning, an unknown task
+// ErrNotFound. Before, a task could only run to its end.
+func TestCancelEndsTheTaskAfterItsPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	source := b.prefix + "cancel"
+	index := b.classified(t, source, 5)
+	r := b.runner(t, Config{PageSize: 1})
+	paused, resume := make(chan string, 1), make(chan struct{})
+	first := true
+	r.afterPage = func(task *Task) {
+		if first {
+			first = false
+			paused <- task.ID
+			<-resume
+		}
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+	task, err := r.Submit(context.Background(), Request{Source: source, By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-paused // the first page is set back, its progress not yet written
+	got, err := r.Cancel(context.Background(), source, task.ID, "ops@example.org")
+	if err != nil || got.Status != StatusRunning || got.CancelRequestedBy == nil || *got.CancelRequestedBy != "ops@example.org" || got.CancelRequestedAt == nil {
+		t.Fatalf("Cancel = %+v, %v; want running with the request recorded", got, err)
+	}
+	if again, err := r.Cancel(context.Background(), source, task.ID, "someone else"); err != nil || *again.CancelRequestedBy != "ops@example.org" {
+		t.Fatalf("second Cancel while running = %+v, %v; want the first request kept", again, err)
+	}
+	close(resume)
+
+	done := waitDone(t, r, source, task.ID)
+	if done.Status != StatusCancelled || done.Requeued != 1 || done.FinishedAt == nil || done.Error == nil ||
+		!strings.Contains(*done.Error, "1 documents already set back to pending stay pending") {
+		t.Fatalf("task = %+v, want cancelled after its first page with 1 document set back", done)
+	}
+	pending := 0
+	for _, st := range rawtest.Statuses(t, b.es, index) {
+		if st == contentindex.StatusPending {
+			pending++
+		}
+	}
+	if pending != 1 {
+		t.Errorf("%d documents pending after the cancel, want the first page's 1", pending)
+	}
+	if _, err := r.Cancel(context.Background(), source, task.ID, "ops"); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Cancel of a cancelled task: %v, want ErrNotRunning", err)
+	}
+	if _, err := r.Cancel(context.Background(), source, "00000000-0000-0000-0000-000000000000", "ops"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Cancel of an unknown task: %v, want ErrNotFound", err)
+	}
+}
+
+// A running task whose replica died (no progress for StaleAfter) is
+// cancelled at once: nothing would ever see the request.
+func TestCancelOfAnAbandonedTaskIsImmediate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	source := b.prefix + "orphan"
+	r := b.runner(t, Config{StaleAfter: time.Minute})
+	var id string
+	if err := b.db.QueryRow(`INSERT INTO reprocess_tasks (source_name, raw_index, scope, replica, requested_by, updated_at)
+		VALUES ($1, $2, 'classified', 'gone', 'test', NOW() - INTERVAL '1 hour') RETURNING id`,
+		source, contentindex.RawIndex(source)).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Cancel(context.Background(), source, id, "ops")
+	if err != nil || got.Status != StatusCancelled || got.FinishedAt == nil {
+		t.Fatalf("Cancel of an abandoned task = %+v, %v; want cancelled at once", got, err)
+	}
+}

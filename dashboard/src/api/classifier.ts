@@ -49,6 +49,9 @@ export function createClassifierApi(http: HttpClient) {
     /** The source's latest reprocess tasks, newest first. */
     listReprocessTasks: (source: string) => http.get<ReprocessTaskList>(`/api/v1/sources/${seg(source)}/reprocess`),
     getReprocessTask: (source: string, id: string) => http.get<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess/${seg(id)}`),
+    /** Asks to cancel a running task (202; it ends as cancelled after its current page); 409 once it has ended. */
+    cancelReprocessTask: (source: string, id: string) =>
+      http.post<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess/${seg(id)}/cancel`, {}),
     stats: (window = '1h', interval = '1m') => http.get<ClassificationStats>('/api/v1/stats', { window, interval }),
     /** Prometheus text of the classifier's /metrics. */
     metrics: () => http.text('/metrics'),

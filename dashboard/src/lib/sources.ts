@@ -220,6 +220,7 @@ export function reprocessSummary(
       return `${docs} set back to pending${skipped}; classified again at low priority`
     case 'failed': return `Reprocess failed after ${docs}: ${task.error ?? 'no reason given'}`
     case 'abandoned': return `Reprocess abandoned after ${n} (its classifier stopped); start it again to finish`
+    case 'cancelled': return `Reprocess cancelled after ${docs} set back to pending (they are classified again); start it again to finish`
   }
 }
 

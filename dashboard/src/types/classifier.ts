@@ -291,8 +291,8 @@ export interface ReprocessTask {
   raw_index: string
   scope: 'classified' | 'all'
   max_docs: number | null
-  /** abandoned: its replica stopped moving it for 5 minutes; request again to finish. */
-  status: 'running' | 'completed' | 'failed' | 'abandoned'
+  /** abandoned: its replica stopped moving it for 5 minutes; request again to finish. cancelled: by an operator. */
+  status: 'running' | 'completed' | 'failed' | 'abandoned' | 'cancelled'
   /** Documents read. */
   scanned: number
   /** Documents set back to pending with priority low. */
@@ -307,6 +307,9 @@ export interface ReprocessTask {
   started_at: string
   updated_at: string
   finished_at: string | null
+  /** Who asked to cancel the task, and when (POST .../cancel); the task ends after its current page. */
+  cancel_requested_by: string | null
+  cancel_requested_at: string | null
 }
 
 export interface ReprocessTaskList {

@@ -45,9 +45,10 @@ func insertFresh(t testing.TB, es *elasticsearch.Client, source string, i int, r
 
 // TestFreshDocumentsOvertakeTheBacklog loads a backlog of 6,000 documents
 // crawled two days ago, lets the pipeline start on it, then inserts 20
-// documents crawled now, one every 50 ms. Fresh news must not wait behind
-// the backlog: every fresh document is delivered while at least a quarter
-// of the backlog is still on its way. (Oldest first, they came last.)
+// documents crawled now, one every 20 ms. Fresh news must not wait behind
+// the backlog: of the backlog documents still waiting when the last fresh
+// one was written, at least a tenth are still on their way when it
+// arrives. (Oldest first, none would be.)
 func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	t.Parallel()
 	st := sharedStack(t)
@@ -58,7 +59,7 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	launch(t, "publisher", "publisher", st.publisherEnv(nil))
 	launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
 	oldKeys := keysOf(old)
-	if !sub.WaitDistinct(500, 3*time.Minute) {
+	if !sub.WaitDistinct(200, 3*time.Minute) {
 		t.Fatalf("the backlog did not start draining: %d delivered", sub.Distinct())
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -67,7 +68,7 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	for i := range fresh {
 		k, at := insertFresh(t, st.es, source, i, rng)
 		freshKeys, lastInsert = append(freshKeys, k), at
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if missing := sub.WaitAll(freshKeys, 5*time.Minute); len(missing) > 0 {
 		t.Fatalf("%d fresh documents not delivered: %v", len(missing), missing)
@@ -76,7 +77,8 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	// the backlog drains meanwhile depends on the machine's load. Oldest
 	// first, every backlog document waiting when the last fresh one was
 	// written would come before it; fresh first, only those already in
-	// flight (the work queues and the commits) do.
+	// flight (the work queues and the commits) or drained while the fresh
+	// ones travelled do.
 	lastFresh := sub.LastArrival(freshKeys)
 	waiting, oldLeft := 0, 0
 	for _, k := range oldKeys {
@@ -90,10 +92,13 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	}
 	t.Logf("when the last fresh document was written %d of %d backlog documents were waiting; when it arrived, %d (it waited %s)",
 		waiting, backlog, oldLeft, lastFresh.Sub(lastInsert).Round(time.Millisecond))
-	if waiting < backlog/4 {
+	if waiting < backlog/8 {
 		t.Fatalf("inconclusive: only %d of %d backlog documents were still waiting when the fresh ones were written", waiting, backlog)
 	}
-	if oldLeft < waiting/2 {
+	// Oldest first leaves nothing; fresh first leaves what did not drain
+	// while the fresh documents travelled (refresh, claim, commit, publish:
+	// seconds under load, at up to 1,000 backlog documents a second).
+	if oldLeft < waiting/10 {
 		t.Errorf("fresh documents waited behind the backlog: of the %d old documents waiting when the last fresh one was written, only %d were left when it arrived", waiting, oldLeft)
 	}
 	if missing := sub.WaitAll(oldKeys, 5*time.Minute); len(missing) > 0 {

@@ -184,14 +184,24 @@ func (h *handler) listReprocess(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"tasks": tasks})
 }
 
-func (h *handler) getReprocess(c *gin.Context) {
-	source, ok := sourceParam(c)
+// taskParams reads the source and task of a reprocess task's route,
+// answering the request when they are not valid or reprocess is off.
+func (h *handler) taskParams(c *gin.Context) (source, id string, ok bool) {
+	source, ok = sourceParam(c)
 	if !ok || !h.haveReprocess(c) {
-		return
+		return "", "", false
 	}
-	id := c.Param("task")
+	id = c.Param("task")
 	if !httpserver.IsUUID(id) {
 		badRequest(c, "task must be a UUID")
+		return "", "", false
+	}
+	return source, id, true
+}
+
+func (h *handler) getReprocess(c *gin.Context) {
+	source, id, ok := h.taskParams(c)
+	if !ok {
 		return
 	}
 	ctx, cancel := h.ctx(c)
@@ -208,13 +218,8 @@ func (h *handler) getReprocess(c *gin.Context) {
 }
 
 func (h *handler) cancelReprocess(c *gin.Context) {
-	source, ok := sourceParam(c)
-	if !ok || !h.haveReprocess(c) {
-		return
-	}
-	id := c.Param("task")
-	if !httpserver.IsUUID(id) {
-		badRequest(c, "task must be a UUID")
+	source, id, ok := h.taskParams(c)
+	if !ok {
 		return
 	}
 	ctx, cancel := h.ctx(c)

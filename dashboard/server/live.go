@@ -104,6 +104,7 @@ type liveStream struct {
 // buffer is full loses the message and counts it.
 type liveHub struct {
 	redisURL string
+	channels []string
 	maxSubs  int
 	buffer   int
 	logger   *slog.Logger
@@ -119,8 +120,11 @@ type liveHub struct {
 }
 
 func newLiveHub(cfg Config, logger *slog.Logger) *liveHub {
+	if len(cfg.LiveChannels) == 0 {
+		cfg.LiveChannels = LiveChannels()
+	}
 	return &liveHub{
-		redisURL: cfg.RedisURL, maxSubs: cfg.LiveMaxStreams, buffer: cfg.LiveBuffer,
+		redisURL: cfg.RedisURL, channels: cfg.LiveChannels, maxSubs: cfg.LiveMaxStreams, buffer: cfg.LiveBuffer,
 		logger: logger.With("component", "live_tail"), streams: map[*liveStream]struct{}{},
 		done: make(chan struct{}), closing: make(chan struct{}), subscribed: make(chan struct{}),
 	}
@@ -168,7 +172,7 @@ func (h *liveHub) leave(s *liveStream) {
 func (h *liveHub) run(ctx context.Context, client *redis.Client) {
 	defer close(h.done)
 	defer client.Close()
-	sub := client.PSubscribe(ctx, LiveChannels()...)
+	sub := client.PSubscribe(ctx, h.channels...)
 	defer sub.Close()
 	for {
 		_, err := sub.Receive(ctx)
@@ -183,7 +187,7 @@ func (h *liveHub) run(ctx context.Context, client *redis.Client) {
 		}
 	}
 	close(h.subscribed)
-	h.logger.InfoContext(ctx, "live tail subscribed", "channels", LiveChannels(), "redis", redisclient.Redact(h.redisURL))
+	h.logger.InfoContext(ctx, "live tail subscribed", "channels", h.channels, "redis", redisclient.Redact(h.redisURL))
 	msgs := sub.Channel(redis.WithChannelHealthCheckInterval(30 * time.Second))
 	for {
 		select {
@@ -358,7 +362,7 @@ func (l *liveHandler) stream(w http.ResponseWriter, r *http.Request, s *liveStre
 		return write("event: " + name + "\ndata: " + string(data) + "\n\n")
 	}
 	if !event("ready", map[string]any{
-		"channels": LiveChannels(), "reads_bodies": readsBodies, "buffer": cap(s.ch),
+		"channels": l.hub.channels, "reads_bodies": readsBodies, "buffer": cap(s.ch),
 		"max_duration_seconds": int(l.maxDuration.Seconds()),
 	}) {
 		return

@@ -195,7 +195,14 @@ func TestLiveTailStreamsPublishedMessages(t *testing.T) {
 // ("dropped"), while a stream beside it receives every message at once.
 func TestLiveTailSlowReaderDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
-	srv, _, rdb := liveSetup(t, func(c *server.Config) { c.LiveBuffer = 4; c.LiveWriteTimeout = 5 * time.Minute })
+	// A channel of its own: every test and service of the run publishes on
+	// articles:*, and those messages would overflow the fast stream's
+	// buffer of 4 too.
+	prefix := testenv.UniqueName("slow")
+	channel := "articles:" + prefix
+	srv, _, rdb := liveSetup(t, func(c *server.Config) {
+		c.LiveBuffer, c.LiveWriteTimeout, c.LiveChannels = 4, 5*time.Minute, []string{channel}
+	})
 	tok := roleToken(t, auth.RoleOperator)
 	fast := readEvents(openLive(t, srv.URL, tok, nil))
 	next(t, fast, "ready", nil)
@@ -221,11 +228,10 @@ func TestLiveTailSlowReaderDoesNotBlockOthers(t *testing.T) {
 	// before the next is sent: the fast stream never falls behind, and
 	// would stall if the slow one held the fan-out.
 	body := strings.Repeat("x", 64<<10)
-	prefix := testenv.UniqueName("slow")
 	const n = 200
 	for i := range n {
 		id := prefix + "-" + strconv.Itoa(i)
-		publish(t, rdb, "articles:news", id, body)
+		publish(t, rdb, channel, id, body)
 		next(t, fast, "message", withID(id))
 	}
 	slow := readEvents(&http.Response{Body: readCloser{slowReader, slowRes.Body}})

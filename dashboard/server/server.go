@@ -101,6 +101,11 @@ type Config struct {
 	// LiveMaxStreams caps the live-tail streams open at once. Defaults to
 	// LiveMaxStreamsDefault.
 	LiveMaxStreams int
+	// LiveChannels are the channel patterns the live tail subscribes to.
+	// Defaults to LiveChannels() (a test names its own: Redis pub/sub is
+	// shared by every database number, so parallel tests would see each
+	// other's messages).
+	LiveChannels []string
 	// LiveBuffer is each stream's queue of messages for a reader that has
 	// fallen behind. Defaults to LiveBufferDefault.
 	LiveBuffer int

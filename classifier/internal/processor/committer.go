@@ -305,6 +305,9 @@ func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []
 		}
 	}
 
+	written, orphans := heldBehindFailed(written, failed)
+	c.requeueOrphans(ctx, orphans)
+
 	changes := make([]storage.StatusChange, 0, len(written)+len(parked))
 	for _, r := range written {
 		changes = append(changes, storage.StatusChange{Raw: r.Raw, Status: contentindex.StatusClassified, Doc: r.Doc})

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/republish"
 )
 
@@ -184,3 +188,58 @@ func duplicateKind(d *domain.ClassifiedContent) string {
 	}
 	return d.DuplicateOf.Kind
 }
+
+// heldBehindFailed splits written into the documents to flip and the URL
+// duplicates held back behind a claimant of their own batch that failed
+// (failed): package dedup holds a document back only behind an original
+// that reached the subscribers or is committed with it, and that one was
+// not. Those are decided again from scratch (requeueOrphans).
+func heldBehindFailed(written, failed []Result) (flip, orphans []Result) {
+	if len(failed) == 0 {
+		return written, nil
+	}
+	gone := make(map[domain.DocKey]bool, len(failed))
+	for _, r := range failed {
+		gone[domain.DocKey{Index: r.Raw.Index, ID: r.Raw.ID}] = true
+	}
+	flip = written[:0:0]
+	for _, r := range written {
+		d := r.Doc
+		if d != nil && !d.Publish && d.DuplicateOf != nil && d.DuplicateOf.Kind == string(dedup.URL) &&
+			gone[domain.DocKey{Index: d.DuplicateOf.Index, ID: d.DuplicateOf.ID}] {
+			orphans = append(orphans, r)
+			continue
+		}
+		flip = append(flip, r)
+	}
+	return flip, orphans
+}
+
+// requeueOrphans leaves the URL duplicates whose claimant failed pending and
+// releases their claims, so the next poll classifies them again: the failed
+// claimant holds the URL only provisionally now, so they are published,
+// flagged with duplicate_of, instead of vanishing behind a document in the
+// dead-letter queue. A release that fails leaves them to their lease.
+func (c *Committer) requeueOrphans(ctx context.Context, orphans []Result) {
+	if len(orphans) == 0 {
+		return
+	}
+	raws := make([]*domain.RawContent, len(orphans))
+	for i, r := range orphans {
+		raws[i] = r.Raw
+		c.logger.WarnContext(ctx, "URL duplicate requeued: the claimant it was held back behind failed in the same batch",
+			"content_id", r.Raw.ID, "index", r.Raw.Index, "source", r.Raw.SourceName,
+			"claimant_id", r.Doc.DuplicateOf.ID, "reason", requeueClaimantFailed)
+		c.metrics.DocumentsRequeued.Add(ctx, 1, metric.WithAttributes(
+			attribute.String("source", r.Raw.SourceName), attribute.String("reason", requeueClaimantFailed)))
+	}
+	if c.stores.Leases == nil {
+		return
+	}
+	if _, err := c.stores.Leases.Release(ctx, lease.ClaimIDs(raws)); err != nil {
+		c.logger.WarnContext(ctx, "requeued claims not released; they return after the lease", "documents", len(raws), "error", err)
+	}
+}
+
+// requeueClaimantFailed is the reason of requeueOrphans in logs and metrics.
+const requeueClaimantFailed = "url_claimant_failed"

@@ -201,19 +201,7 @@ func TestRowRefusedByEachWriteIsIsolated(t *testing.T) {
 		{e.db, "published_outcomes", "bad-republish", "P0001"},
 		{e.db, "dead_letter_queue", "bad-dlq", "P0001"},
 	} {
-		stmts := []string{
-			`CREATE OR REPLACE FUNCTION refuse_row() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN
-				RAISE EXCEPTION 'refused by the test: % of %', NEW.content_id, TG_TABLE_NAME USING ERRCODE = TG_ARGV[0];
-			END $$`,
-			fmt.Sprintf(`CREATE TRIGGER refuse_%[1]s BEFORE INSERT OR UPDATE ON %[1]s FOR EACH ROW
-				WHEN (NEW.content_id = '%[2]s') EXECUTE FUNCTION refuse_row('%[3]s')`, tr.table, tr.id, tr.code),
-		}
-		for _, q := range stmts {
-			if _, err := tr.db.Exec(q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
+		refuseRow(t, tr.db, tr.table, tr.id, tr.code)
 	}
 	p, err := pipeline.New(pipeline.Config{Topics: e.engine})
 	if err != nil {
@@ -256,5 +244,75 @@ func TestRowRefusedByEachWriteIsIsolated(t *testing.T) {
 	e.flowsAfterwards(t, len(ids))
 	if n := r.opened.Load(); n != 0 || !r.breakers.Postgres.Closed() || !r.breakers.Outbox.Closed() {
 		t.Errorf("breakers opened %d times; postgres %s, outbox %s", n, r.breakers.Postgres.State(), r.breakers.Outbox.State())
+	}
+}
+
+// refuseRow makes table, in the test's own database db, refuse the rows of
+// content id with an exception of SQLSTATE code.
+func refuseRow(t *testing.T, db *sql.DB, table, id, code string) {
+	t.Helper()
+	stmts := []string{
+		`CREATE OR REPLACE FUNCTION refuse_row() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			RAISE EXCEPTION 'refused by the test: % of %', NEW.content_id, TG_TABLE_NAME USING ERRCODE = TG_ARGV[0];
+		END $$`,
+		fmt.Sprintf(`CREATE TRIGGER refuse_%[1]s BEFORE INSERT OR UPDATE ON %[1]s FOR EACH ROW
+			WHEN (NEW.content_id = '%[2]s') EXECUTE FUNCTION refuse_row('%[3]s')`, table, id, code),
+	}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// Two documents at one canonical URL in one batch: the first (the URL's
+// claimant) is published and the other held back behind it as its URL
+// duplicate, committed with it. When the claimant fails in that commit (its
+// outbox row refused), the duplicate is not flipped behind a document that
+// never reached the subscribers: it stays pending, its claim released and
+// counted, and classified again it is published, flagged duplicate_of the
+// claimant that now sits in the dead-letter queue.
+func TestURLTwinOfAFailedClaimantIsPublished(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	gen := loadgen.NewGenerator(5)
+	a, b := gen.Document(e.source, 0), gen.Document(e.source, 1)
+	a.ID, b.ID, b.URL = "url-a", "url-b", a.URL
+	if err := loadgen.Load(context.Background(), e.es, []contentindex.RawDocument{a, b}, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	ids := []string{a.ID, b.ID}
+	refuseRow(t, e.outbox, "classified_outbox", a.ID, "23514")
+	r := e.replica(t, "twin", nil, time.Minute)
+	e.withHygiene(r)
+	results := e.classifyAll(t, ids, nil)
+	raws := []*domain.RawContent{results[0].Raw, results[1].Raw}
+	ctx := context.Background()
+	if won, err := r.stores.Leases.ClaimDocs(ctx, raws, 0); err != nil || len(won) != 2 {
+		t.Fatalf("claim: %d won, %v", len(won), err)
+	}
+
+	r.committer.Commit(ctx, results)
+
+	st := e.statuses(t)
+	if st[a.ID] != contentindex.StatusFailed || st[b.ID] != contentindex.StatusPending {
+		t.Fatalf("claimant %q, duplicate %q; want failed and pending (requeued, not flipped behind a failed claimant)", st[a.ID], st[b.ID])
+	}
+	if n := e.count(t, e.db, `SELECT COUNT(*) FROM raw_claims WHERE doc_id = $1`, b.ID); n != 0 {
+		t.Errorf("the requeued duplicate still has %d claims; want it released", n)
+	}
+	if got := e.metric(t, "classifier_documents_requeued_total"); got != 1 {
+		t.Errorf("classifier_documents_requeued_total = %v, want 1", got)
+	}
+
+	r.start(t)
+	st = e.waitSettled(t, 2, 30*time.Second)
+	if st[b.ID] != contentindex.StatusClassified || !e.outboxIDs(t)[b.ID] {
+		t.Errorf("duplicate is %q, in the outbox: %v; want classified and published", st[b.ID], e.outboxIDs(t)[b.ID])
+	}
+	if dlq := e.deadLetters(t); dlq[a.ID][0] != string(domain.ErrorCodeValidation) {
+		t.Errorf("claimant's dead letter = %v, want VALIDATION_ERROR", dlq[a.ID])
 	}
 }

@@ -254,6 +254,9 @@ type filterBody struct {
 	// NoSource selects the entries recorded without a source name.
 	NoSource  bool   `json:"no_source"`
 	ErrorCode string `json:"error_code"`
+	// Index is the exact raw index (GET /dlq's index filter): the entries
+	// a source's dead-letter count counts, nameless ones included.
+	Index     string `json:"index"`
 	Exhausted *bool  `json:"exhausted"`
 	Permanent *bool  `json:"permanent"`
 	All       bool   `json:"all"`
@@ -266,13 +269,14 @@ func bulkFilter(c *gin.Context, action string) (Filter, bool, bool) {
 	if !httpserver.DecodeJSON(c, &body) {
 		return Filter{}, false, false
 	}
-	hasFilter := strings.TrimSpace(body.Source) != "" || body.NoSource || strings.TrimSpace(body.ErrorCode) != "" || body.Exhausted != nil || body.Permanent != nil
+	hasFilter := strings.TrimSpace(body.Source) != "" || body.NoSource || strings.TrimSpace(body.ErrorCode) != "" || body.Index != "" ||
+		body.Exhausted != nil || body.Permanent != nil
 	switch {
 	case body.All && hasFilter:
 		badRequest(c, fmt.Sprintf(`"all": true %ss every entry; send it without filters`, action))
 		return Filter{}, false, false
 	case !body.All && !hasFilter:
-		badRequest(c, fmt.Sprintf(`give a filter (source, no_source, error_code, exhausted, permanent) or "all": true to %s every entry`, action))
+		badRequest(c, fmt.Sprintf(`give a filter (source, no_source, error_code, index, exhausted, permanent) or "all": true to %s every entry`, action))
 		return Filter{}, false, false
 	}
 	boolText := func(b *bool) string {
@@ -282,6 +286,10 @@ func bulkFilter(c *gin.Context, action string) (Filter, bool, bool) {
 		return strconv.FormatBool(*b)
 	}
 	f, err := parseFilter(body.Source, strconv.FormatBool(body.NoSource), body.ErrorCode, boolText(body.Exhausted), boolText(body.Permanent))
+	if n := utf8.RuneCountInString(body.Index); err == nil && n > maxIndexChars {
+		err = fmt.Errorf("index must be at most %d characters (got %d)", maxIndexChars, n)
+	}
+	f.Index = body.Index
 	if err != nil {
 		badRequest(c, err.Error())
 		return Filter{}, false, false
@@ -301,7 +309,7 @@ func (h *routes) requeueMatching(c *gin.Context) {
 		h.fail(c, "requeue dead letters", err)
 		return
 	}
-	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "all", all, "by", auth.Subject(c))
+	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "index", f.Index, "all", all, "by", auth.Subject(c))
 	c.JSON(http.StatusOK, gin.H{"requeued": n})
 }
 
@@ -319,7 +327,7 @@ func (h *routes) deleteMatching(c *gin.Context) {
 		h.fail(c, "delete dead letters", err)
 		return
 	}
-	h.Logger.InfoContext(ctx, "dead letters deleted", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "all", all, "by", auth.Subject(c))
+	h.Logger.InfoContext(ctx, "dead letters deleted", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "index", f.Index, "all", all, "by", auth.Subject(c))
 	c.JSON(http.StatusOK, gin.H{"deleted": n})
 }
 

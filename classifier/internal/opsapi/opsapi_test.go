@@ -448,3 +448,52 @@ func TestDeadLetterNoSourceAndDeleteByFilter(t *testing.T) {
 		t.Errorf("delete all = %d %v, want 3", code, resp)
 	}
 }
+
+// A source's dead letters are counted by its raw index (GET /sources/stats'
+// dead_letters), the entries recorded without a source name included: the
+// index filter lists exactly those, and the bulk routes act on what it
+// lists.
+func TestDeadLetterByIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t)
+	if _, err := b.dlq.EnqueueBatch(context.Background(), []domain.DeadLetterEntry{
+		{ContentID: "nameless-alpha", SourceName: "", IndexName: "alpha_raw_content", ErrorCode: domain.ErrorCodeValidation, ErrorMessage: "no source"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var p page
+	if code := b.do(t, "GET", "/api/v1/dlq?index=alpha_raw_content", nil, &p); code != 200 || len(p.Entries) != 6 {
+		t.Fatalf("GET ?index=alpha_raw_content = %d, %d entries, want alpha's 5 and the nameless one", code, len(p.Entries))
+	}
+	var resp map[string]int
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"index": "alpha_raw_content", "error_code": "VALIDATION_ERROR"}, &resp); code != 200 || resp["requeued"] != 1 {
+		t.Errorf("requeue index+VALIDATION_ERROR = %d %v, want the nameless one", code, resp)
+	}
+	long := `{"index":"` + strings.Repeat("x", 256) + `"}`
+	if code, errCode := b.doRaw(t, "POST", "/api/v1/dlq/delete", long); code != 400 {
+		t.Errorf("delete with a 256-character index = %d %q, want 400", code, errCode)
+	}
+	if code, errCode := b.doRaw(t, "POST", "/api/v1/dlq/delete", `{"all":true,"index":"alpha_raw_content"}`); code != 400 {
+		t.Errorf("delete all with an index = %d %q, want 400", code, errCode)
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"index": "alpha_raw_content"}, &resp); code != 200 || resp["deleted"] != 6 {
+		t.Fatalf("delete index=alpha_raw_content = %d %v, want 6", code, resp)
+	}
+	var left []string
+	rows, err := b.db.Query(`SELECT index_name FROM dead_letter_queue ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, s)
+	}
+	if strings.Join(left, ",") != "beta_raw_content,beta_raw_content" {
+		t.Errorf("entries left: %v, want beta's 2", left)
+	}
+}

@@ -167,28 +167,27 @@ type last struct {
 func (l last) decide(ok bool, o Outcome) Decision {
 	var changed []string
 	if l.version > 0 {
-		changed = Changed(l.outcome, o)
-		if slices.Equal(changed, []string{"duplicate_of"}) {
-			// The same text, classified the same way, judged a duplicate
-			// differently: a document classified again after its outbox row
-			// was written (a replica killed before its flip, a zombie's
-			// takeover) can see other documents first (one another replica
-			// recorded meanwhile with an earlier first_seen_at). The duplicate
-			// verdict of a text is decided once: publishing it again would
-			// deliver the same article twice.
-			changed = nil
-		}
+		changed = news(l.outcome, o)
 	}
 	switch {
 	case ok && l.reserved > l.version:
 		// An attempt reserved this version and may have written its outbox
-		// row: this attempt writes the same version, absorbed if the row is
-		// there. Taking the next version for another outcome instead would
-		// publish twice whenever two attempts at one document decide
-		// differently (a replica paused past its lease and the one that took
-		// over see different duplicates first), which the fault suite
-		// forbids; the cost is the known republish race (docs/architecture.md).
-		return Decision{Publish: true, Version: l.reserved, Changed: changed}
+		// row. With the same outcome this attempt writes the same version,
+		// absorbed if the row is there, so two attempts at one document
+		// (a replica killed before its record, a zombie and the replica that
+		// took over) publish it once. With another outcome (rules edited
+		// between the attempts) the row may be out with the old one: the
+		// new outcome takes the next version, so subscribers are told.
+		again := news(l.reservedOutcome, o)
+		if len(again) == 0 {
+			return Decision{Publish: true, Version: l.reserved, Changed: changed}
+		}
+		for _, f := range again {
+			if !slices.Contains(changed, f) {
+				changed = append(changed, f)
+			}
+		}
+		return Decision{Publish: true, Version: l.reserved + 1, Changed: changed}
 	case !ok || l.version == 0:
 		return Decision{Publish: true, Version: 1}
 	case len(changed) > 0:
@@ -196,6 +195,21 @@ func (l last) decide(ok bool, o Outcome) Decision {
 	default:
 		return Decision{Version: l.version}
 	}
+}
+
+// news lists the fields of o that are news to subscribers who have prev.
+// The same text, classified the same way, judged a duplicate differently
+// is not: a document classified again after its outbox row was written (a
+// replica killed before its flip, a zombie's takeover) can see other
+// documents first (one another replica recorded meanwhile with an earlier
+// first_seen_at). The duplicate verdict of a text is decided once:
+// publishing it again would deliver the same article twice.
+func news(prev, o Outcome) []string {
+	changed := Changed(prev, o)
+	if slices.Equal(changed, []string{"duplicate_of"}) {
+		return nil
+	}
+	return changed
 }
 
 func decodeOutcome(raw []byte, o *Outcome) error {

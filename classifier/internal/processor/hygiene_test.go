@@ -11,11 +11,13 @@ import (
 	"github.com/north-cloud/classifier/internal/republish"
 )
 
-// Two attempts at one document that decide differently (a replica paused
-// past its lease, and the one that took over, see different duplicates
-// first) write the same version, so the outbox publishes the document
-// once: the version reserved by the first attempt. Once recorded, the
-// document is not published again for the same outcome.
+// Two attempts at one document with the same outcome (a replica killed
+// after its outbox row and before its record, and the next attempt) write
+// the same version, so the outbox publishes the document once: the version
+// reserved by the first attempt. An attempt with another outcome (rules
+// edited between the attempts) takes the next version, since the first
+// one's row may be out. Once recorded, the document is not published again
+// for the same outcome.
 func TestHygieneAttemptsAtOneDocumentShareItsVersion(t *testing.T) {
 	t.Parallel()
 	db, _ := dbtest.Migrated(t)
@@ -44,8 +46,8 @@ func TestHygieneAttemptsAtOneDocumentShareItsVersion(t *testing.T) {
 	if err := h.decide(ctx, []*domain.ClassifiedContent{other}); err != nil {
 		t.Fatal(err)
 	}
-	if !other.Publish || other.Version != 1 {
-		t.Fatalf("another attempt with another outcome: publish %t version %d, want version 1 (absorbed)", other.Publish, other.Version)
+	if !other.Publish || other.Version != 2 {
+		t.Fatalf("another attempt with another outcome: publish %t version %d, want version 2", other.Publish, other.Version)
 	}
 	if err := h.record(ctx, []*domain.ClassifiedContent{other}); err != nil {
 		t.Fatal(err)
@@ -54,8 +56,8 @@ func TestHygieneAttemptsAtOneDocumentShareItsVersion(t *testing.T) {
 	if err := h.decide(ctx, []*domain.ClassifiedContent{again}); err != nil {
 		t.Fatal(err)
 	}
-	if again.Publish || again.Version != 1 {
-		t.Fatalf("after record: publish %t version %d, want version 1 not published", again.Publish, again.Version)
+	if again.Publish || again.Version != 2 {
+		t.Fatalf("after record: publish %t version %d, want version 2 not published", again.Publish, again.Version)
 	}
 }
 

@@ -16,7 +16,8 @@
 # Settings (environment):
 #   BENCH_ONLY="drain latency"  run only these groups (default: all of them):
 #       publisher      publisher/internal/worker (Drain100k, PublishLag)
-#       rules          classifier/internal/rules (Match, MatchStemming, Reload)
+#       rules          classifier/internal/rules (Match, MatchStemming, Reload) and
+#                      classifier/internal/api (RuleEditReachesPlayground)
 #       index-manager  index-manager/internal/api (ListIndices200)
 #       drain          e2e ClassifierDrain (20-200 KB pages), ClassifierDrain100KB
 #                      (and ClassifierDrainTuned with BENCH_DRAIN_TUNED=1)
@@ -123,7 +124,10 @@ run_group() {
   local g=$1 suffix=$2
   case $g in
   publisher) run_go publisher ./internal/worker/ . "$suffix" ;;
-  rules) run_go classifier ./internal/rules/ . "$suffix" ;;
+  rules)
+    run_go classifier ./internal/rules/ . "$suffix"
+    run_go classifier ./internal/api/ '^BenchmarkRuleEditReachesPlayground$' "$suffix"
+    ;;
   index-manager) run_go index-manager ./internal/api/ . "$suffix" ;;
   drain)
     if [[ -n $suffix ]]; then

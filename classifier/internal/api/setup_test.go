@@ -39,7 +39,7 @@ type bundle struct {
 	watcher *rulestore.Watcher
 }
 
-func setup(t *testing.T) bundle {
+func setup(t testing.TB) bundle {
 	t.Helper()
 	db, dsn := dbtest.Migrated(t)
 	log := testenv.Logger(t)
@@ -70,7 +70,7 @@ func setup(t *testing.T) bundle {
 
 // serve mounts the API as main.go does and returns its base URL and a valid
 // token.
-func serve(t *testing.T, deps api.Deps) (string, string) {
+func serve(t testing.TB, deps api.Deps) (string, string) {
 	t.Helper()
 	log := testenv.Logger(t)
 	authn, err := auth.New(auth.Config{Secret: testSecret})
@@ -121,7 +121,7 @@ func (r response) errorMessage() string {
 	return e.Error.Message
 }
 
-func (r response) decode(t *testing.T, v any) {
+func (r response) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
@@ -130,7 +130,7 @@ func (r response) decode(t *testing.T, v any) {
 
 // do sends a request with the bundle's token; body is marshalled unless it
 // is a string (sent raw).
-func do(t *testing.T, base, token, method, path string, body any) response {
+func do(t testing.TB, base, token, method, path string, body any) response {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -174,7 +174,7 @@ var (
 )
 
 // document returns the served OpenAPI document, loaded once for all tests.
-func document(t *testing.T) *infraopenapi.Document {
+func document(t testing.TB) *infraopenapi.Document {
 	t.Helper()
 	docOnce.Do(func() { doc, docErr = openapi.Load() })
 	if docErr != nil {
@@ -186,14 +186,14 @@ func document(t *testing.T) *infraopenapi.Document {
 // validate checks a real answer against the served OpenAPI document: its
 // status is documented for the route and its body matches the schema. An
 // answer of no documented route must still be the JSON error shape.
-func validate(t *testing.T, req *http.Request, res *http.Response, body []byte) {
+func validate(t testing.TB, req *http.Request, res *http.Response, body []byte) {
 	t.Helper()
 	if err := document(t).CheckResponse(req, res.StatusCode, res.Header, body); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (b bundle) do(t *testing.T, method, path string, body any) response {
+func (b bundle) do(t testing.TB, method, path string, body any) response {
 	t.Helper()
 	return do(t, b.url, b.token, method, path, body)
 }

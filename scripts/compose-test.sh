@@ -290,7 +290,7 @@ targets_up() {
   local t
   t="$(prom targets)" || return 1
   # Every job has a target, and every target is up.
-  jq -e '[.data.activeTargets[].labels.job] | unique == ["classifier", "index-manager", "prometheus", "publisher"]' <<<"$t" &&
+  jq -e '[.data.activeTargets[].labels.job] | unique == ["classifier", "dashboard", "index-manager", "prometheus", "publisher"]' <<<"$t" &&
     jq -e '[.data.activeTargets[] | select(.health != "up")] | length == 0' <<<"$t" &&
     jq -e '[.data.activeTargets[] | select(.labels.job == "classifier")] | length == '"$1" <<<"$t" &&
     prom 'query?query=up' | jq -e '(.data.result | length > 0) and ([.data.result[] | select(.value[1] != "1")] | length == 0)'

@@ -14,6 +14,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/redisclient"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,6 +109,9 @@ type liveHub struct {
 	maxSubs  int
 	buffer   int
 	logger   *slog.Logger
+	// dropped counts the messages a full buffer lost, over every stream
+	// (dashboard_live_messages_dropped_total).
+	dropped prometheus.Counter
 
 	mu         sync.Mutex
 	streams    map[*liveStream]struct{}
@@ -119,13 +123,13 @@ type liveHub struct {
 	subscribed chan struct{} // closed once Redis has confirmed the subscription
 }
 
-func newLiveHub(cfg Config, logger *slog.Logger) *liveHub {
+func newLiveHub(cfg Config, logger *slog.Logger, dropped prometheus.Counter) *liveHub {
 	if len(cfg.LiveChannels) == 0 {
 		cfg.LiveChannels = LiveChannels()
 	}
 	return &liveHub{
 		redisURL: cfg.RedisURL, channels: cfg.LiveChannels, maxSubs: cfg.LiveMaxStreams, buffer: cfg.LiveBuffer,
-		logger: logger.With("component", "live_tail"), streams: map[*liveStream]struct{}{},
+		logger: logger.With("component", "live_tail"), dropped: dropped, streams: map[*liveStream]struct{}{},
 		done: make(chan struct{}), closing: make(chan struct{}), subscribed: make(chan struct{}),
 	}
 }
@@ -157,6 +161,13 @@ func (h *liveHub) join() (*liveStream, error) {
 	s := &liveStream{ch: make(chan liveMessage, h.buffer)}
 	h.streams[s] = struct{}{}
 	return s, nil
+}
+
+// open is the number of streams open now.
+func (h *liveHub) open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.streams)
 }
 
 func (h *liveHub) leave(s *liveStream) {
@@ -210,6 +221,7 @@ func (h *liveHub) fanOut(m liveMessage) {
 		case s.ch <- m:
 		default:
 			s.dropped.Add(1)
+			h.dropped.Inc()
 		}
 	}
 }
@@ -247,6 +259,7 @@ type liveHandler struct {
 	meURL        string
 	client       *http.Client
 	logger       *slog.Logger
+	metrics      *metrics
 }
 
 func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -261,34 +274,41 @@ func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		claims, _ = l.authn.Verify(strings.TrimSpace(token))
 	}
 	if claims == nil {
+		l.metrics.liveRefused.WithLabelValues(refusedAuth).Inc()
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required (log in to the dashboard)")
 		return
 	}
 	if !l.features.Enabled(FeatureLiveTail) {
+		l.metrics.liveRefused.WithLabelValues(refusedFeature).Inc()
 		featureDisabled(w, FeatureLiveTail)
 		return
 	}
 	if !claims.Role.Allows(l.minRole) {
+		l.metrics.liveRefused.WithLabelValues(refusedRole).Inc()
 		writeError(w, http.StatusForbidden, "forbidden",
 			fmt.Sprintf("GET /api/live needs the %s role (DASHBOARD_LIVE_MIN_ROLE); this token has the %s role", l.minRole, claims.Role))
 		return
 	}
 	if l.hub.redisURL == "" {
+		l.metrics.liveRefused.WithLabelValues(refusedUnavailable).Inc()
 		writeError(w, http.StatusServiceUnavailable, "live_tail_not_configured", "DASHBOARD_REDIS_URL is not set: the dashboard has no live tail")
 		return
 	}
 	stream, err := l.hub.join()
 	switch {
 	case errors.Is(err, errLiveBusy):
+		l.metrics.liveRefused.WithLabelValues(refusedCap).Inc()
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "too_many_requests",
 			fmt.Sprintf("at most %d live-tail streams are open at a time (DASHBOARD_LIVE_MAX_STREAMS); try again shortly", l.hub.maxSubs))
 		return
 	case errors.Is(err, errLiveClosed):
+		l.metrics.liveRefused.WithLabelValues(refusedUnavailable).Inc()
 		writeError(w, http.StatusServiceUnavailable, "stopping", "the dashboard server is stopping")
 		return
 	case err != nil:
+		l.metrics.liveRefused.WithLabelValues(refusedUnavailable).Inc()
 		l.logger.ErrorContext(r.Context(), "live tail unavailable", "error", err)
 		writeError(w, http.StatusServiceUnavailable, "live_tail_unavailable", err.Error())
 		return
@@ -303,9 +323,11 @@ func (l *liveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	case <-l.hub.closing:
+		l.metrics.liveRefused.WithLabelValues(refusedUnavailable).Inc()
 		writeError(w, http.StatusServiceUnavailable, "stopping", "the dashboard server is stopping")
 		return
 	case <-wait.C:
+		l.metrics.liveRefused.WithLabelValues(refusedUnavailable).Inc()
 		writeError(w, http.StatusServiceUnavailable, "live_tail_unavailable",
 			fmt.Sprintf("Redis (DASHBOARD_REDIS_URL) did not confirm the subscription within %s", liveSubscribeWait))
 		return
@@ -400,6 +422,7 @@ func (l *liveHandler) stream(w http.ResponseWriter, r *http.Request, s *liveStre
 			if !event("message", m) {
 				return
 			}
+			l.metrics.liveSent.Inc()
 		}
 	}
 }

@@ -286,10 +286,11 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("dashboard server: %w", err)
 	}
 	mux := http.NewServeMux()
-	upstreams := []struct{ prefix, target string }{
-		{"/api/classifier", cfg.ClassifierURL},
-		{"/api/publisher", cfg.PublisherURL},
-		{"/api/index-manager", cfg.IndexManagerURL},
+	m := newMetrics()
+	upstreams := []struct{ name, prefix, target string }{
+		{"classifier", "/api/classifier", cfg.ClassifierURL},
+		{"publisher", "/api/publisher", cfg.PublisherURL},
+		{"index-manager", "/api/index-manager", cfg.IndexManagerURL},
 	}
 	for _, u := range upstreams {
 		target, _ := url.Parse(u.target)
@@ -298,23 +299,27 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 			proxy = readOnly(u.prefix, proxy)
 		}
 		proxy = featureGate(u.prefix, cfg.Features, proxy)
-		mux.Handle(u.prefix+"/", proxy)
+		mux.Handle(u.prefix+"/", m.countProxy(u.name, proxy))
 	}
 	// The server's own API: every method reaches these handlers, which
 	// answer 401 without a valid token, then 405 for anything but GET.
-	mux.Handle("/api/prometheus/api/v1/{endpoint}", requireToken(authn, getOnly(newPromProxy(cfg, logger))))
+	mux.Handle("/api/prometheus/api/v1/{endpoint}", m.countProxy("prometheus", requireToken(authn, getOnly(newPromProxy(cfg, logger)))))
 	mux.Handle("/api/openapi.json", requireToken(authn, getOnly(doc)))
 	mux.Handle("/api/features", featuresHandler(cfg.Features))
-	hub := newLiveHub(cfg, logger)
+	hub := newLiveHub(cfg, logger, m.liveDropped)
+	m.watchStreams(hub.open)
 	mux.Handle("/api/live", &liveHandler{
 		hub: hub, authn: authn, features: cfg.Features, minRole: cfg.LiveMinRole,
 		maxDuration: cfg.LiveMaxDuration, heartbeat: cfg.LiveHeartbeat, writeTimeout: cfg.LiveWriteTimeout,
 		meURL:  joinPath(strings.TrimRight(cfg.IndexManagerURL, "/"), "/api/v1/auth/me"),
-		client: &http.Client{Timeout: 5 * time.Second}, logger: logger.With("component", "live_tail"),
+		client: &http.Client{Timeout: 5 * time.Second}, logger: logger.With("component", "live_tail"), metrics: m,
 	})
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no service is mounted at "+r.URL.Path)
 	})
+	// Prometheus's scrape, without a token as the services' /metrics
+	// (compose keeps the port on the host's loopback).
+	mux.Handle("GET /metrics", m.handler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

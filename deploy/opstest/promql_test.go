@@ -441,7 +441,7 @@ func TestSpecGrafanaQueriesOnDashboards(t *testing.T) {
 // without the _total the exporter appends), in its service's non-test code.
 func TestExportedMetricsDeclaredInServices(t *testing.T) {
 	sources := map[string]string{}
-	for _, svc := range []string{"classifier", "publisher", "index-manager"} {
+	for _, svc := range []string{"classifier", "publisher", "index-manager", "dashboard"} {
 		var sb strings.Builder
 		err := filepath.WalkDir(filepath.Join(root, svc), func(path string, d os.DirEntry, err error) error {
 			if err != nil {

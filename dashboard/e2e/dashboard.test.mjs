@@ -862,6 +862,29 @@ describe('dashboard', { concurrency: false }, () => {
     await page.keyboard.press('Escape')
     await detail.waitFor({ state: 'detached' })
     await page.waitForURL((u) => !u.searchParams.has('open'))
+
+    // The detail's dead-letter count links to the entries it counts: by raw
+    // index, so an entry of the index recorded without a source name (which
+    // a filter by source name cannot list) is listed too.
+    const nameless = `${h.prefix}-hygiene-nameless`
+    h.sql('classifier', `INSERT INTO dead_letter_queue (content_id, source_name, index_name, error_message, error_code, retry_count, max_retries, next_retry_at)
+      VALUES ('${nameless}', '', '${hygiene}_raw_content', 'a document without source_name', 'VALIDATION_ERROR', 1, 1, NOW() + INTERVAL '1 day')`)
+    try {
+      const counted = Number(h.sql('classifier', `SELECT count(*) FROM dead_letter_queue WHERE index_name = '${hygiene}_raw_content'`))
+      assert.equal(counted, api.dead_letters + 1)
+      const link = page.getByTestId('source-detail').getByTestId('detail-dead-letters')
+      await waitFor(`the detail to count the ${counted} dead letters of ${hygiene}`, async () => {
+        await goto(`/sources?q=${hygiene}&open=${hygiene}`)
+        return (await link.innerText({ timeout: 10_000 })) === String(counted)
+      }, { timeout: 60_000, interval: 2000 })
+      await link.click()
+      await page.waitForURL((u) => u.pathname === '/dlq' && u.searchParams.get('index') === `${hygiene}_raw_content`)
+      await page.locator(`tr[data-dlq="${nameless}"]`).waitFor()
+      assert.equal(await page.locator('tr[data-dlq]').count(), counted, 'the list holds every entry the Sources count counted')
+      assert.equal(await page.getByTestId('dlq-index').inputValue(), `${hygiene}_raw_content`)
+    } finally {
+      h.sql('classifier', `DELETE FROM dead_letter_queue WHERE content_id = '${nameless}'`)
+    }
   })
 
   test('a source is reprocessed from its row: confirmed at low priority, its documents pending then classified again; a refusal is said; the priority toggles', async () => {

@@ -4,6 +4,7 @@ import { createClassifierApi } from '@/api/classifier'
 import { createHttpClient } from '@/api/http'
 import { vi } from 'vitest'
 import type { DeadLetterEntry } from '@/types/classifier'
+import { deadLettersLink } from '@/lib/sources'
 
 const entry = (over: Partial<DeadLetterEntry> = {}): DeadLetterEntry => ({
   id: 'e', content_id: 'c', source_name: 's', index_name: 's_raw_content', error_message: 'bad', error_code: 'VALIDATION_ERROR',
@@ -73,6 +74,34 @@ describe('entries without a source name, and delete by filter', () => {
       'GET /c/api/v1/dlq?no_source=true',
       'POST /c/api/v1/dlq/delete {"no_source":true,"error_code":"RULE_PANIC"}',
       'POST /c/api/v1/dlq/delete {"all":true}',
+    ])
+  })
+})
+
+// A source's dead-letter count (Sources) is made by its raw index, nameless
+// entries included: its link filters by index, which the list and the
+// bulk actions both take.
+describe('a source’s dead letters, by raw index', () => {
+  it('links the count to the DLQ view filtered by the raw index, not the source name', () => {
+    expect(deadLettersLink({ raw_index: 'metro_raw_content' })).toEqual({ name: 'dlq', query: { index: 'metro_raw_content' } })
+    expect(deadLettersLink({ raw_index: 'metro_raw_content' }, 'VALIDATION_ERROR')).toEqual({ name: 'dlq', query: { index: 'metro_raw_content', code: 'VALIDATION_ERROR' } })
+  })
+
+  it('lists and acts on the index filter, counted page by page (the queue figures are by source name)', async () => {
+    const stats = { pending: 3, exhausted: 2, permanent: 0, ready: 0, avg_retries: 0, oldest_entry: null, by_source: { metro: 3, '': 2 }, by_error_code: { X: 5 } }
+    const f = deadLetterFilter('', '', '', ' metro_raw_content ')
+    expect(f.index).toBe('metro_raw_content')
+    expect(countFromStats(stats, f)).toBeNull()
+    expect(deadLetterFilter('', '', '', '')).not.toHaveProperty('index')
+    const fetchFn = vi.fn(async (_u: RequestInfo | URL, _i?: RequestInit) => new Response('{"entries":[],"next_cursor":null,"deleted":2,"requeued":2}', { status: 200, headers: { 'Content-Type': 'application/json' } }))
+    const api = createClassifierApi(createHttpClient({ baseUrl: '/c', fetch: fetchFn as unknown as typeof fetch, getToken: () => 't' }))
+    await api.listDeadLetters(f)
+    await api.requeueDeadLetters(f)
+    await api.deleteDeadLetters(f)
+    expect(fetchFn.mock.calls.map(([u, i]) => `${i?.method} ${String(u)}${i?.body ? ` ${String(i.body)}` : ''}`)).toEqual([
+      'GET /c/api/v1/dlq?index=metro_raw_content',
+      'POST /c/api/v1/dlq/requeue {"index":"metro_raw_content"}',
+      'POST /c/api/v1/dlq/delete {"index":"metro_raw_content"}',
     ])
   })
 })

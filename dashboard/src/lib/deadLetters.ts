@@ -42,14 +42,20 @@ export function outcomeText(o: RetryOutcome): string {
  */
 export const NO_SOURCE = '(none)'
 
-/** The filter of the view's Source, Error code and Retries controls. */
-export function deadLetterFilter(source: string, errorCode: string, exhausted: '' | 'true' | 'false'): DeadLetterFilter {
-  return {
+/**
+ * The filter of the view's Source, Error code, Retries and Raw index
+ * controls. The raw index is how a source's dead letters are counted
+ * (Sources): those recorded without a source name have its index too.
+ */
+export function deadLetterFilter(source: string, errorCode: string, exhausted: '' | 'true' | 'false', index = ''): DeadLetterFilter {
+  const f: DeadLetterFilter = {
     source: source && source !== NO_SOURCE ? source : undefined,
     no_source: source === NO_SOURCE ? true : undefined,
     error_code: errorCode || undefined,
     exhausted: exhausted === '' ? undefined : exhausted === 'true',
   }
+  if (index.trim()) f.index = index.trim()
+  return f
 }
 
 /**
@@ -58,6 +64,8 @@ export function deadLetterFilter(source: string, errorCode: string, exhausted: '
  */
 export function countFromStats(s: DeadLetterStats | undefined, f: DeadLetterFilter): number | null {
   if (!s) return null
+  // The figures are not by index: an index filter is counted page by page.
+  if (f.index !== undefined) return null
   const set = [f.source, f.no_source, f.error_code, f.exhausted].filter((v) => v !== undefined).length
   if (set === 0) return s.pending + s.exhausted
   if (set > 1) return null

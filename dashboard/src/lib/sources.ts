@@ -150,6 +150,17 @@ export function refusalReasons(stats: SourceStats | undefined): { field: string;
     .sort((a, b) => b.count - a.count || a.field.localeCompare(b.field))
 }
 
+/**
+ * Where a source's dead-letter count links: the DLQ view filtered by the
+ * source's raw index, as GET /sources/stats counts dead_letters, so the
+ * list holds every entry counted (those recorded without a source name
+ * too, which a filter by source name cannot list); code narrows it to one
+ * error code.
+ */
+export function deadLettersLink(stats: Pick<SourceStats, 'raw_index'>, code?: string): { name: 'dlq'; query: Record<string, string> } {
+  return { name: 'dlq', query: code ? { index: stats.raw_index, code } : { index: stats.raw_index } }
+}
+
 /** Reputation tone on its 0..1 scale. */
 export function reputationTone(score: number): 'success' | 'warning' | 'danger' {
   return score >= 0.7 ? 'success' : score >= 0.4 ? 'warning' : 'danger'

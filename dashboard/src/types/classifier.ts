@@ -156,13 +156,17 @@ export interface DeadLetterFilter {
   no_source?: boolean
   error_code?: string
   exhausted?: boolean
+  /**
+   * Exact name of the raw index the entries came from: a source's entries as
+   * GET /sources/stats counts its dead_letters, those without a source name
+   * included (with content_id, one document's entries).
+   */
+  index?: string
 }
 
 export interface DeadLetterListParams extends DeadLetterFilter {
   /** Exact content id; with index, one document's entries. */
   content_id?: string
-  /** Exact name of the raw index the document came from. */
-  index?: string
   cursor?: string
   limit?: number
 }

@@ -991,6 +991,44 @@ describe('dashboard', { concurrency: false }, () => {
     await waitFor('the classifier to keep normal', async () => h.sql('classifier', `SELECT priority FROM source_priorities WHERE source_name = '${sports}'`) === 'normal')
   })
 
+  test('a running reprocess is cancelled from its row: it ends cancelled after its current page, in the row and in the classifier', async () => {
+    const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    // The harness's classifier reprocesses in pages of 5
+    // (CLASSIFIER_REPROCESS_PAGE_SIZE): 400 pages for the bulk source's
+    // 2,000 documents, each a search, a bulk request and a progress write,
+    // so the task still runs when Cancel is pressed.
+    await goto(`/sources?q=${bulk}`)
+    const row = page.locator(`tr[data-source="${bulk}"]`)
+    await row.getByTestId('classified').filter({ hasText: '2,000' }).waitFor()
+    await row.getByRole('button', { name: `Reprocess ${bulk}` }).click()
+    const dialog = page.getByTestId('confirm-dialog')
+    await dialog.getByTestId('confirm-action').click()
+    await dialog.waitFor({ state: 'detached' })
+    const cancel = row.getByRole('button', { name: `Cancel the reprocess of ${bulk}` })
+    try {
+      await cancel.click({ timeout: 30_000 })
+    } catch (e) {
+      const [latest] = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body.tasks
+      throw new Error(`no Cancel button while the task ran (task ${latest?.status}, ${latest?.scanned} scanned): ${e.message}`)
+    }
+    await row.locator('[data-testid="reprocess-status"][data-status="cancelled"]').waitFor({ timeout: 120_000 })
+    assert.match(await row.getByTestId('reprocess-status').innerText(), /^Reprocess cancelled after [\d,]+ documents? set back to pending/)
+    assert.equal(await cancel.count(), 0, 'no Cancel button once the task has ended')
+    // The classifier says the same: cancelled by this operator, before the end.
+    const [task] = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body.tasks
+    const one = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess/${task.id}`, undefined, token)).body
+    assert.deepEqual([task.status, one.status, task.cancel_requested_by, task.requested_by], ['cancelled', 'cancelled', h.username, h.username])
+    assert.ok(task.finished_at && task.cancel_requested_at, JSON.stringify(task))
+    assert.ok(task.requeued < BULK, `the task stopped before the end: ${task.requeued} of ${BULK} set back`)
+    console.log(`reprocess cancel: the task ended cancelled after ${task.scanned} of ${BULK} documents read, ${task.requeued} set back`)
+    assert.equal(h.sql('classifier', `SELECT status || ' ' || cancel_requested_by FROM reprocess_tasks WHERE id = '${task.id}'`), `cancelled ${h.username}`)
+    // What it set back stays pending and is classified again.
+    await waitFor(`the documents of ${bulk} set back classified again`, async () => {
+      const left = (await h.es('POST', `/${bulk}_raw_content/_count`, { query: { terms: { classification_status: ['pending', 'processing'] } } })).count
+      return left === 0
+    }, { timeout: 180_000, interval: 2000 })
+  })
+
   test('a service that is down is named where its figures were, never shown as a number; the Sources table stands on the index-manager', async () => {
     // The stat card's figure, without the failure it names (whose status is digits too).
     const figureText = async (card, failure) => (await card.getByTestId('stat-value').innerText()).replace(failure, '')

@@ -148,6 +148,9 @@ export class Harness {
       CLASSIFIER_POLL_INTERVAL: '200ms',
       CLASSIFIER_DLQ_RETRY_INTERVAL: '1s',
       CLASSIFIER_REPUTATION_REFRESH: '1s',
+      // Small reprocess pages: a task of the bulk source's 2,000 documents
+      // runs long enough to be cancelled from its row.
+      CLASSIFIER_REPROCESS_PAGE_SIZE: '5',
       CLASSIFIER_ID: `e2e-${this.prefix}`,
     })
     this.indexManager = await this.service('index-manager', 'INDEX_MANAGER_HTTP_ADDR', {

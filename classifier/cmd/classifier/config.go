@@ -15,6 +15,7 @@ import (
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
+	"github.com/north-cloud/classifier/internal/reprocess"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/config"
@@ -72,6 +73,10 @@ type Config struct {
 	// CopyRawHTML copies raw_html into the classified document
 	// (CLASSIFIER_COPY_RAW_HTML, off by default).
 	CopyRawHTML bool
+	// ReprocessPageSize is the most documents a reprocess task sets back
+	// per page (CLASSIFIER_REPROCESS_PAGE_SIZE): one search, one bulk and
+	// one progress write, after which a cancel request is seen.
+	ReprocessPageSize int
 }
 
 // MaxStallsDefault is CLASSIFIER_MAX_STALLS: a document whose lease expired
@@ -149,6 +154,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	c.Poller.MaxStalls = l.Int("CLASSIFIER_MAX_STALLS", MaxStallsDefault)
 	l.Check("CLASSIFIER_MAX_STALLS", c.Poller.MaxStalls >= 0, fmt.Sprintf("must be 0 (never) or more (got %d)", c.Poller.MaxStalls))
 	c.CopyRawHTML = l.Bool("CLASSIFIER_COPY_RAW_HTML", false)
+	c.ReprocessPageSize = l.PositiveInt("CLASSIFIER_REPROCESS_PAGE_SIZE", reprocess.PageSizeDefault)
+	l.Check("CLASSIFIER_REPROCESS_PAGE_SIZE", c.ReprocessPageSize <= 10000,
+		fmt.Sprintf("must be at most 10000, Elasticsearch's largest page (got %d)", c.ReprocessPageSize))
 	c.Poller.ReadRawHTML = c.CopyRawHTML
 	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
 	c.Committer.ClaimLease = c.Poller.ClaimLease

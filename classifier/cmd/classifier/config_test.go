@@ -39,3 +39,27 @@ func TestUrgentQueueSwitch(t *testing.T) {
 		t.Error("CLASSIFIER_URGENT_QUEUE_ENABLED=sometimes accepted")
 	}
 }
+
+// CLASSIFIER_REPROCESS_PAGE_SIZE sizes a reprocess task's pages: 500 by
+// default, 1..10000.
+func TestReprocessPageSize(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  int
+		ok    bool
+	}{{"", 500, true}, {"5", 5, true}, {"10000", 10000, true}, {"0", 0, false}, {"10001", 0, false}, {"many", 0, false}} {
+		env := required()
+		if tc.value != "" {
+			env["CLASSIFIER_REPROCESS_PAGE_SIZE"] = tc.value
+		}
+		cfg, err := loadConfig(config.NewFromMap(env))
+		if (err == nil) != tc.ok {
+			t.Errorf("CLASSIFIER_REPROCESS_PAGE_SIZE=%q: error %v, want accepted %v", tc.value, err, tc.ok)
+			continue
+		}
+		if tc.ok && cfg.ReprocessPageSize != tc.want {
+			t.Errorf("CLASSIFIER_REPROCESS_PAGE_SIZE=%q: page size %d, want %d", tc.value, cfg.ReprocessPageSize, tc.want)
+		}
+	}
+}

@@ -264,7 +264,8 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	// Reprocess requests run in the background on the replica that took
 	// them; the runner starts before the HTTP server takes requests.
-	reprocessor, err := reprocess.New(reprocess.Config{ES: es, DB: db, ReplicaID: cfg.Poller.ReplicaID, Logger: log, Metrics: metrics})
+	reprocessor, err := reprocess.New(reprocess.Config{ES: es, DB: db, ReplicaID: cfg.Poller.ReplicaID, Logger: log, Metrics: metrics,
+		PageSize: cfg.ReprocessPageSize})
 	if err != nil {
 		return err
 	}

@@ -158,8 +158,6 @@ func loadConfig(l *config.Loader) (Config, error) {
 	l.Check("CLASSIFIER_REPROCESS_PAGE_SIZE", c.ReprocessPageSize <= 10000,
 		fmt.Sprintf("must be at most 10000, Elasticsearch's largest page (got %d)", c.ReprocessPageSize))
 	c.Poller.ReadRawHTML = c.CopyRawHTML
-	c.Heartbeat.IndexPattern = c.Poller.IndexPattern
-	c.Committer.ClaimLease = c.Poller.ClaimLease
 	c.UrgentEnabled = l.Bool("CLASSIFIER_URGENT_QUEUE_ENABLED", true)
 	c.Urgent = processor.BatchProcessorConfig{
 		Concurrency:   l.PositiveInt("CLASSIFIER_URGENT_WORKERS", 2),

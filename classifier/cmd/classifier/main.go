@@ -24,6 +24,7 @@ import (
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/reprocess"
 	"github.com/north-cloud/classifier/internal/republish"
 	"github.com/north-cloud/classifier/internal/reputation"
@@ -195,8 +196,15 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// Every read and write of raw documents goes through raw, bounded like
+	// the classified writes (CLASSIFIER_MAX_BULK_BYTES).
+	raw, err := rawindex.New(rawindex.Config{ES: es, MaxBulkBytes: cfg.Store.MaxBulkBytes, Logger: log})
+	if err != nil {
+		return err
+	}
 	stores := processor.Stores{
 		Content:    storage.NewContentStoreWith(es, cfg.Store),
+		Raw:        raw,
 		History:    storage.NewHistoryRepository(db),
 		Outbox:     storage.NewOutboxWriter(outboxDB),
 		Reputation: repRepo,
@@ -236,6 +244,7 @@ func serve(ctx context.Context, _ []string) error {
 	cfg.Poller.Breakers = allBreakers
 	cfg.Poller.ESBreaker = breakers.Elasticsearch
 	cfg.Poller.Leases = leases
+	cfg.Poller.Raw = raw
 	poll, err := poller.New(cfg.Poller, es, sink, metrics, tracer, log)
 	if err != nil {
 		return err
@@ -264,7 +273,7 @@ func serve(ctx context.Context, _ []string) error {
 	}
 	// Reprocess requests run in the background on the replica that took
 	// them; the runner starts before the HTTP server takes requests.
-	reprocessor, err := reprocess.New(reprocess.Config{ES: es, DB: db, ReplicaID: cfg.Poller.ReplicaID, Logger: log, Metrics: metrics,
+	reprocessor, err := reprocess.New(reprocess.Config{Raw: raw, DB: db, ReplicaID: cfg.Poller.ReplicaID, Logger: log, Metrics: metrics,
 		PageSize: cfg.ReprocessPageSize})
 	if err != nil {
 		return err
@@ -324,7 +333,7 @@ func serve(ctx context.Context, _ []string) error {
 	if cfg.DLQEnabled {
 		cfg.Retry.Breakers = allBreakers
 		cfg.Retry.Leases = leases
-		retrier, err := deadletter.NewRetryWorker(cfg.Retry, dlq, stores.Content, sink, log)
+		retrier, err := deadletter.NewRetryWorker(cfg.Retry, dlq, raw, sink, log)
 		if err != nil {
 			return err
 		}

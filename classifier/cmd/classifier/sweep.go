@@ -28,6 +28,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/sweep"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/config"
@@ -73,7 +74,13 @@ func runSweep(ctx context.Context, args []string, l *config.Loader, stdout, stde
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	sc := sweep.Config{ES: es, Pattern: cfg.Poller.IndexPattern, Limits: cfg.Limits, Quarantine: *quarantine, Limit: *limit}
+	// The configured byte bound (CLASSIFIER_MAX_BULK_BYTES) bounds the
+	// quarantine's flips as it does the classifier's.
+	raw, err := rawindex.New(rawindex.Config{ES: es, MaxBulkBytes: cfg.Store.MaxBulkBytes, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	sc := sweep.Config{Raw: raw, Pattern: cfg.Poller.IndexPattern, Limits: cfg.Limits, Quarantine: *quarantine, Limit: *limit}
 	if *index != "" {
 		sc.Pattern = *index
 	}

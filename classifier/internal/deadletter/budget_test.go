@@ -13,7 +13,6 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rawtest"
-	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -87,7 +86,7 @@ func TestOneFloodingSourceCannotStarveTheOthers(t *testing.T) {
 	sink := &collectSink{slots: 10}
 	leases := leasesFor(t, "r1")
 	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r1", Batch: 10, SourceBudget: 4, BudgetWindow: time.Hour, Leases: leases},
-		q.repo, storage.NewContentStore(es), sink, testenv.Logger(t))
+		q.repo, rawtest.Store(t, es), sink, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

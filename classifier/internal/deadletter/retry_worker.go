@@ -10,7 +10,7 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
-	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/lifecycle"
@@ -61,15 +61,15 @@ type RetryConfig struct {
 type RetryWorker struct {
 	cfg    RetryConfig
 	repo   *Repository
-	store  *storage.ContentStore
+	raw    *rawindex.Store
 	sink   claim.Sink
 	logger *slog.Logger
 	loop   lifecycle.Loop
 }
 
 // NewRetryWorker returns a retry worker over repo that re-reads documents
-// from store and submits them to sink.
-func NewRetryWorker(cfg RetryConfig, repo *Repository, store *storage.ContentStore, sink claim.Sink, logger *slog.Logger) (*RetryWorker, error) {
+// from raw and submits them to sink.
+func NewRetryWorker(cfg RetryConfig, repo *Repository, raw *rawindex.Store, sink claim.Sink, logger *slog.Logger) (*RetryWorker, error) {
 	if cfg.ReplicaID == "" || cfg.Leases == nil {
 		return nil, errors.New("new retry worker: ReplicaID and Leases are required")
 	}
@@ -88,7 +88,7 @@ func NewRetryWorker(cfg RetryConfig, repo *Repository, store *storage.ContentSto
 	if cfg.BudgetWindow <= 0 {
 		cfg.BudgetWindow = BudgetWindowDefault
 	}
-	w := &RetryWorker{cfg: cfg, repo: repo, store: store, sink: sink, logger: logger.With("component", "dlq_retry")}
+	w := &RetryWorker{cfg: cfg, repo: repo, raw: raw, sink: sink, logger: logger.With("component", "dlq_retry")}
 	w.loop = lifecycle.Loop{Name: "dead-letter retry worker", Logger: w.logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {
 		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			w.logger.ErrorContext(ctx, "dead-letter retry failed", "error", err)
@@ -131,7 +131,7 @@ func (w *RetryWorker) RunOnce(ctx context.Context) (int, error) {
 		byKey[e.Key()] = e
 		w.logger.DebugContext(ctx, "retrying dead-lettered document", "entry", e.String(), "delay_if_it_fails", e.NextRetryDelay().String())
 	}
-	found, missing, err := w.store.GetRaw(ctx, refs)
+	found, missing, err := w.raw.Get(ctx, refs)
 	if err != nil {
 		return 0, fmt.Errorf("re-read dead-lettered documents: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
-	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -52,7 +52,7 @@ func TestRetryWorkerStartStopStress(t *testing.T) {
 	t.Parallel()
 	repo := openQueue(t)
 	es, _ := testenv.Elasticsearch(t)
-	store := storage.NewContentStore(es)
+	store := rawtest.Store(t, es)
 	leases := leasesFor(t, "stress")
 	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
 		w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "stress", Interval: time.Millisecond, Leases: leases},
@@ -92,7 +92,7 @@ func TestRetryWorkerExhaustsAnEntryWhoseDocumentIsGone(t *testing.T) {
 	if err := repo.Requeue(ctx, due[0].ID); err != nil { // due now
 		t.Fatal(err)
 	}
-	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "gone", Leases: leasesFor(t, "gone")}, repo, storage.NewContentStore(es), openSlots{}, testenv.Logger(t))
+	w, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "gone", Leases: leasesFor(t, "gone")}, repo, rawtest.Store(t, es), openSlots{}, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

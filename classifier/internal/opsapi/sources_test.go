@@ -31,7 +31,7 @@ func setupSources(t *testing.T) *sourcesBundle {
 	es, prefix := testenv.Elasticsearch(t)
 	sb := &sourcesBundle{es: es, prefix: prefix}
 	sb.bundle = setupWith(t, func(db *sql.DB, d *Deps) {
-		runner, err := reprocess.New(reprocess.Config{ES: es, DB: db, ReplicaID: "replica-1", Logger: testenv.Logger(t), PageSize: 2})
+		runner, err := reprocess.New(reprocess.Config{Raw: rawtest.Store(t, es), DB: db, ReplicaID: "replica-1", Logger: testenv.Logger(t), PageSize: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,12 +22,10 @@ const (
 	ReasonMapping = "mapping"
 	// ReasonSearch: the index's search failed (a bad mapping, a red index).
 	ReasonSearch = "search_error"
-	// ReasonWriteBlocked: every claim was refused by a write block (403
-	// cluster_block_exception: index.blocks.write, read_only, disk flood stage).
+	// ReasonWriteBlocked: the index carries a write block
+	// (index.blocks.write, read_only, disk flood stage), so none of its
+	// documents could be committed.
 	ReasonWriteBlocked = "write_blocked"
-	// ReasonClaimRejected: every claim was refused for another reason than a
-	// conflict (a missing document or index, a mapping refusing the claim).
-	ReasonClaimRejected = "claim_rejected"
 )
 
 // IndexStatus is the poll state of one raw index matching the pattern, as
@@ -37,7 +35,7 @@ type IndexStatus struct {
 	// Failing is true while the poller skips the index.
 	Failing bool `json:"failing"`
 	// ReasonCode is the kind of failure (ReasonMapping, ReasonSearch,
-	// ReasonWriteBlocked, ReasonClaimRejected); empty while healthy.
+	// ReasonWriteBlocked); empty while healthy.
 	ReasonCode string `json:"reason_code,omitempty"`
 	// Reason is what Elasticsearch said, for an operator.
 	Reason string `json:"reason,omitempty"`
@@ -48,10 +46,6 @@ type IndexStatus struct {
 	NextRetry time.Time `json:"next_retry,omitzero"`
 	// Failures is the number of consecutive failed polls of the index.
 	Failures int `json:"consecutive_failures"`
-	// SetAside is the number of its documents left out of the poll for a
-	// claim lease because Elasticsearch refused their claims for their own
-	// sake (a custom routing, an update the document cannot take).
-	SetAside int `json:"set_aside_documents"`
 }
 
 // indexState is the poller's record of one raw index; guarded by Poller.mu.
@@ -224,7 +218,6 @@ func (p *Poller) adopt(ctx context.Context, r *resolution) {
 	for idx, st := range p.states {
 		if !slices.Contains(r.indices, idx) {
 			delete(p.states, idx)
-			delete(p.aside, idx)
 			delete(p.recent, idx)
 			gone = append(gone, idx)
 			if st.failing {
@@ -359,7 +352,7 @@ func (p *Poller) IndexStatus() []IndexStatus {
 	defer p.mu.Unlock()
 	out := make([]IndexStatus, 0, len(p.states))
 	for idx, st := range p.states {
-		s := IndexStatus{Index: idx, Failing: st.failing, Since: st.since, Failures: st.failures, SetAside: len(p.aside[idx])}
+		s := IndexStatus{Index: idx, Failing: st.failing, Since: st.since, Failures: st.failures}
 		if st.failing {
 			s.ReasonCode, s.Reason, s.NextRetry = st.code, st.reason, st.nextRetry
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	classtel "github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -67,6 +68,16 @@ type harness struct {
 	db     *sql.DB // the lease table's
 }
 
+// rawStore returns the raw index store over es.
+func rawStore(t *testing.T, es *elasticsearch.Client) *rawindex.Store {
+	t.Helper()
+	s, err := rawindex.New(rawindex.Config{ES: es, Logger: testenv.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // leases returns the lease store of replica.
 func (h *harness) leases(t *testing.T, replica string) *lease.Store {
 	t.Helper()
@@ -100,6 +111,9 @@ func (h *harness) poller(t *testing.T, cfg Config) *Poller {
 	}
 	if cfg.Leases == nil {
 		cfg.Leases = h.leases(t, cfg.ReplicaID)
+	}
+	if cfg.Raw == nil {
+		cfg.Raw = rawStore(t, h.es)
 	}
 	p, err := New(cfg, h.es, h.sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
@@ -520,7 +534,7 @@ func TestPollerPausesWhileABreakerIsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	esb := breaker.MustNew(breaker.Config{Name: "elasticsearch", Threshold: 1, Cooldown: time.Hour})
-	p2, err := New(Config{ReplicaID: "r", ESBreaker: esb, Leases: h.leases(t, "r")}, dead, h.sink, p.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	p2, err := New(Config{ReplicaID: "r", ESBreaker: esb, Leases: h.leases(t, "r"), Raw: rawStore(t, dead)}, dead, h.sink, p.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,22 @@
 // Package poller finds pending raw documents in the raw content indices
-// (leaving out those under a live claim), claims a batch for this replica in
-// the lease table (package lease: no write to the raw documents) and hands
-// it to a batch handler.
+// (package rawindex; leaving out those under a live claim), claims a batch
+// for this replica in the lease table (package lease: no write to the raw
+// documents) and hands it to a batch handler.
 //
 // Each raw index is polled on its own, so a fault stays with the index that
 // caused it: the indices matching the pattern are listed (cached for
 // IndexRefresh), and one _msearch carries one search per index, each taking
-// a fair share of the batch. An index whose mapping, search or claims fail
-// is skipped with its reason (IndexStatus, a log line, the
-// classifier_index_poll_failing gauge) and retried with backoff, while the
-// others keep flowing. Only claims this replica won count towards "a full
+// a fair share of the batch. An index whose mapping or search fails, or
+// that carries a write block, is skipped with its reason (IndexStatus, a
+// log line, the classifier_index_poll_failing gauge) and retried with
+// backoff, while the others keep flowing. Only claims this replica won count towards "a full
 // page, poll again at once", so claims that cannot be won never make the
 // poller spin. While a circuit breaker of a dependency is open, the poller
 // neither searches nor claims.
 package poller
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,7 +31,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/lease"
-	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -139,6 +137,8 @@ type Config struct {
 	// Leases is the claim table (package lease): a claim is a row there,
 	// never a write to the raw document. Required.
 	Leases *lease.Store
+	// Raw is the raw index store the searches go through. Required.
+	Raw *rawindex.Store
 	// MaxStalls is how many times a document's lease may expire without a
 	// commit before its next claim dead-letters it as STALLED instead of
 	// classifying it (CLASSIFIER_MAX_STALLS). Zero: never.
@@ -146,7 +146,7 @@ type Config struct {
 	// ReadRawHTML makes the searches read raw_html, which only a
 	// classified document that copies the page needs
 	// (CLASSIFIER_COPY_RAW_HTML); without it the page is left in the raw
-	// index.
+	// index (rawindex.Pending.WithHTML).
 	ReadRawHTML bool
 }
 
@@ -223,7 +223,6 @@ type Poller struct {
 	res    *resolution
 	states map[string]*indexState
 	next   int                             // round-robin start among the indices due
-	aside  map[string]map[string]time.Time // index -> _id -> set aside until
 	recent map[string]map[string]time.Time // index -> _id -> claimed at (recent.go)
 }
 
@@ -239,9 +238,12 @@ func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Met
 	if cfg.Leases == nil {
 		return nil, errors.New("new poller: Leases is required")
 	}
+	if cfg.Raw == nil {
+		return nil, errors.New("new poller: Raw is required")
+	}
 	p := &Poller{cfg: cfg, es: es, sink: sink, metrics: metrics,
 		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now,
-		states: map[string]*indexState{}, aside: map[string]map[string]time.Time{},
+		states: map[string]*indexState{},
 		recent: map[string]map[string]time.Time{}, recentMax: recentClaimsMax}
 	p.loop = lifecycle.Loop{Name: "poller", Step: p.step, Logger: p.logger}
 	return p, nil
@@ -466,10 +468,15 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	if err != nil {
 		return pollResult{}, fmt.Errorf("claim: %w", err)
 	}
-	results := leaseResults(f.docs, claimed)
-	won, lost := p.settleClaims(ctx, results, f.searched)
-	p.setAside(ctx, results)
-	p.noteClaims(results)
+	won := inFoundOrder(f.docs, claimed)
+	// A claim not won is held by another replica: lost, like a race.
+	lost := len(f.docs) - len(won)
+	for idx := range f.searched {
+		p.markHealthy(ctx, idx)
+	}
+	// Won or lost, the documents are being classified: left out of the
+	// searches, from now, until their index shows it.
+	p.noteFound(f.docs)
 	span.SetAttributes(attribute.Int("claim.won", len(won)))
 	p.traceDocuments(ctx, won)
 	if len(won) > 0 {
@@ -493,22 +500,18 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	return pollResult{won: len(won), lost: lost, more: (len(won) > 0 || lost > 0) && f.more}, nil
 }
 
-// errLeaseHeld is the outcome of a claim another replica holds a live
-// lease on: a conflict, like a claim lost to another writer.
-var errLeaseHeld = &esclient.ResponseError{Status: http.StatusConflict, Body: "claim held by another replica"}
-
-// leaseResults gives each found document its claim outcome: won, or held
-// by another replica.
-func leaseResults(found, won []*domain.RawContent) []storage.ClaimResult {
-	isWon := make(map[*domain.RawContent]bool, len(won))
-	for _, d := range won {
-		isWon[d] = true
+// inFoundOrder returns the documents of found that are in claimed, in the
+// order found has them (by level, round-robin across the indices), which is
+// the order they are submitted in; the lease table answers in its own.
+func inFoundOrder(found, claimed []*domain.RawContent) []*domain.RawContent {
+	isClaimed := make(map[*domain.RawContent]bool, len(claimed))
+	for _, d := range claimed {
+		isClaimed[d] = true
 	}
-	out := make([]storage.ClaimResult, len(found))
-	for i, d := range found {
-		out[i] = storage.ClaimResult{Doc: d}
-		if !isWon[d] {
-			out[i].Err = errLeaseHeld
+	out := make([]*domain.RawContent, 0, len(claimed))
+	for _, d := range found {
+		if isClaimed[d] {
+			out = append(out, d)
 		}
 	}
 	return out
@@ -597,82 +600,6 @@ func (p *Poller) window(due []string, size int) []string {
 	return out
 }
 
-// claimTally is the outcome of one page's claims in one index.
-type claimTally struct {
-	won, lost, busy, refused int
-	firstRefusal             *esclient.ResponseError
-}
-
-// settleClaims sorts the claim outcomes per index and returns the won
-// documents and how many claims were lost. A conflict is a claim lost to another replica (or another
-// write) and is normal. A 429 is the cluster being busy: the document waits
-// for the next poll. Anything else refused every claim of an index (a write
-// block, a missing index) marks that index failing; an index that searched
-// well and whose claims were not all refused is healthy.
-func (p *Poller) settleClaims(ctx context.Context, results []storage.ClaimResult, searched map[string]bool) (won []*domain.RawContent, lost int) {
-	tallies := map[string]*claimTally{}
-	won = make([]*domain.RawContent, 0, len(results))
-	for _, r := range results {
-		t := tallies[r.Doc.Index]
-		if t == nil {
-			t = &claimTally{}
-			tallies[r.Doc.Index] = t
-		}
-		var re *esclient.ResponseError
-		switch {
-		case r.Err == nil:
-			t.won++
-			won = append(won, r.Doc)
-		case esclient.IsConflict(r.Err):
-			t.lost++
-			lost++
-		case errors.As(r.Err, &re) && re.Status == http.StatusTooManyRequests:
-			t.busy++
-		default:
-			t.refused++
-			if t.firstRefusal == nil {
-				if !errors.As(r.Err, &t.firstRefusal) {
-					t.firstRefusal = &esclient.ResponseError{Body: r.Err.Error()}
-				}
-			}
-		}
-	}
-	for idx := range searched {
-		t := tallies[idx]
-		switch {
-		case t == nil || t.refused == 0:
-			p.markHealthy(ctx, idx)
-		case t.won == 0:
-			code, reason := refusal(t)
-			p.markFailing(ctx, idx, code, reason)
-		default:
-			p.markHealthy(ctx, idx)
-			code, reason := refusal(t)
-			p.logger.WarnContext(ctx, "some claims were refused", "index", idx, "won", t.won, "refused", t.refused,
-				"reason_code", code, "reason", reason)
-		}
-	}
-	return won, lost
-}
-
-// refusal names why the claims of an index were refused.
-func refusal(t *claimTally) (code, reason string) {
-	re := t.firstRefusal
-	var e struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	}
-	what := re.Body
-	if json.Unmarshal([]byte(re.Body), &e) == nil && e.Type != "" {
-		what = e.Type + ": " + e.Reason
-	}
-	code = ReasonClaimRejected
-	if re.Status == http.StatusForbidden && e.Type == "cluster_block_exception" {
-		code = ReasonWriteBlocked
-	}
-	return code, fmt.Sprintf("claims refused (%d of %d, status %d): %s", t.refused, t.refused+t.lost+t.busy, re.Status, what)
-}
-
 // esOutcome tells the Elasticsearch breaker how a whole request went.
 func (p *Poller) esOutcome(ctx context.Context, err error) {
 	b := p.cfg.ESBreaker
@@ -701,60 +628,6 @@ type page struct {
 	err   string // the index's search failed
 }
 
-type searchHit struct {
-	Index       string          `json:"_index"`
-	ID          string          `json:"_id"`
-	SeqNo       int64           `json:"_seq_no"`
-	PrimaryTerm int64           `json:"_primary_term"`
-	Source      json.RawMessage `json:"_source"`
-	Routing     string          `json:"_routing"`
-}
-
-type msearchResponse struct {
-	Responses []struct {
-		Status int      `json:"status"`
-		Error  *esError `json:"error"`
-		Hits   struct {
-			Hits []searchHit `json:"hits"`
-		} `json:"hits"`
-	} `json:"responses"`
-}
-
-// pendingQuery finds the oldest pending documents, but for the ids in
-// exclude (set aside, just claimed, or under a live lease). A document in
-// status processing (a claim written to the raw document by an older
-// replica) counts as pending: its claims now live in the lease table, and
-// exclude leaves out those with a live lease.
-// numeric_type makes a crawled_at that is not a date fail the
-// search of its own index (it would sort as text), even between two reads
-// of the mappings.
-func (p *Poller) pendingQuery(from, size int, exclude []string) map[string]any {
-	q := map[string]any{
-		"from":                from,
-		"size":                size,
-		"seq_no_primary_term": true,
-		"sort": []any{map[string]any{"crawled_at": map[string]any{
-			"order": "asc", "unmapped_type": "date", "numeric_type": "date",
-		}}},
-		"query": map[string]any{"bool": map[string]any{
-			"minimum_should_match": 1,
-			"should": []any{
-				map[string]any{"term": map[string]any{"classification_status": contentindex.StatusPending}},
-				map[string]any{"term": map[string]any{"classification_status": contentindex.StatusProcessing}},
-			},
-		}},
-	}
-	if !p.cfg.ReadRawHTML {
-		q["_source"] = map[string]any{"excludes": []string{"raw_html"}}
-	}
-	if len(exclude) > 0 {
-		q["query"].(map[string]any)["bool"].(map[string]any)["must_not"] = []any{
-			map[string]any{"ids": map[string]any{"values": exclude}},
-		}
-	}
-	return q
-}
-
 // lane is one ranked search of an index: the fresh lane ranks pending
 // documents by priority, the backlog lane takes the oldest (priority.go).
 type lane struct {
@@ -776,70 +649,50 @@ func (p *Poller) searchLanes(ctx context.Context, indices []string, fresh, backl
 	return p.search(ctx, indices, lanes, true)
 }
 
-// search sends one _msearch with one search per index and lane. An index's
-// page holds its lanes' documents in lane order, each once. An index whose
-// search fails is reported in its page, and marked failing when mark is
-// set; the error is that of the request as a whole.
+// search sends one multi-search with one search per index and lane
+// (rawindex.SearchPending). An index's page holds its lanes' documents in
+// lane order, each once. An index whose search fails is reported in its
+// page, and marked failing when mark is set; the error is that of the
+// request as a whole.
 func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mark bool) ([]page, error) {
 	live, err := p.cfg.Leases.Live(ctx, indices)
 	if err != nil {
 		return nil, fmt.Errorf("search pending: %w", err)
 	}
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
 	now := p.now()
+	searches := make([]rawindex.Search, 0, len(indices)*len(lanes))
 	for _, idx := range indices {
-		exclude := append(append(p.asideIDs(idx, now), p.recentIDs(idx, now)...), live[idx]...)
+		exclude := append(p.recentIDs(idx, now), live[idx]...)
 		level := p.sourceLevel(idx)
 		for _, l := range lanes {
-			q := p.pendingQuery(l.from, l.size, exclude)
-			if l.urgentOnly {
-				p.onlyUrgent(q, level)
-			}
-			if l.fresh {
-				q = p.freshOrder(q, level)
-			}
-			if err := enc.Encode(map[string]any{"index": idx, "ignore_unavailable": true}); err != nil {
-				return nil, fmt.Errorf("search pending: %w", err)
-			}
-			if err := enc.Encode(q); err != nil {
-				return nil, fmt.Errorf("search pending: %w", err)
-			}
+			searches = append(searches, rawindex.Search{Index: idx, Query: p.pendingQuery(l, level, exclude, now)})
 		}
 	}
-	res, err := p.es.Msearch(&body, p.es.Msearch.WithContext(ctx))
-	if err := esclient.CheckResponse("search pending", res, err); err != nil {
+	answers, err := p.cfg.Raw.SearchPending(ctx, searches)
+	if err != nil {
 		return nil, err
-	}
-	defer res.Body.Close()
-	var parsed msearchResponse
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
-		return nil, fmt.Errorf("search pending: decode: %w", err)
-	}
-	if len(parsed.Responses) != len(indices)*len(lanes) {
-		return nil, fmt.Errorf("search pending: %d answers for %d indices in %d lanes", len(parsed.Responses), len(indices), len(lanes))
 	}
 	pages := make([]page, len(indices))
 	for i, idx := range indices {
 		pages[i].index = idx
 		seen := map[string]bool{}
 		for j := range lanes {
-			r := parsed.Responses[i*len(lanes)+j]
+			a := answers[i*len(lanes)+j]
 			switch {
-			case r.Error != nil && r.Status == http.StatusTooManyRequests:
+			case a.Failed() && a.Status == http.StatusTooManyRequests:
 				// The cluster is busy; the index is not at fault.
 				pages[i].err = "busy"
-			case r.Error != nil && r.Status == http.StatusNotFound:
+			case a.Failed() && a.Status == http.StatusNotFound:
 				// Deleted since it was listed: list again.
 				pages[i].err = "gone"
 				p.invalidate()
-			case r.Error != nil:
-				pages[i].err = fmt.Sprintf("search failed (status %d): %s", r.Status, r.Error.String())
+			case a.Failed():
+				pages[i].err = fmt.Sprintf("search failed (status %d): %s", a.Status, a.Err)
 				if mark {
 					p.markFailing(ctx, idx, ReasonSearch, pages[i].err)
 				}
 			default:
-				for _, d := range p.decodeHits(ctx, r.Hits.Hits) {
+				for _, d := range a.Docs {
 					if !seen[d.ID] {
 						seen[d.ID] = true
 						pages[i].docs = append(pages[i].docs, d)
@@ -852,31 +705,4 @@ func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mar
 		}
 	}
 	return pages, nil
-}
-
-// decodeHits turns search hits into raw documents. A document's identity is
-// its index and _id: an id field in _source that differs is ignored (it
-// would name another document, or none) and logged.
-func (p *Poller) decodeHits(ctx context.Context, hits []searchHit) []*domain.RawContent {
-	out := make([]*domain.RawContent, 0, len(hits))
-	for _, h := range hits {
-		// Decode each document on its own: one malformed _source must not
-		// stall the poll for everyone else. It is claimed like any other and
-		// failed by the pipeline with the decode error as its reason.
-		raw, sourceID := domain.DecodeRaw(h.Index, h.ID, h.SeqNo, h.PrimaryTerm, h.Source)
-		if raw.DecodeError == "" && h.Routing == "" && p.cfg.ReadRawHTML {
-			// The pending queries read _source whole: the flip may send
-			// the whole document. Without raw_html they read it in part,
-			// and the flip is a partial update. A document stored under a
-			// custom routing is changed by partial updates, which find it
-			// missing and are refused as before.
-			raw.Source = h.Source
-		}
-		if sourceID != "" && sourceID != h.ID {
-			p.logger.WarnContext(ctx, "raw document's id field differs from its _id; the _id is its identity",
-				"index", h.Index, "_id", h.ID, "source_id", sourceID)
-		}
-		out = append(out, raw)
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"testing"
 
 	"go.opentelemetry.io/otel/metric/noop"
@@ -37,7 +38,7 @@ func TestPollerHoldsOffWhenTheQueueIsFull(t *testing.T) {
 	}
 	for _, sink := range []fullSink{{throttle: true}, {throttle: false}} {
 		// No Elasticsearch client at all: a poll that reached it would panic.
-		p, err := New(Config{ReplicaID: "r", Leases: leases}, nil, sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+		p, err := New(Config{ReplicaID: "r", Leases: leases, Raw: &rawindex.Store{}}, nil, sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 		if err != nil {
 			t.Fatal(err)
 		}

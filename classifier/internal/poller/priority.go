@@ -1,12 +1,12 @@
 package poller
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -56,6 +56,9 @@ const (
 	// substantiveWeight and substantiveWords favour documents with text.
 	substantiveWeight = 1.2
 	substantiveWords  = 150
+	// recencyFloor is added to the recency score so that old documents
+	// keep a place.
+	recencyFloor = 0.001
 )
 
 // lanes returns the sizes of the fresh and backlog lanes for share
@@ -96,51 +99,42 @@ func levelWeight(level string) float64 {
 
 // notBelowNormal lists the levels a document of a low or cleanup source
 // names to leave its source's level.
-func notBelowNormal() []any {
-	return []any{contentindex.PriorityCritical, contentindex.PriorityHigh, contentindex.PriorityNormal}
+func notBelowNormal() []string {
+	return []string{contentindex.PriorityCritical, contentindex.PriorityHigh, contentindex.PriorityNormal}
 }
 
-// freshOrder turns a pending-documents query into the fresh lane's: the
-// same documents ranked by level and recency. The fresh lane of the index
-// of a source at level below normal finds only the documents that name a
-// level of normal or above.
-func (p *Poller) freshOrder(q map[string]any, sourceLevel string) map[string]any {
-	if contentindex.PriorityBelowNormal(sourceLevel) {
-		addFilter(q, map[string]any{"terms": map[string]any{"priority": notBelowNormal()}})
+// pendingQuery is the search of lane l of an index whose source is at
+// sourceLevel, leaving out the ids in exclude. The fresh lane ranks by
+// level and recency (rank); the fresh lane of the index of a source below
+// normal finds only the documents that name a level of normal or above;
+// an urgent-only lane finds only what urgent sends to the urgent queue.
+func (p *Poller) pendingQuery(l lane, sourceLevel string, exclude []string, now time.Time) rawindex.Pending {
+	q := rawindex.Pending{From: l.from, Size: l.size, Exclude: exclude, WithHTML: p.cfg.ReadRawHTML}
+	if l.urgentOnly {
+		q.Urgent = &rawindex.Urgent{Since: now.Add(-p.cfg.UrgentAge), Unmarked: sourceLevel == contentindex.PriorityCritical}
+		q.NotLevels = []string{contentindex.PriorityLow, contentindex.PriorityCleanup}
 	}
-	recency := map[string]any{"function_score": map[string]any{
-		"query": q["query"],
-		"functions": []any{
-			map[string]any{"gauss": map[string]any{"crawled_at": map[string]any{
-				"origin": p.now().UTC().Format(time.RFC3339), "scale": fmt.Sprintf("%dms", p.cfg.RecencyScale.Milliseconds()), "decay": 0.5,
-			}}},
-			map[string]any{"weight": 0.001},
-		},
-		"score_mode": "sum", "boost_mode": "replace",
-	}}
-	factors := []any{
-		map[string]any{"filter": map[string]any{"range": map[string]any{"word_count": map[string]any{"gte": substantiveWords}}}, "weight": substantiveWeight},
+	if (l.fresh || l.urgentOnly) && contentindex.PriorityBelowNormal(sourceLevel) {
+		q.Levels = notBelowNormal()
 	}
-	for _, level := range contentindex.Priorities() {
-		if w := levelWeight(level); w != 1 {
-			factors = append(factors, map[string]any{"filter": map[string]any{"term": map[string]any{"priority": level}}, "weight": w})
-		}
-	}
-	if w := levelWeight(sourceLevel); w != 1 {
-		// A document that names no level has its source's.
-		factors = append(factors, map[string]any{
-			"filter": map[string]any{"bool": map[string]any{"must_not": []any{map[string]any{"exists": map[string]any{"field": "priority"}}}}},
-			"weight": w,
-		})
-	}
-	q["query"] = map[string]any{"function_score": map[string]any{
-		"query": recency, "functions": factors, "score_mode": "multiply", "boost_mode": "multiply",
-	}}
-	q["sort"] = []any{
-		map[string]any{"_score": map[string]any{"order": "desc"}},
-		map[string]any{"crawled_at": map[string]any{"order": "desc", "unmapped_type": "date", "numeric_type": "date"}},
+	if l.fresh {
+		q.Rank = p.rank(sourceLevel, now)
 	}
 	return q
+}
+
+// rank is the fresh lane's score (see the top of this file): a document
+// that names no level has its source's.
+func (p *Poller) rank(sourceLevel string, now time.Time) *rawindex.Rank {
+	r := &rawindex.Rank{Origin: now, Scale: p.cfg.RecencyScale, Floor: recencyFloor,
+		Substantive: rawindex.Substantive{Words: substantiveWords, Weight: substantiveWeight},
+		Unmarked:    levelWeight(sourceLevel)}
+	for _, level := range contentindex.Priorities() {
+		if w := levelWeight(level); w != 1 {
+			r.Levels = append(r.Levels, rawindex.LevelWeight{Level: level, Weight: w})
+		}
+	}
+	return r
 }
 
 // sourceLevel returns the level of the source of raw index idx: its mark,
@@ -185,25 +179,6 @@ func (p *Poller) urgent(doc *domain.RawContent) bool {
 	return !doc.CrawledAt.IsZero() && p.now().Sub(doc.CrawledAt) <= p.cfg.UrgentAge
 }
 
-// onlyUrgent narrows a pending-documents query of an index of a source at
-// sourceLevel to the documents urgent says go to the urgent queue.
-func (p *Poller) onlyUrgent(q map[string]any, sourceLevel string) {
-	since := p.now().Add(-p.cfg.UrgentAge).UTC().Format(time.RFC3339)
-	urgentWhen := []any{
-		map[string]any{"range": map[string]any{"crawled_at": map[string]any{"gte": since}}},
-		map[string]any{"term": map[string]any{"priority": contentindex.PriorityCritical}},
-	}
-	if sourceLevel == contentindex.PriorityCritical {
-		urgentWhen = append(urgentWhen, map[string]any{"bool": map[string]any{"must_not": []any{map[string]any{"exists": map[string]any{"field": "priority"}}}}})
-	}
-	addFilter(q, map[string]any{"bool": map[string]any{"should": urgentWhen, "minimum_should_match": 1}})
-	if contentindex.PriorityBelowNormal(sourceLevel) {
-		addFilter(q, map[string]any{"terms": map[string]any{"priority": notBelowNormal()}})
-	}
-	b := q["query"].(map[string]any)["bool"].(map[string]any)
-	b["must_not"] = append(asSlice(b["must_not"]), map[string]any{"terms": map[string]any{"priority": []any{contentindex.PriorityLow, contentindex.PriorityCleanup}}})
-}
-
 // byLevel takes up to size of the pages' documents into a batch, level by
 // level from critical down, round-robin across the indices within a level,
 // so each index gets its share of every level and a higher level is never
@@ -232,17 +207,4 @@ func (p *Poller) byLevel(pages []page, size int) []*domain.RawContent {
 		}
 	}
 	return docs
-}
-
-// addFilter adds a filter clause to a pending-documents query's bool.
-func addFilter(q map[string]any, clause map[string]any) {
-	b := q["query"].(map[string]any)["bool"].(map[string]any)
-	b["filter"] = append(asSlice(b["filter"]), clause)
-}
-
-func asSlice(v any) []any {
-	if s, ok := v.([]any); ok {
-		return s
-	}
-	return nil
 }

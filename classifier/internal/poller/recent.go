@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -35,24 +34,6 @@ func (p *Poller) noteFound(docs []*domain.RawContent) {
 	defer p.mu.Unlock()
 	for _, d := range docs {
 		p.noteLocked(d, now)
-	}
-}
-
-// noteClaims remembers again, from now, the documents whose claims this
-// poll won, or lost to another writer: the searches of their index must
-// not offer them while the index has not been refreshed since. A document
-// whose claim was refused did not change: it is forgotten, and offered
-// again (or set aside, setaside.go) like before.
-func (p *Poller) noteClaims(results []storage.ClaimResult) {
-	now := p.now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range results {
-		if r.Err == nil || esclient.IsConflict(r.Err) {
-			p.noteLocked(r.Doc, now)
-		} else if ids := p.recent[r.Doc.Index]; ids != nil {
-			delete(ids, r.Doc.ID)
-		}
 	}
 }
 

@@ -15,12 +15,12 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -34,7 +34,10 @@ const (
 // Stores are the committer's outputs. DeadLetters and Reputation may be nil
 // (the DLQ disabled by CLASSIFIER_DLQ_ENABLED=false; reputation off).
 type Stores struct {
-	Content     *storage.ContentStore
+	// Content writes the classified documents.
+	Content *storage.ContentStore
+	// Raw flips the status of the raw documents (the commit point).
+	Raw         *rawindex.Store
 	History     *storage.HistoryRepository
 	Outbox      *storage.OutboxWriter
 	DeadLetters *deadletter.Repository
@@ -79,12 +82,6 @@ type CommitterConfig struct {
 	// Batches hold distinct documents, so they commit independently.
 	// Defaults to CommitWorkersDefault.
 	Workers int
-	// ClaimLease is the claim lease (CLASSIFIER_CLAIM_LEASE): a result whose
-	// claim was last known to hold longer ago than this, or that a renewal
-	// found taken over, is verified against Elasticsearch before anything
-	// of it is written, and dropped when another replica owns it now. Zero
-	// verifies only the claims a renewal found lost.
-	ClaimLease time.Duration
 }
 
 // Committer receives results from the workers and commits them in batches.
@@ -308,19 +305,19 @@ func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []
 	written, orphans := heldBehindFailed(written, failed)
 	c.requeueOrphans(ctx, orphans)
 
-	changes := make([]storage.StatusChange, 0, len(written)+len(parked))
+	changes := make([]rawindex.Change, 0, len(written)+len(parked))
 	for _, r := range written {
-		changes = append(changes, storage.StatusChange{Raw: r.Raw, Status: contentindex.StatusClassified, Doc: r.Doc})
+		changes = append(changes, rawindex.Change{Raw: r.Raw, Status: contentindex.StatusClassified, Doc: r.Doc})
 	}
 	for _, r := range parked {
-		changes = append(changes, storage.StatusChange{Raw: r.Raw, Status: contentindex.StatusFailed, Reason: string(r.Code) + ": " + r.Err.Error()})
+		changes = append(changes, rawindex.Change{Raw: r.Raw, Status: contentindex.StatusFailed, Reason: string(r.Code) + ": " + r.Err.Error()})
 	}
 	// Every document of the batch is finished here, flipped or not: stop
 	// renewing its claim. One left claimed returns after the lease.
 	for _, r := range results {
 		c.stores.Claims.Take(r.Raw)
 	}
-	var flipped []storage.StatusChange
+	var flipped []rawindex.Change
 	for pending := changes; len(pending) > 0; {
 		f, retry := c.flip(ctx, pending)
 		flipped = append(flipped, f...)
@@ -333,7 +330,7 @@ func (c *Committer) commit(ctx context.Context, stop <-chan struct{}, results []
 }
 
 // finish marks the claims of the changed documents done (package lease).
-func (c *Committer) finish(ctx context.Context, flipped []storage.StatusChange) {
+func (c *Committer) finish(ctx context.Context, flipped []rawindex.Change) {
 	if c.stores.Leases == nil || len(flipped) == 0 {
 		return
 	}
@@ -614,7 +611,7 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 // finished at the version it was made at, so the document is claimed again
 // as soon as a search returns it as it is now, never at the version this
 // attempt saw; nothing more of this attempt is written.
-func (c *Committer) flip(ctx context.Context, changes []storage.StatusChange) (flipped, retry []storage.StatusChange) {
+func (c *Committer) flip(ctx context.Context, changes []rawindex.Change) (flipped, retry []rawindex.Change) {
 	flipped, retry, conflicts := c.flipOnce(ctx, changes)
 	if len(conflicts) > 0 {
 		for _, ch := range conflicts {
@@ -628,12 +625,13 @@ func (c *Committer) flip(ctx context.Context, changes []storage.StatusChange) (f
 
 // flipOnce sends the status changes once. It returns those that took
 // effect, those to try again once Elasticsearch answers, and those refused
-// as conflicts.
-func (c *Committer) flipOnce(ctx context.Context, changes []storage.StatusChange) (flipped, retry, conflicts []storage.StatusChange) {
+// because the document changed (rawindex.ErrChanged), which is no fault of
+// Elasticsearch.
+func (c *Committer) flipOnce(ctx context.Context, changes []rawindex.Change) (flipped, retry, conflicts []rawindex.Change) {
 	es := c.breakers.Elasticsearch
-	items, err := c.stores.Content.FlipStatus(ctx, changes)
+	items, err := c.stores.Raw.Flip(ctx, changes)
 	if err != nil {
-		if fault.ElasticsearchProved(ctx, err, c.stores.Content.Ping) == fault.Dependency {
+		if fault.ElasticsearchProved(ctx, err, c.stores.Raw.Ping) == fault.Dependency {
 			es.Failure(err)
 			return nil, changes, nil
 		}
@@ -647,11 +645,11 @@ func (c *Committer) flipOnce(ctx context.Context, changes []storage.StatusChange
 		switch {
 		case item.Err == nil:
 			flipped = append(flipped, changes[i])
+		case rawindex.Changed(item.Err):
+			conflicts = append(conflicts, changes[i])
 		case fault.ElasticsearchItem(item.Status, item.Err.Error()) == fault.Dependency:
 			es.Failure(item.Err)
 			retry = append(retry, changes[i])
-		case esclient.IsConflict(item.Err):
-			conflicts = append(conflicts, changes[i])
 		default:
 			// The document returns after the lease.
 			c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
@@ -741,7 +739,7 @@ func (c *Committer) dropTakenOver(ctx context.Context, results []Result) []Resul
 
 // account records what a committed batch means: metrics, resolved
 // dead-letter entries, and source statistics.
-func (c *Committer) account(ctx context.Context, flipped []storage.StatusChange) {
+func (c *Committer) account(ctx context.Context, flipped []rawindex.Change) {
 	var resolved []domain.DocKey
 	retried := 0
 	deltas := map[string]reputation.Delta{}

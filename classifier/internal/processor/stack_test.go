@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/loadgen"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
+	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/storage"
@@ -147,6 +148,7 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 	}
 	stores := Stores{
 		Content:     storage.NewContentStore(e.es),
+		Raw:         rawtest.Store(t, e.es),
 		History:     storage.NewHistoryRepository(e.db),
 		Outbox:      storage.NewOutboxWriter(e.outbox),
 		DeadLetters: deadletter.NewRepository(e.db),
@@ -172,13 +174,13 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 	// Urgent documents (fresh: the tests' documents are) take their own
 	// queue and commit worker, as in the service.
 	urgent := NewBatchProcessor(BatchProcessorConfig{Concurrency: 2, MaxQueueDepth: 20, SubmitTimeout: 5 * time.Second}, c, com.UrgentOutput(), e.metrics, tracer, logger)
-	hb, err := claim.NewHeartbeat(claim.HeartbeatConfig{ReplicaID: id, IndexPattern: pattern, Interval: max(leaseFor/4, 10*time.Millisecond)},
+	hb, err := claim.NewHeartbeat(claim.HeartbeatConfig{ReplicaID: id, Interval: max(leaseFor/4, 10*time.Millisecond)},
 		registry, leases, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
-		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
+		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, Raw: stores.Raw, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
 		e.es, claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +319,7 @@ func (e *env) rawDocs(t *testing.T, ids []string) []*domain.RawContent {
 	for i, id := range ids {
 		refs[i] = domain.DocKey{Index: contentindex.RawIndex(e.source), ID: id}
 	}
-	found, missing, err := storage.NewContentStore(e.es).GetRaw(context.Background(), refs)
+	found, missing, err := rawtest.Store(t, e.es).Get(context.Background(), refs)
 	if err != nil || len(missing) > 0 {
 		t.Fatalf("get raw: %v, missing %v", err, missing)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -149,4 +150,14 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
+}
+
+// Store returns a raw index store over es with the default byte bound.
+func Store(t testing.TB, es *elasticsearch.Client) *rawindex.Store {
+	t.Helper()
+	s, err := rawindex.New(rawindex.Config{ES: es})
+	if err != nil {
+		t.Fatalf("raw index store: %v", err)
+	}
+	return s
 }

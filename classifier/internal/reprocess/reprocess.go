@@ -4,10 +4,11 @@
 //
 // A request is a task (table reprocess_tasks) run in the background by the
 // replica that accepted it: its raw index is read through a point in time
-// (package rawscan) and each page of documents is set back to pending with
-// "priority": "low" in one bulk request, each document only if it is
-// unchanged since it was read (if_seq_no/if_primary_term; a conflict is
-// counted and skipped, as update_by_query's conflicts=proceed). A document
+// (rawindex.Store.Scan) and each page of documents is set back to pending
+// with "priority": "low" (rawindex.Store.Requeue, through the bounded bulk
+// writer), each document only if it is unchanged since it was read
+// (if_seq_no/if_primary_term; a conflict is counted and skipped, as
+// update_by_query's conflicts=proceed). A document
 // being classified (processing) is never read, so never touched; nor is a
 // pending one. Progress is written after every page, so GET shows it from
 // any replica.
@@ -24,10 +25,8 @@
 package reprocess
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,16 +34,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/lib/pq"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/rawscan"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -95,8 +92,8 @@ const (
 
 // Config configures a Runner.
 type Config struct {
-	// ES holds the raw indices. Required.
-	ES *elasticsearch.Client
+	// Raw holds the raw indices. Required.
+	Raw *rawindex.Store
 	// DB is the classifier's database (reprocess_tasks). Required.
 	DB *sql.DB
 	// ReplicaID names this replica on its tasks. Required.
@@ -184,7 +181,7 @@ func New(cfg Config) (*Runner, error) {
 	for _, c := range []struct {
 		missing bool
 		name    string
-	}{{cfg.ES == nil, "ES"}, {cfg.DB == nil, "DB"}, {cfg.ReplicaID == "", "ReplicaID"}, {cfg.Logger == nil, "Logger"}} {
+	}{{cfg.Raw == nil, "Raw"}, {cfg.DB == nil, "DB"}, {cfg.ReplicaID == "", "ReplicaID"}, {cfg.Logger == nil, "Logger"}} {
 		if c.missing {
 			errs = append(errs, fmt.Errorf("%s is required", c.name))
 		}
@@ -273,17 +270,12 @@ func (r *Runner) Submit(ctx context.Context, req Request) (*Task, error) {
 }
 
 func (r *Runner) indexExists(ctx context.Context, index string) error {
-	es := r.cfg.ES
-	res, err := es.Indices.Exists([]string{index}, es.Indices.Exists.WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("submit reprocess: %w", err)
-	}
-	res.Body.Close()
+	ok, err := r.cfg.Raw.Exists(ctx, index)
 	switch {
-	case res.StatusCode == 404:
+	case err != nil:
+		return fmt.Errorf("submit reprocess: %w", err)
+	case !ok:
 		return fmt.Errorf("submit reprocess: raw index %s: %w", index, ErrNotFound)
-	case res.IsError():
-		return fmt.Errorf("submit reprocess: raw index %s: elasticsearch answered %d", index, res.StatusCode)
 	}
 	return nil
 }
@@ -438,10 +430,10 @@ func (r *Runner) execute(ctx context.Context, t *Task) {
 	if t.Scope == ScopeAll {
 		statuses = append(statuses, contentindex.StatusFailed)
 	}
-	q := rawscan.Query{
+	q := rawindex.ScanQuery{
 		Indices:  t.RawIndex,
-		Filter:   []map[string]any{{"terms": map[string]any{"classification_status": statuses}}},
-		Source:   []string{"classification_status"},
+		Statuses: statuses,
+		Fields:   []string{"classification_status"},
 		PageSize: r.cfg.PageSize,
 		Refresh:  true,
 	}
@@ -450,7 +442,7 @@ func (r *Runner) execute(ctx context.Context, t *Task) {
 	}
 	var firstErr string
 	cancelled := false
-	err := rawscan.Scan(ctx, r.cfg.ES, q, func(ctx context.Context, docs []*domain.RawContent) (bool, error) {
+	err := r.cfg.Raw.Scan(ctx, q, func(ctx context.Context, docs []*domain.RawContent) (bool, error) {
 		if t.MaxDocs != nil {
 			docs = docs[:min(len(docs), *t.MaxDocs-int(t.Scanned))]
 		}
@@ -528,57 +520,24 @@ func (r *Runner) finish(ctx context.Context, t *Task, status, reason string) {
 }
 
 // requeue sets docs back to pending with priority low, each only if it is
-// at the version read, in one bulk request. It returns how many were set
-// back, skipped because they changed (409), and refused otherwise, with the
+// at the version read (rawindex.Store.Requeue). It returns how many were
+// set back, skipped because they changed, and refused otherwise, with the
 // first refusal.
 func (r *Runner) requeue(ctx context.Context, docs []*domain.RawContent) (requeued, conflicts, failed int64, first string, err error) {
-	if len(docs) == 0 {
-		return 0, 0, 0, "", nil
+	items, err := r.cfg.Raw.Requeue(ctx, docs)
+	if err != nil {
+		return 0, 0, 0, "", fmt.Errorf("reprocess: %w", err)
 	}
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	for _, d := range docs {
-		if err := enc.Encode(map[string]any{"update": map[string]any{"_index": d.Index, "_id": d.ID,
-			"if_seq_no": d.SeqNo, "if_primary_term": d.PrimaryTerm}}); err != nil {
-			return 0, 0, 0, "", err
-		}
-		if err := enc.Encode(map[string]any{"doc": map[string]any{
-			"classification_status": contentindex.StatusPending,
-			"priority":              contentindex.PriorityLow,
-			"claimed_by":            nil,
-			"claimed_at":            nil,
-			"classification_error":  nil,
-		}}); err != nil {
-			return 0, 0, 0, "", err
-		}
-	}
-	es := r.cfg.ES
-	res, err := es.Bulk(&body, es.Bulk.WithContext(ctx))
-	if err := esclient.CheckResponse("reprocess bulk", res, err); err != nil {
-		return 0, 0, 0, "", err
-	}
-	defer res.Body.Close()
-	var parsed struct {
-		Items []map[string]struct {
-			Status int             `json:"status"`
-			Error  json.RawMessage `json:"error"`
-		} `json:"items"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
-		return 0, 0, 0, "", fmt.Errorf("reprocess bulk: decode: %w", err)
-	}
-	for i, item := range parsed.Items {
-		for _, it := range item {
-			switch {
-			case it.Status < 300:
-				requeued++
-			case it.Status == 409:
-				conflicts++
-			default:
-				failed++
-				if first == "" && i < len(docs) {
-					first = fmt.Sprintf("%s/%s: %d %s", docs[i].Index, docs[i].ID, it.Status, strings.TrimSpace(string(it.Error)))
-				}
+	for i, it := range items {
+		switch {
+		case it.Err == nil:
+			requeued++
+		case rawindex.Changed(it.Err):
+			conflicts++
+		default:
+			failed++
+			if first == "" {
+				first = fmt.Sprintf("%s/%s: %s", docs[i].Index, docs[i].ID, strings.TrimSpace(it.Err.Error()))
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/rawscan"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -36,7 +36,7 @@ func setup(t *testing.T) *bundle {
 
 func (b *bundle) runner(t *testing.T, cfg Config) *Runner {
 	t.Helper()
-	cfg.ES, cfg.DB, cfg.ReplicaID, cfg.Logger = b.es, b.db, "replica-1", testenv.Logger(t)
+	cfg.Raw, cfg.DB, cfg.ReplicaID, cfg.Logger = rawtest.Store(t, b.es), b.db, "replica-1", testenv.Logger(t)
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestRequeueIsConditionalOnTheVersionRead(t *testing.T) {
 	b := setup(t)
 	index := b.classified(t, b.prefix+"news", 3)
 	var read []*domain.RawContent
-	if err := rawscan.Scan(context.Background(), b.es, rawscan.Query{Indices: index}, func(_ context.Context, docs []*domain.RawContent) (bool, error) {
+	if err := rawtest.Store(t, b.es).Scan(context.Background(), rawindex.ScanQuery{Indices: index}, func(_ context.Context, docs []*domain.RawContent) (bool, error) {
 		read = append(read, docs...)
 		return true, nil
 	}); err != nil {
@@ -176,7 +176,7 @@ func TestRunnerStartStopStress(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
-		r, err := New(Config{ES: b.es, DB: b.db, ReplicaID: "stress", Logger: testenv.Logger(t)})
+		r, err := New(Config{Raw: rawtest.Store(t, b.es), DB: b.db, ReplicaID: "stress", Logger: testenv.Logger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

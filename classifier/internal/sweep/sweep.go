@@ -16,16 +16,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
-	"github.com/north-cloud/classifier/internal/rawscan"
-	"github.com/north-cloud/classifier/internal/storage"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // Defaults of Config.
@@ -36,8 +32,10 @@ const (
 
 // Config configures a Sweeper.
 type Config struct {
-	// ES holds the raw indices. Required.
-	ES *elasticsearch.Client
+	// Raw holds the raw indices: the sweep reads and flips through it, so
+	// its flips are bounded like the classifier's (CLASSIFIER_MAX_BULK_BYTES).
+	// Required.
+	Raw *rawindex.Store
 	// Pattern selects the raw indices (names, wildcards, -exclusions).
 	// Defaults to PatternDefault.
 	Pattern string
@@ -52,7 +50,7 @@ type Config struct {
 	// Limit is the most pending documents read; 0 reads them all.
 	Limit int
 	// PageSize is the most documents read at once. Defaults to
-	// rawscan.PageSizeDefault.
+	// rawindex.PageSizeDefault.
 	PageSize int
 	// Samples is how many ids each reason lists. Defaults to
 	// SamplesDefault.
@@ -110,8 +108,7 @@ type Report struct {
 
 // Sweeper runs sweeps.
 type Sweeper struct {
-	cfg   Config
-	store *storage.ContentStore
+	cfg Config
 }
 
 // New returns a Sweeper after checking cfg.
@@ -123,8 +120,8 @@ func New(cfg Config) (*Sweeper, error) {
 		cfg.Samples = SamplesDefault
 	}
 	var errs []error
-	if cfg.ES == nil {
-		errs = append(errs, errors.New("ES is required"))
+	if cfg.Raw == nil {
+		errs = append(errs, errors.New("Raw is required"))
 	}
 	if cfg.Quarantine && cfg.DeadLetters == nil {
 		errs = append(errs, errors.New("DeadLetters is required to quarantine"))
@@ -138,7 +135,7 @@ func New(cfg Config) (*Sweeper, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new sweep: %w", err)
 	}
-	return &Sweeper{cfg: cfg, store: storage.NewContentStore(cfg.ES)}, nil
+	return &Sweeper{cfg: cfg}, nil
 }
 
 // Run sweeps the pending documents of the pattern's indices.
@@ -146,21 +143,21 @@ func (s *Sweeper) Run(ctx context.Context) (*Report, error) {
 	report := &Report{}
 	byIndex := map[string]*Index{}
 	reasons := map[string]map[string]*Reason{}
-	q := rawscan.Query{
+	q := rawindex.ScanQuery{
 		Indices:  s.cfg.Pattern,
-		Filter:   []map[string]any{{"term": map[string]any{"classification_status": contentindex.StatusPending}}},
+		Statuses: []string{contentindex.StatusPending},
 		PageSize: s.cfg.PageSize,
 		// A previous sweep's flips are seen, so its documents are not
 		// read again as pending.
 		Refresh: true,
 	}
 	if q.PageSize <= 0 {
-		q.PageSize = rawscan.PageSizeDefault
+		q.PageSize = rawindex.PageSizeDefault
 	}
 	if s.cfg.Limit > 0 {
 		q.PageSize = min(q.PageSize, s.cfg.Limit)
 	}
-	err := rawscan.Scan(ctx, s.cfg.ES, q, func(ctx context.Context, docs []*domain.RawContent) (bool, error) {
+	err := s.cfg.Raw.Scan(ctx, q, func(ctx context.Context, docs []*domain.RawContent) (bool, error) {
 		if rest := int64(s.cfg.Limit) - report.Scanned; s.cfg.Limit > 0 && int64(len(docs)) > rest {
 			docs = docs[:rest]
 		}
@@ -239,17 +236,17 @@ type refusal struct {
 // documents: the dead letters first, then the conditional status flip.
 func (s *Sweeper) quarantine(ctx context.Context, refused []refusal, report *Report, byIndex map[string]*Index) error {
 	failures := make([]domain.DeadLetterEntry, len(refused))
-	changes := make([]storage.StatusChange, len(refused))
+	changes := make([]rawindex.Change, len(refused))
 	for i, r := range refused {
 		failures[i] = domain.DeadLetterEntry{ContentID: r.raw.ID, SourceName: r.raw.SourceName, IndexName: r.raw.Index,
 			ErrorCode: domain.ErrorCodeValidation, ErrorMessage: r.message}
-		changes[i] = storage.StatusChange{Raw: r.raw, Status: contentindex.StatusFailed,
+		changes[i] = rawindex.Change{Raw: r.raw, Status: contentindex.StatusFailed,
 			Reason: string(domain.ErrorCodeValidation) + ": " + r.message}
 	}
 	if _, err := s.cfg.DeadLetters.EnqueueBatch(ctx, failures); err != nil {
 		return fmt.Errorf("quarantine: %w", err)
 	}
-	items, err := s.store.FlipStatus(ctx, changes)
+	items, err := s.cfg.Raw.Flip(ctx, changes)
 	if err != nil {
 		return fmt.Errorf("quarantine: %w", err)
 	}
@@ -259,7 +256,7 @@ func (s *Sweeper) quarantine(ctx context.Context, refused []refusal, report *Rep
 		case item.Err == nil:
 			idx.Quarantined++
 			report.Quarantined++
-		case esclient.IsConflict(item.Err):
+		case rawindex.Changed(item.Err):
 			idx.Skipped++
 			report.Skipped++
 		default:

@@ -72,7 +72,7 @@ func setup(t *testing.T) *bundle {
 
 func (b *bundle) sweeper(t *testing.T, cfg sweep.Config) *sweep.Sweeper {
 	t.Helper()
-	cfg.ES, cfg.Pattern, cfg.DeadLetters = b.es, b.prefix+"*"+contentindex.RawSuffix, b.dlq
+	cfg.Raw, cfg.Pattern, cfg.DeadLetters = rawtest.Store(t, b.es), b.prefix+"*"+contentindex.RawSuffix, b.dlq
 	cfg.Limits = admission.Limits{MaxURLBytes: 64}
 	s, err := sweep.New(cfg)
 	if err != nil {
@@ -245,7 +245,7 @@ func TestSweepLimit(t *testing.T) {
 	if report.Scanned != 5 || !report.Truncated {
 		t.Fatalf("report = %+v, want 5 scanned and truncated", report.Totals)
 	}
-	if _, err := sweep.New(sweep.Config{ES: b.es, Quarantine: true}); err == nil {
+	if _, err := sweep.New(sweep.Config{Raw: rawtest.Store(t, b.es), Quarantine: true}); err == nil {
 		t.Error("New accepted Quarantine without DeadLetters")
 	}
 }

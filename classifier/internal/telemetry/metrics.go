@@ -75,7 +75,7 @@ type Metrics struct {
 	// labelled by index (bounded: the raw indices of the pattern).
 	IndexPollFailing metric.Int64Gauge
 	// IndexPollFailures counts failed polls of one raw index, by index and
-	// reason (mapping, search_error, write_blocked, claim_rejected).
+	// reason (mapping, search_error, write_blocked).
 	IndexPollFailures metric.Int64Counter
 
 	// Duplicates counts documents recorded as duplicates, by source and

@@ -1,4 +1,4 @@
-package storage
+package rawindex
 
 import (
 	"encoding/json"

@@ -1,13 +1,4 @@
-// Package rawscan pages through the raw documents of many indices that
-// match a query, each once, through an Elasticsearch point in time: the
-// pages are a consistent snapshot however the documents change meanwhile,
-// and each document comes with the version it had in the snapshot
-// (_seq_no, _primary_term), so that a write conditional on that version
-// leaves alone a document that changed since (a claim, a classification).
-//
-// It is how the operator's bulk tools (the sweep command, a reprocess)
-// read; the poller does not use it.
-package rawscan
+package rawindex
 
 import (
 	"bytes"
@@ -25,21 +16,32 @@ import (
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
-// Defaults of Query.
+// Scan pages through the raw documents of many indices that have some
+// statuses, each once, through an Elasticsearch point in time: the pages
+// are a consistent snapshot however the documents change meanwhile, and
+// each document comes with the version it had in the snapshot, so that a
+// write conditional on it (Flip, Requeue) leaves alone a document that
+// changed since (a classification, a crawler's rewrite).
+//
+// It is how the operator's bulk tools (the sweep command, a reprocess)
+// read; the poller searches instead (SearchPending).
+
+// Defaults of ScanQuery.
 const (
 	PageSizeDefault  = 200
 	KeepAliveDefault = 5 * time.Minute
 )
 
-// Query selects the documents to page through.
-type Query struct {
+// ScanQuery selects the documents to page through.
+type ScanQuery struct {
 	// Indices is the target: names, wildcards and -exclusions, as in a
 	// search. Required.
 	Indices string
-	// Filter is the query's bool filter clauses (Elasticsearch query DSL).
-	Filter []map[string]any
-	// Source lists the _source fields to read; nil reads them all.
-	Source []string
+	// Statuses are the classification_status values read; nil reads
+	// every document.
+	Statuses []string
+	// Fields lists the _source fields to read; nil reads them all.
+	Fields []string
 	// PageSize is the most documents per page. Defaults to
 	// PageSizeDefault.
 	PageSize int
@@ -60,7 +62,8 @@ type Page func(ctx context.Context, docs []*domain.RawContent) (more bool, err e
 // Scan calls page with every document of q, in pages, until they are all
 // read or page returns false or an error. The point in time is closed at
 // the end, even when ctx is cancelled.
-func Scan(ctx context.Context, es *elasticsearch.Client, q Query, page Page) (err error) {
+func (s *Store) Scan(ctx context.Context, q ScanQuery, page Page) (err error) {
+	es := s.es
 	if q.Indices == "" {
 		return errors.New("raw scan: Indices is required")
 	}
@@ -93,21 +96,7 @@ func Scan(ctx context.Context, es *elasticsearch.Client, q Query, page Page) (er
 	}()
 	var after []any
 	for {
-		body := map[string]any{
-			"size":                q.PageSize,
-			"pit":                 map[string]any{"id": pit, "keep_alive": keepAlive},
-			"sort":                []any{map[string]any{"_shard_doc": "asc"}},
-			"seq_no_primary_term": true,
-			"track_total_hits":    false,
-			"query":               map[string]any{"bool": map[string]any{"filter": q.Filter}},
-		}
-		if q.Source != nil {
-			body["_source"] = q.Source
-		}
-		if after != nil {
-			body["search_after"] = after
-		}
-		hits, id, err := search(ctx, es, body)
+		hits, id, err := scanPage(ctx, es, q.page(pit, keepAlive, after))
 		if err != nil {
 			return err
 		}
@@ -119,7 +108,9 @@ func Scan(ctx context.Context, es *elasticsearch.Client, q Query, page Page) (er
 		}
 		docs := make([]*domain.RawContent, len(hits))
 		for i, h := range hits {
-			docs[i], _ = domain.DecodeRaw(h.Index, h.ID, h.SeqNo, h.PrimaryTerm, h.Source)
+			// A scan reads the source filtered or whole; its writes are
+			// partial updates either way.
+			docs[i] = s.decode(ctx, hit{index: h.Index, id: h.ID, seqNo: h.SeqNo, primaryTerm: h.PrimaryTerm, source: h.Source})
 		}
 		more, err := page(ctx, docs)
 		if err != nil || !more || len(hits) < q.PageSize {
@@ -129,7 +120,37 @@ func Scan(ctx context.Context, es *elasticsearch.Client, q Query, page Page) (er
 	}
 }
 
-type hit struct {
+// scanRequest is the body of one page's search.
+type scanRequest struct {
+	Size             int            `json:"size"`
+	PIT              scanPIT        `json:"pit"`
+	Sort             []any          `json:"sort"`
+	SeqNoPrimaryTerm bool           `json:"seq_no_primary_term"`
+	TrackTotalHits   bool           `json:"track_total_hits"`
+	Query            map[string]any `json:"query"`
+	Source           []string       `json:"_source,omitempty"`
+	SearchAfter      []any          `json:"search_after,omitempty"`
+}
+
+type scanPIT struct {
+	ID        string `json:"id"`
+	KeepAlive string `json:"keep_alive"`
+}
+
+// page renders the search of one page after the sort values after.
+func (q ScanQuery) page(pit, keepAlive string, after []any) scanRequest {
+	query := map[string]any{"match_all": map[string]any{}}
+	if len(q.Statuses) > 0 {
+		query = map[string]any{"bool": map[string]any{"filter": []any{
+			map[string]any{"terms": map[string]any{"classification_status": q.Statuses}},
+		}}}
+	}
+	return scanRequest{Size: q.PageSize, PIT: scanPIT{ID: pit, KeepAlive: keepAlive},
+		Sort: []any{map[string]any{"_shard_doc": "asc"}}, SeqNoPrimaryTerm: true, Query: query,
+		Source: q.Fields, SearchAfter: after}
+}
+
+type scanHit struct {
 	Index       string          `json:"_index"`
 	ID          string          `json:"_id"`
 	SeqNo       int64           `json:"_seq_no"`
@@ -158,7 +179,7 @@ func open(ctx context.Context, es *elasticsearch.Client, indices, keepAlive stri
 	return out.ID, nil
 }
 
-func search(ctx context.Context, es *elasticsearch.Client, body map[string]any) ([]hit, string, error) {
+func scanPage(ctx context.Context, es *elasticsearch.Client, body scanRequest) ([]scanHit, string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, "", fmt.Errorf("raw scan: %w", err)
@@ -171,7 +192,7 @@ func search(ctx context.Context, es *elasticsearch.Client, body map[string]any) 
 	var out struct {
 		PitID string `json:"pit_id"`
 		Hits  struct {
-			Hits []hit `json:"hits"`
+			Hits []scanHit `json:"hits"`
 		} `json:"hits"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {

@@ -1,4 +1,4 @@
-package storage
+package rawindex
 
 import (
 	"bufio"
@@ -92,18 +92,21 @@ func TestWholeDocumentFlipKeepsEveryFieldAndStaysConditional(t *testing.T) {
 	}
 	res.Body.Close()
 
-	store := NewContentStore(es)
-	found, _, err := store.GetRaw(ctx, []domain.DocKey{{Index: idx, ID: "doc-1"}})
+	store, err := New(Config{ES: es})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, _, err := store.Get(ctx, []domain.DocKey{{Index: idx, ID: "doc-1"}})
 	if err != nil || len(found) != 1 || found[0].Source == nil {
-		t.Fatalf("GetRaw = %v, %v; want the document with its whole source", found, err)
+		t.Fatalf("Get = %v, %v; want the document with its whole source", found, err)
 	}
 	doc := found[0]
 	stale := *doc
-	if r, err := store.FlipStatus(ctx, []StatusChange{{Raw: doc, Status: contentindex.StatusClassified}}); err != nil || r[0].Err != nil {
+	if r, err := store.Flip(ctx, []Change{{Raw: doc, Status: contentindex.StatusClassified}}); err != nil || r[0].Err != nil {
 		t.Fatalf("flip: %v %v", err, r)
 	}
 	// A second attempt at the version read before the flip loses on it.
-	if r, err := store.FlipStatus(ctx, []StatusChange{{Raw: &stale, Status: contentindex.StatusFailed, Reason: "x"}}); err != nil || !esclient.IsConflict(r[0].Err) {
+	if r, err := store.Flip(ctx, []Change{{Raw: &stale, Status: contentindex.StatusFailed, Reason: "x"}}); err != nil || !Changed(r[0].Err) || !esclient.IsConflict(r[0].Err) {
 		t.Fatalf("flip of a stale copy: %v %+v, want a conflict", err, r)
 	}
 	if got := rec.take(); len(got) != 2 || got[0] != "index" || got[1] != "index" {
@@ -134,12 +137,12 @@ func TestWholeDocumentFlipKeepsEveryFieldAndStaysConditional(t *testing.T) {
 // A document without a kept source (read with a source filter, or built
 // by hand) is changed by partial updates, as before.
 func TestDocumentWithoutSourceIsUpdatedPartially(t *testing.T) {
-	op := conditionalChange(&domain.RawContent{Index: "i", SeqNo: 3, PrimaryTerm: 1}, map[string]any{"claimed_at": "x"})
-	if op.action != "update" || op.seqNo == nil || *op.seqNo != 3 {
+	op := conditional(&domain.RawContent{Index: "i", SeqNo: 3, PrimaryTerm: 1}, map[string]any{"claimed_at": "x"})
+	if op.Action != "update" || op.If == nil || op.If.SeqNo != 3 {
 		t.Fatalf("op = %+v, want a conditional partial update", op)
 	}
-	op = conditionalChange(&domain.RawContent{Index: "i", SeqNo: 3, PrimaryTerm: 1, Source: json.RawMessage(`[1]`)}, map[string]any{"claimed_at": "x"})
-	if op.action != "update" {
+	op = conditional(&domain.RawContent{Index: "i", SeqNo: 3, PrimaryTerm: 1, Source: json.RawMessage(`[1]`)}, map[string]any{"claimed_at": "x"})
+	if op.Action != "update" {
 		t.Fatalf("op for a source that is not an object = %+v, want a partial update", op)
 	}
 }

@@ -1,4 +1,4 @@
-package rawscan_test
+package rawindex_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/rawscan"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -26,12 +26,16 @@ func TestScanReadsASnapshotOnce(t *testing.T) {
 	done.ClassificationStatus = contentindex.StatusClassified
 	rawtest.Write(t, es, b, rawtest.Doc("b", "1", now), rawtest.Doc("b", "2", now), done)
 
+	store, err := rawindex.New(rawindex.Config{ES: es})
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[domain.DocKey]int{}
 	pages := 0
-	err := rawscan.Scan(context.Background(), es, rawscan.Query{
+	err = store.Scan(context.Background(), rawindex.ScanQuery{
 		Indices:  prefix + "*" + contentindex.RawSuffix,
-		Filter:   []map[string]any{{"term": map[string]any{"classification_status": contentindex.StatusPending}}},
-		Source:   []string{"source_name"},
+		Statuses: []string{contentindex.StatusPending},
+		Fields:   []string{"source_name"},
 		PageSize: 2,
 	}, func(_ context.Context, docs []*domain.RawContent) (bool, error) {
 		if pages == 0 {
@@ -62,7 +66,7 @@ func TestScanReadsASnapshotOnce(t *testing.T) {
 	}
 
 	calls := 0
-	if err := rawscan.Scan(context.Background(), es, rawscan.Query{Indices: prefix + "nothing*"},
+	if err := store.Scan(context.Background(), rawindex.ScanQuery{Indices: prefix + "nothing*"},
 		func(context.Context, []*domain.RawContent) (bool, error) { calls++; return true, nil }); err != nil || calls != 0 {
 		t.Fatalf("scan of no index: %d pages, %v; want none and no error", calls, err)
 	}

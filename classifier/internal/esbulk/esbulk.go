@@ -1,7 +1,10 @@
-// Package storage writes the classifier's outputs: classified documents and
-// raw-status changes through the Elasticsearch bulk API, history rows in the
-// classifier's database, and outbox rows in the publisher's database.
-package storage
+// Package esbulk is the classifier's one Elasticsearch bulk writer: every
+// bulk request of the classifier (classified documents, raw-document status
+// changes and requeues) goes through a Writer, so each is bounded in bytes
+// (CLASSIFIER_MAX_BULK_BYTES) and a request refused as too large (413, or a
+// 429 because it alone nearly fills the node's indexing-pressure budget) is
+// split in halves and sent again, everywhere.
+package esbulk
 
 import (
 	"bytes"
@@ -15,23 +18,34 @@ import (
 	"strings"
 
 	"github.com/elastic/go-elasticsearch/v8"
-	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
-// bulkOp is one action of a bulk request.
-type bulkOp struct {
-	action string // index, update
-	index  string
-	id     string
-	seqNo  *int64
-	term   *int64
-	body   any
+// Version is the version token of a document as a read returned it
+// (_seq_no, _primary_term): an action carrying it is applied only if the
+// document is still at that version, and refused with 409 otherwise.
+type Version struct {
+	SeqNo       int64
+	PrimaryTerm int64
 }
 
-// BulkItemResult is the outcome of one bulk action; Err is nil on success.
-type BulkItemResult struct {
+// Op is one action of a bulk request.
+type Op struct {
+	// Action is "index" or "update".
+	Action string
+	Index  string
+	ID     string
+	// If, when set, makes the action conditional on the document's version
+	// (if_seq_no, if_primary_term).
+	If *Version
+	// Body is the document (index) or the update (update): a
+	// json.RawMessage is sent as it is, anything else is encoded.
+	Body any
+}
+
+// Result is the outcome of one bulk action; Err is nil on success.
+type Result struct {
 	ID          string
 	Status      int
 	SeqNo       int64
@@ -50,24 +64,42 @@ type bulkResponse struct {
 	} `json:"items"`
 }
 
-// MaxBulkBytesDefault bounds the body of one bulk request: well under
+// MaxBytesDefault bounds the body of one bulk request: well under
 // Elasticsearch's http.max_content_length (100 MB by default), so a batch of
 // large documents is sent as several requests instead of being refused.
-const MaxBulkBytesDefault = 16 << 20
+const MaxBytesDefault = 16 << 20
 
-// runBulk sends ops as _bulk requests of at most maxBytes each (a single
-// op larger than that goes alone) and returns one result per op, in order.
+// Writer sends bulk requests of at most MaxBytes each. It is safe for
+// concurrent use.
+type Writer struct {
+	es       *elasticsearch.Client
+	maxBytes int
+}
+
+// NewWriter returns a writer over es whose requests hold at most maxBytes
+// (MaxBytesDefault when not positive).
+func NewWriter(es *elasticsearch.Client, maxBytes int) *Writer {
+	if maxBytes <= 0 {
+		maxBytes = MaxBytesDefault
+	}
+	return &Writer{es: es, maxBytes: maxBytes}
+}
+
+// MaxBytes returns the bound of one request's body.
+func (w *Writer) MaxBytes() int { return w.maxBytes }
+
+// Run sends ops as _bulk requests of at most MaxBytes each (a single op
+// larger than that goes alone) and returns one result per op, in order.
 // A request refused as too large (413) is split in halves and sent again;
 // a single op still refused gets a 413 item result. Any other failure of a
-// whole request is an error. Individual items that fail are reported in
-// their result, so one bad document never fails the others.
-func runBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bulkOp, refresh string, maxBytes int) ([]BulkItemResult, error) {
+// whole request is an error wrapped with op. Individual items that fail
+// are reported in their result, so one bad document never fails the
+// others.
+func (w *Writer) Run(ctx context.Context, op string, ops []Op) ([]Result, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if maxBytes <= 0 {
-		maxBytes = MaxBulkBytesDefault
-	}
+	es, maxBytes := w.es, w.maxBytes
 	lines := make([][]byte, len(ops))
 	for i, o := range ops {
 		b, err := encodeOp(o)
@@ -76,14 +108,14 @@ func runBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bul
 		}
 		lines[i] = b
 	}
-	results := make([]BulkItemResult, len(ops))
+	results := make([]Result, len(ops))
 	for from := 0; from < len(ops); {
 		to, size := from, 0
 		for to < len(ops) && (to == from || size+len(lines[to]) <= maxBytes) {
 			size += len(lines[to])
 			to++
 		}
-		if err := sendBulk(ctx, es, op, ops[from:to], lines[from:to], refresh, results[from:to]); err != nil {
+		if err := sendBulk(ctx, es, op, ops[from:to], lines[from:to], results[from:to]); err != nil {
 			return nil, err
 		}
 		from = to
@@ -92,25 +124,25 @@ func runBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bul
 }
 
 // encodeOp returns the action and body lines of one op.
-func encodeOp(o bulkOp) ([]byte, error) {
+func encodeOp(o Op) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	meta := map[string]any{"_index": o.index, "_id": o.id}
-	if o.seqNo != nil && o.term != nil {
-		meta["if_seq_no"] = *o.seqNo
-		meta["if_primary_term"] = *o.term
+	meta := map[string]any{"_index": o.Index, "_id": o.ID}
+	if o.If != nil {
+		meta["if_seq_no"] = o.If.SeqNo
+		meta["if_primary_term"] = o.If.PrimaryTerm
 	}
-	if err := enc.Encode(map[string]any{o.action: meta}); err != nil {
+	if err := enc.Encode(map[string]any{o.Action: meta}); err != nil {
 		return nil, fmt.Errorf("encode action: %w", err)
 	}
-	if whole, ok := o.body.(json.RawMessage); ok {
+	if whole, ok := o.Body.(json.RawMessage); ok {
 		// A whole document as read and patched (withFields): already JSON.
 		buf.Write(whole)
 		buf.WriteByte('\n')
 		return buf.Bytes(), nil
 	}
-	if err := enc.Encode(o.body); err != nil {
-		return nil, fmt.Errorf("encode document %s: %w", o.id, err)
+	if err := enc.Encode(o.Body); err != nil {
+		return nil, fmt.Errorf("encode document %s: %w", o.ID, err)
 	}
 	return buf.Bytes(), nil
 }
@@ -146,28 +178,24 @@ func rejectedBytes(body, key string) (int64, bool) {
 // sendBulk sends one request and fills out, one result per op. On 413, or
 // a 429 because the request alone nearly fills the node's indexing-pressure
 // budget, it splits the request in halves.
-func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bulkOp, lines [][]byte, refresh string, out []BulkItemResult) error {
+func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []Op, lines [][]byte, out []Result) error {
 	var body bytes.Buffer
 	for _, l := range lines {
 		body.Write(l)
 	}
-	opts := []func(*esapi.BulkRequest){es.Bulk.WithContext(ctx)}
-	if refresh != "" {
-		opts = append(opts, es.Bulk.WithRefresh(refresh))
-	}
-	res, err := es.Bulk(&body, opts...)
+	res, err := es.Bulk(&body, es.Bulk.WithContext(ctx))
 	if err := esclient.CheckResponse(op, res, err); err != nil {
 		var re *esclient.ResponseError
 		if errors.As(err, &re) && (re.Status == http.StatusRequestEntityTooLarge || (len(ops) > 1 && tooLargeForIndexingPressure(re))) {
 			if len(ops) == 1 {
-				out[0] = BulkItemResult{ID: ops[0].id, Status: re.Status, Err: fmt.Errorf("%s %s: document of %d bytes refused as too large: %w", op, ops[0].id, len(lines[0]), err)}
+				out[0] = Result{ID: ops[0].ID, Status: re.Status, Err: fmt.Errorf("%s %s: document of %d bytes refused as too large: %w", op, ops[0].ID, len(lines[0]), err)}
 				return nil
 			}
 			half := len(ops) / 2
-			if err := sendBulk(ctx, es, op, ops[:half], lines[:half], refresh, out[:half]); err != nil {
+			if err := sendBulk(ctx, es, op, ops[:half], lines[:half], out[:half]); err != nil {
 				return err
 			}
-			return sendBulk(ctx, es, op, ops[half:], lines[half:], refresh, out[half:])
+			return sendBulk(ctx, es, op, ops[half:], lines[half:], out[half:])
 		}
 		return err
 	}
@@ -182,9 +210,9 @@ func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []bu
 	}
 	for i, item := range parsed.Items {
 		for _, r := range item { // one key: the action name
-			out[i] = BulkItemResult{ID: r.ID, Status: r.Status, SeqNo: r.SeqNo, PrimaryTerm: r.PrimaryTerm}
+			out[i] = Result{ID: r.ID, Status: r.Status, SeqNo: r.SeqNo, PrimaryTerm: r.PrimaryTerm}
 			if r.Status >= 300 {
-				out[i].Err = &esclient.ResponseError{Op: op + " " + ops[i].id, Status: r.Status, Body: string(r.Error)}
+				out[i].Err = &esclient.ResponseError{Op: op + " " + ops[i].ID, Status: r.Status, Body: string(r.Error)}
 			}
 		}
 	}

@@ -21,9 +21,6 @@ const (
 type HeartbeatConfig struct {
 	// ReplicaID is this replica's claimed_by. Required.
 	ReplicaID string
-	// IndexPattern selects the raw indices. Unused since claims live in
-	// the lease table; kept for the configuration's shape.
-	IndexPattern string
 	// Interval is the time between renewals; keep it well under the claim
 	// lease. Defaults to IntervalDefault.
 	Interval time.Duration

@@ -22,17 +22,13 @@ import (
 
 // Registry holds the documents this replica has claimed and not yet
 // finished. It is safe for concurrent use. A renewal does not hold it: Add
-// never waits for Elasticsearch, and Take waits only for the documents a
+// never waits for the lease table, and Take waits only for the documents a
 // renewal in flight carries.
 type Registry struct {
 	mu      sync.Mutex
 	settled *sync.Cond // signalled when a renewal in flight ends
 	docs    map[*domain.RawContent]*tracked
-	// lost are the documents a renewal found taken over by another
-	// replica, until the committer takes them: their results must not be
-	// written (Suspect).
-	lost map[*domain.RawContent]struct{}
-	now  func() time.Time
+	now     func() time.Time
 }
 
 // tracked is the renewal state of one claim.
@@ -51,7 +47,7 @@ type tracked struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	r := &Registry{docs: map[*domain.RawContent]*tracked{}, lost: map[*domain.RawContent]struct{}{}, now: time.Now}
+	r := &Registry{docs: map[*domain.RawContent]*tracked{}, now: time.Now}
 	r.settled = sync.NewCond(&r.mu)
 	return r
 }
@@ -88,32 +84,7 @@ func (r *Registry) Take(docs ...*domain.RawContent) {
 			r.settled.Wait()
 		}
 		delete(r.docs, d)
-		delete(r.lost, d)
 	}
-}
-
-// Suspect returns the documents of docs whose claim may no longer be this
-// replica's: those a renewal found taken over, and those whose claim was
-// last known to hold longer than lease ago (a process paused or starved
-// past its lease may have been taken over without a renewal noticing yet).
-// The committer verifies them before writing anything of theirs, so a
-// zombie owner publishes nothing (a zero lease checks only the lost).
-// Documents not tracked are not suspect.
-func (r *Registry) Suspect(lease time.Duration, docs ...*domain.RawContent) []*domain.RawContent {
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	var out []*domain.RawContent
-	for _, d := range docs {
-		_, lost := r.lost[d]
-		if t := r.docs[d]; lost || (t != nil && lease > 0 && !t.held.IsZero() && now.Sub(t.held) >= lease) {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // Len returns the number of claims in flight.
@@ -175,8 +146,10 @@ func (r *Registry) begin(due time.Time) renewal {
 }
 
 // end records how a renewal went: the claims in held are known to carry
-// the claimed_at given; those in drop are lost. The other claims of rn keep
-// their state, and every claim of rn is out of flight again.
+// the claimed_at given; those in drop are lost (taken over) and no longer
+// tracked: the committer's ownership check (lease.Store.Renew) drops their
+// results. The other claims of rn keep their state, and every claim of rn
+// is out of flight again.
 func (r *Registry) end(rn renewal, held map[*domain.RawContent]time.Time, drop []*domain.RawContent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -191,9 +164,6 @@ func (r *Registry) end(rn renewal, held map[*domain.RawContent]time.Time, drop [
 		}
 	}
 	for _, d := range drop {
-		if _, tracked := r.docs[d]; tracked {
-			r.lost[d] = struct{}{}
-		}
 		delete(r.docs, d)
 	}
 	r.settled.Broadcast()

@@ -8,6 +8,8 @@
 #   north-cloud-offline/elasticsearch:<ver>    Maven Central's integ-test-zip on Debian's JDK 17
 #   north-cloud-offline/prometheus:2           Debian's Prometheus
 #   north-cloud-offline/runtime:busybox        Debian's static busybox (stands in for alpine)
+#   north-cloud-offline/jaeger:1.76.0          Jaeger's all-in-one, the Go module proxy's source
+#                                              (jaeger/go.mod pins it) built on this machine
 #   deploy/offline/apps/<image>/               the services' binaries and the dashboard's dist/,
 #                                              built on this machine (Dockerfile.app packs them)
 #
@@ -18,6 +20,11 @@
 # image needs no Debian base (busybox-static comes from the host's apt). An image whose inputs
 # (its Dockerfile, files and versions) have not changed since it was built is kept; --force
 # rebuilds all. Prints one line per image, with its seconds, to stderr.
+#
+# Jaeger is built like the services: `go build` here, with the host's Go caches, into
+# NC_CACHE_DIR (one binary per jaeger/go.mod, go.sum and Go version), niced, beside the other
+# stand-ins. With cold caches that is the slow part of a first run (about 3.5 minutes of two
+# cores, 200 s of CPU, and 540 MB of modules); once built, nothing is compiled again.
 #
 # Usage: build-images.sh [--force] [all|stand-ins|apps]     (all)
 #   stand-ins   the images above (no Go or npm build: test.sh builds them while Go tests run)
@@ -39,6 +46,8 @@ readonly CACHE_DIR="${NC_CACHE_DIR:-${HOME:-/root}/.cache/north-cloud}"
 readonly ES_VERSION="${NC_ES_VERSION:-8.19.21}"
 readonly MIRROR="${NC_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 readonly BASE=north-cloud-offline/debian:bookworm
+# The version is jaeger/go.mod's (composetest checks that they agree).
+readonly JAEGER_TAG=north-cloud-offline/jaeger:1.76.0
 readonly LABEL=north-cloud.offline.inputs
 ROOT="$(cd ../.. && pwd)"
 readonly ROOT APPS_DIR="$PWD/apps"
@@ -156,15 +165,41 @@ runtime_image() {
   image "$tag" Dockerfile.runtime "" runtime-accounts.sh
 }
 
+# jaeger_binary: Jaeger's all-in-one (the tool jaeger/go.mod pins), built with the flags of
+# the service binaries into NC_CACHE_DIR, then linked into the image's context.
+jaeger_binary() {
+  local key bin version start=$SECONDS
+  command -v go >/dev/null || die "no go on this machine to build Jaeger"
+  key="$( (cat jaeger/go.mod jaeger/go.sum && go version) | sha256sum | cut -c1-16)"
+  bin="$CACHE_DIR/jaeger/all-in-one-$key"
+  if [[ ! -x $bin ]]; then
+    version="$(awk '$1 == "github.com/jaegertracing/jaeger" { print $2 }' jaeger/go.mod)"
+    [[ -n $version ]] || die "jaeger/go.mod requires no github.com/jaegertracing/jaeger"
+    log "building Jaeger all-in-one $version (with cold Go caches about 4 minutes)"
+    mkdir -p "$CACHE_DIR/jaeger"
+    (cd jaeger && CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false nice -n 10 \
+      go build -trimpath -ldflags="-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=$version" \
+      -o "$bin.tmp" github.com/jaegertracing/jaeger/cmd/all-in-one) || die "go build of Jaeger all-in-one failed"
+    mv "$bin.tmp" "$bin"
+    find "$CACHE_DIR/jaeger" -name 'all-in-one-*' ! -name "all-in-one-$key" -delete
+    log "Jaeger all-in-one built ($((SECONDS - start))s)"
+  fi
+  local dir
+  dir="$(ctx "$JAEGER_TAG")"
+  ln -f "$bin" "$dir/all-in-one" 2>/dev/null || cp "$bin" "$dir/all-in-one"
+}
+
 stand_ins() {
   local zip dir
   zip="$(es_zip)"
   dir="$(ctx "north-cloud-offline/elasticsearch:$ES_VERSION")"
   ln "$zip" "$dir/elasticsearch.zip" 2>/dev/null || cp "$zip" "$dir/elasticsearch.zip"
 
-  # The runtime image needs no base: it builds while debootstrap runs.
+  # The runtime image needs no base: it builds while debootstrap runs, and Jaeger compiles.
   runtime_image >"$WORK/runtime.log" 2>&1 &
   local -A jobs=([runtime]=$!)
+  jaeger_binary >"$WORK/jaeger.log" 2>&1 &
+  jobs[jaeger]=$!
   base_image
   image north-cloud-offline/postgres:15 Dockerfile.postgres "" postgres-entrypoint.sh >"$WORK/postgres.log" 2>&1 &
   jobs[postgres]=$!
@@ -182,6 +217,8 @@ stand_ins() {
     cat "$WORK/$name.log" >&2
   done
   ((${#failed[@]} == 0)) || die "building ${failed[*]} failed"
+  # On the runtime stand-in: its id is one of the inputs.
+  image "$JAEGER_TAG" Dockerfile.jaeger "$(docker image inspect -f '{{.Id}}' north-cloud-offline/runtime:busybox)"
   # The tag compose.offline.yml uses.
   docker tag "north-cloud-offline/elasticsearch:$ES_VERSION" north-cloud-offline/elasticsearch:local
 }

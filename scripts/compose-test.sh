@@ -9,6 +9,9 @@
 #      with the operator password init-env.sh printed;
 #   5. Prometheus scrapes every target with up == 1, its alert rules are loaded, and every
 #      query of deploy/grafana/dashboards runs (Grafana itself only when an image is there);
+#   5b. Jaeger's query API holds a loaded document's trace: classifier.claim.document,
+#      classifier.classify, classifier.outbox.row from the classifier and publisher.publish
+#      from the publisher, in one trace (the services' OTLP export to http://jaeger:4318);
 #   6. `up --scale classifier=3 --scale publisher=2` shares the work (two or more classifiers
 #      classify a second load) and no message is published twice;
 #   7. `docker compose down -v` leaves no container and no volume of the project.
@@ -64,7 +67,7 @@ readonly -a TEST_PORTS=(
   DASHBOARD_PORT=23000 GRAFANA_PORT=23001 CLASSIFIER_PORTS=23071-23073 PUBLISHER_PORTS=23074-23075
   INDEX_MANAGER_PORT=23090 PROMETHEUS_PORT=23190 POSTGRES_CLASSIFIER_PORT=23433
   POSTGRES_PUBLISHER_PORT=23434 POSTGRES_INDEX_MANAGER_PORT=23435 REDIS_PORT=23379
-  ELASTICSEARCH_PORT=23200
+  ELASTICSEARCH_PORT=23200 JAEGER_PORT=23686
 )
 
 log() { printf '==> compose-test: %s\n' "$*" >&2; }
@@ -211,8 +214,9 @@ build() {
 # `up --wait` of every service fails on the loader ("exited (0)": compose waits for it as
 # for a service, since nothing depends on its completion), so --wait names the long-running
 # services (their dependencies, the migrations included, start with them) and the loader
-# follows; jobs_exited_zero waits for it.
-readonly LONG_RUNNING=(classifier publisher index-manager dashboard prometheus)
+# follows; jobs_exited_zero waits for it. Jaeger is named too (no service depends on it), so
+# it is up, healthy, before the loader's documents are traced.
+readonly LONG_RUNNING=(classifier publisher index-manager dashboard prometheus jaeger)
 up() {
   dc up --build --wait --wait-timeout 400 "${LONG_RUNNING[@]}" >&2
   dc up -d loader >&2
@@ -312,6 +316,30 @@ prometheus() {
   log "Prometheus: $want alert rules loaded, $n Grafana queries run"
 }
 
+# The spans of one document's trace (docs/architecture.md#tracing), by service.
+readonly TRACE_SPANS='{"classifier.claim.document": "classifier", "classifier.classify": "classifier",
+  "classifier.outbox.row": "classifier", "publisher.publish": "publisher"}'
+# document_trace URL: prints the first trace of the classifier's newest document traces that
+# has every span of TRACE_SPANS, each from its service; fails while there is none.
+document_trace() {
+  local traces
+  traces="$(curl -fsS --max-time 10 "$1/api/traces?service=classifier&operation=classifier.claim.document&limit=50")" || return 1
+  jq -ec --argjson want "$TRACE_SPANS" '
+    [.data[] | . as $t
+      | [.spans[] | {name: .operationName, service: $t.processes[.processID].serviceName}] as $spans
+      | select($want | to_entries | all(.key as $n | .value as $s | $spans | any(.name == $n and .service == $s)))
+      | {traceID, spans: [.spans | sort_by(.startTime)[] | "\(.operationName) [\($t.processes[.processID].serviceName)]"]}]
+    | first // empty' <<<"$traces"
+}
+jaeger() {
+  local url trace
+  url="http://$(dc port jaeger 16686)"
+  # The services export in batches (every few seconds): wait for the spans to arrive.
+  wait_for "Jaeger ($url): a loaded document's trace with the spans of $TRACE_SPANS" 90 document_trace "$url"
+  trace="$(document_trace "$url")"
+  log "Jaeger: trace $(jq -r .traceID <<<"$trace"): $(jq -r '.spans | join(", ")' <<<"$trace")"
+}
+
 # metric CONTAINER PORT NAME: the sum of a counter on one replica.
 metric() {
   docker exec "$1" wget -qO- "http://127.0.0.1:$2/metrics" | awk -v m="$3" '$1 == m || index($1, m "{") == 1 { s += $2 } END { printf "%d\n", s }'
@@ -372,6 +400,7 @@ stack() {
   step "documents reach the subscriber" documents_arrive
   step "dashboard login and index list" dashboard
   step "prometheus targets, rules, queries" prometheus
+  step "jaeger: a document's trace" jaeger
   step "scale classifier=3 publisher=2" scale
   step "docker compose down -v" down
 }

@@ -21,6 +21,7 @@ var officialImages = map[string]struct{ variable, image string }{
 	"elasticsearch":          {"ELASTICSEARCH_IMAGE", "docker.elastic.co/elasticsearch/elasticsearch:8.19.21"},
 	"prometheus":             {"PROMETHEUS_IMAGE", "prom/prometheus:v3.5.0"},
 	"grafana":                {"GRAFANA_IMAGE", "grafana/grafana:12.1.1"},
+	"jaeger":                 {"JAEGER_IMAGE", "jaegertracing/all-in-one:1.76.0"},
 }
 
 // officialBuildArgs are the base images of the service builds (the Dockerfiles' defaults).

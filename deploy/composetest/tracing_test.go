@@ -1,10 +1,14 @@
 package composetest
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 // The stack runs a trace viewer and the services export to it: Jaeger receives OTLP/HTTP,
 // every Go service's OTEL_EXPORTER_OTLP_ENDPOINT points at it by default, an empty value
-// turns tracing off, and the offline override (no stand-in) leaves Jaeger to its profile.
+// turns tracing off, and the offline override runs the stand-in build-images.sh builds.
 func TestServicesExportTracesToJaeger(t *testing.T) {
 	p := project(t)
 	jaeger, ok := p.Services["jaeger"]
@@ -33,8 +37,34 @@ func TestServicesExportTracesToJaeger(t *testing.T) {
 		}
 	}
 
+	// The offline override runs Jaeger's stand-in: the official image's program and version,
+	// built from deploy/offline/jaeger/go.mod by build-images.sh.
 	offline := loadFiles(t, envExample(t), "docker-compose.yml", offlineOverride)
-	if _, active := offline.Services["jaeger"]; active {
-		t.Error("jaeger runs with the offline override; it has no stand-in and belongs to a profile")
+	j, active := offline.Services["jaeger"]
+	if !active {
+		t.Fatal("jaeger does not run with the offline override; build-images.sh builds its stand-in")
+	}
+	version := strings.TrimPrefix(officialImages["jaeger"].image, "jaegertracing/all-in-one:")
+	if want := "north-cloud-offline/jaeger:" + version; j.Image != want {
+		t.Errorf("jaeger: image %q with the offline override, want %q", j.Image, want)
+	}
+	mod, err := os.ReadFile(path(t, "deploy/offline/jaeger/go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\ntool github.com/jaegertracing/jaeger/cmd/all-in-one\n", "\tgithub.com/jaegertracing/jaeger v" + version + " "} {
+		if !strings.Contains(string(mod), want) {
+			t.Errorf("deploy/offline/jaeger/go.mod has no %q: the stand-in is not the official image's program and version", want)
+		}
+	}
+	// The services' spans reach it: compose-test.sh starts it and reads a document's trace.
+	script, err := os.ReadFile(path(t, "scripts/compose-test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"JAEGER_PORT=", "prometheus jaeger)", `step "jaeger: a document's trace" jaeger`} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("scripts/compose-test.sh has no %q: the compose stage does not check the traces", want)
+		}
 	}
 }

@@ -47,7 +47,9 @@ modules=$(sed -n 's#^[[:space:]]*\./\(.*\)$#\1#p' go.work)
 # for real, within a budget of 600 s (NC_COMPOSE_SETUP_BUDGET for the engine, the images and
 # `docker compose build`, NC_COMPOSE_BUDGET for the stack). Its slow part on a fresh machine,
 # the engine and (without an image registry) the stand-in images, is made in the background
-# from here on (`--prepare`: downloads and package installs, little CPU); the stage itself
+# from here on (`--prepare`: downloads and package installs, little CPU, except the Jaeger
+# stand-in's first `go build`, niced: about 200 s of CPU with cold Go caches, none once it is
+# in NC_CACHE_DIR); the stage itself
 # then builds the services' binaries with the Go build cache the stages before it filled and
 # packs them. Outside CI it skips where no Docker engine can be had; under CI=true it fails.
 compose_prep_log=$(mktemp)

@@ -210,13 +210,12 @@ export interface SourceListResponse {
 export interface IndexPollStatus {
   index: string
   failing: boolean
-  /** mapping, search_error, write_blocked or claim_rejected while failing. */
+  /** mapping, search_error or write_blocked while failing. */
   reason_code?: string
   reason?: string
   since: string
   next_retry?: string
   consecutive_failures?: number
-  set_aside_documents?: number
 }
 
 export interface PollStatusResponse {

@@ -94,7 +94,7 @@ const entryColumns = `id, content_id, source_name, index_name, error_message, CO
 // recordUpsert is the ON CONFLICT clause of Record. A failure with the same
 // code and signature as the entry's last one extends its streak, any other
 // starts a new streak of one; a streak that reaches permanentAfter, of a
-// code PermanentEligible allows, lowers max_retries to the retry count (the
+// code not among dependencyCodes, lowers max_retries to the retry count (the
 // entry is exhausted) and records the reason.
 // Each retry waits twice the wait before it (the first is the jittered
 // Initial of the code's schedule, stored as the first next_retry_at), at

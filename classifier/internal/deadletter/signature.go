@@ -2,7 +2,6 @@ package deadletter
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/north-cloud/classifier/internal/admission"
@@ -66,16 +65,11 @@ func Signature(message string) string {
 	return admission.Storable(strings.TrimSpace(whitespace.ReplaceAllString(s, " ")), maxSignatureChars)
 }
 
-// PermanentEligible reports whether failures of code can make an entry
-// permanent. A dependency's fault (an Elasticsearch time-out or outage, a
-// database error) says nothing about the document, so repeating it never
-// does; the others (a panic, a quality error, an unknown error) are the
+// dependencyCodes are the error codes of a dependency's fault. Repeating one
+// never makes an entry permanent: a dependency's fault (an Elasticsearch
+// time-out or outage, a database error) says nothing about the document;
+// the others (a panic, a quality error, an unknown error) are the
 // document's, and the same one three times in a row will not change.
-func PermanentEligible(code domain.ErrorCode) bool {
-	return !slices.Contains(dependencyCodes(), code)
-}
-
-// dependencyCodes are the error codes of a dependency's fault.
 func dependencyCodes() []domain.ErrorCode {
 	return []domain.ErrorCode{domain.ErrorCodeESTimeout, domain.ErrorCodeESUnavailable, domain.ErrorCodeDB}
 }

@@ -67,10 +67,6 @@ func RowCode(err error) domain.ErrorCode {
 	return domain.ErrorCodeDB
 }
 
-// Elasticsearch classifies an error of a whole Elasticsearch request
-// (fault.Elasticsearch); it may answer Ambiguous.
-func Elasticsearch(err error) Kind { return fault.Elasticsearch(err) }
-
 // ElasticsearchProved classifies an error of a whole Elasticsearch request
 // and, when it does not tell (our own deadline passed), asks probe whether
 // the cluster answers (fault.ElasticsearchProved): it never answers

@@ -44,12 +44,6 @@ func (e *budgetError) Error() string { return ErrOverBudget.Error() + ": " + e.m
 
 func (e *budgetError) Is(target error) bool { return target == ErrOverBudget || target == ErrInvalid }
 
-// keywordCost is what one keyword costs the engine: its normalized bytes
-// plus the two padding spaces.
-func keywordCost(kw string) int {
-	return len(rules.Normalize(kw)) + 2
-}
-
 // ruleCost is the keyword bytes of one rule, counted as the engine counts
 // them (distinct normalized keywords).
 func ruleCost(keywords []string) int {

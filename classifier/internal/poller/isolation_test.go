@@ -559,3 +559,22 @@ func TestFailingNamesSkippedIndices(t *testing.T) {
 		t.Errorf("Failing = %v", err)
 	}
 }
+
+// A poll that found documents and no more waiting is followed by the next
+// within busyWaitMax, so a steady stream is not held for the whole poll
+// interval; a poll that finds nothing waits the interval, so an idle
+// replica searches no more often.
+func TestStepAfterDocumentsPollsSoonAndIdleWaitsTheInterval(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.sink = &collectSink{}
+	idx := h.rawIndex(t, "busy", false)
+	h.addDocs(t, idx, "b", 3, time.Now().Add(-time.Minute))
+	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 10, PollInterval: time.Hour})
+	if wait := p.step(context.Background()); wait <= 0 || wait > busyWaitMax*6/5 {
+		t.Errorf("step that found 3 of a batch of 10 waits %s, want at most busyWaitMax (%s, plus jitter)", wait, busyWaitMax)
+	}
+	if wait := p.step(context.Background()); wait < 48*time.Minute {
+		t.Errorf("step that found nothing waits %s, want the poll interval (1h less jitter)", wait)
+	}
+}

@@ -57,6 +57,13 @@ const (
 // not closed, so work resumes soon after the dependency is back.
 const pauseWaitMax = 250 * time.Millisecond
 
+// busyWaitMax bounds the wait after a poll that found documents and no
+// more waiting: documents are arriving, and a steady stream should wait a
+// fraction of the poll interval for its next poll, not all of it. Only a
+// poll that finds nothing waits the whole PollInterval, so an idle replica
+// searches no more often than before.
+const busyWaitMax = 250 * time.Millisecond
+
 // Sink takes claimed documents: the batch processor's work queue.
 type Sink interface {
 	// Submit queues a document, with backpressure; on error the document
@@ -75,8 +82,10 @@ type Config struct {
 	// IndexPattern selects the raw indices (a comma-separated list of
 	// names, wildcards and -exclusions). Defaults to IndexPatternDefault.
 	IndexPattern string
-	// PollInterval is the wait after a poll that won no claim or found no
-	// more waiting. Defaults to PollIntervalDefault.
+	// PollInterval is the wait after a poll that found nothing (or whose
+	// previous claim won nothing); after one that found documents and no
+	// more waiting the wait is at most busyWaitMax. Defaults to
+	// PollIntervalDefault.
 	PollInterval time.Duration
 	// BatchSize is the number of documents claimed per poll.
 	// Defaults to BatchSizeDefault.
@@ -326,6 +335,10 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		// a poll interval while the winner takes the whole backlog.
 		p.failures = 0
 		return 0
+	case len(b.docs) > 0:
+		// Found some, and nothing more is waiting: documents are arriving.
+		p.failures = 0
+		return lifecycle.Jitter(min(p.cfg.PollInterval, busyWaitMax))
 	default:
 		p.failures = 0
 		return lifecycle.Jitter(p.cfg.PollInterval) // jitter keeps replicas apart

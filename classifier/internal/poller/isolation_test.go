@@ -560,10 +560,11 @@ func TestFailingNamesSkippedIndices(t *testing.T) {
 	}
 }
 
-// A poll that found documents and no more waiting is followed by the next
-// within busyWaitMax, so a steady stream is not held for the whole poll
-// interval; a poll that finds nothing waits the interval, so an idle
-// replica searches no more often.
+// While documents are arriving (a poll found some within the last poll
+// interval) the next poll comes within busyWaitMax, even after an empty
+// poll between two refreshes of the index, so a steady stream is not held
+// for the whole poll interval; after a whole interval with nothing found a
+// replica waits the interval, so an idle one searches no more often.
 func TestStepAfterDocumentsPollsSoonAndIdleWaitsTheInterval(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -571,10 +572,19 @@ func TestStepAfterDocumentsPollsSoonAndIdleWaitsTheInterval(t *testing.T) {
 	idx := h.rawIndex(t, "busy", false)
 	h.addDocs(t, idx, "b", 3, time.Now().Add(-time.Minute))
 	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 10, PollInterval: time.Hour})
-	if wait := p.step(context.Background()); wait <= 0 || wait > busyWaitMax*6/5 {
-		t.Errorf("step that found 3 of a batch of 10 waits %s, want at most busyWaitMax (%s, plus jitter)", wait, busyWaitMax)
+	now := time.Now()
+	p.now = func() time.Time { return now }
+	busy := func(what string) {
+		t.Helper()
+		if wait := p.step(context.Background()); wait <= 0 || wait > busyWaitMax*6/5 {
+			t.Errorf("%s: step waits %s, want at most busyWaitMax (%s, plus jitter)", what, wait, busyWaitMax)
+		}
 	}
+	busy("a poll that found 3 of a batch of 10")
+	now = now.Add(59 * time.Minute)
+	busy("an empty poll 59 minutes after one that found documents")
+	now = now.Add(2 * time.Minute)
 	if wait := p.step(context.Background()); wait < 48*time.Minute {
-		t.Errorf("step that found nothing waits %s, want the poll interval (1h less jitter)", wait)
+		t.Errorf("an empty poll after an hour with nothing found waits %s, want the poll interval (1h less jitter)", wait)
 	}
 }

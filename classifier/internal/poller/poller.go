@@ -57,11 +57,12 @@ const (
 // not closed, so work resumes soon after the dependency is back.
 const pauseWaitMax = 250 * time.Millisecond
 
-// busyWaitMax bounds the wait after a poll that found documents and no
-// more waiting: documents are arriving, and a steady stream should wait a
-// fraction of the poll interval for its next poll, not all of it. Only a
-// poll that finds nothing waits the whole PollInterval, so an idle replica
-// searches no more often than before.
+// busyWaitMax bounds the wait between polls while documents are arriving
+// (a poll found some within the last PollInterval): a steady stream should
+// wait a fraction of the poll interval for its next poll, not all of it,
+// even across the empty polls between two refreshes of its index. A
+// replica that found nothing for a whole PollInterval waits the interval,
+// so an idle one searches no more often than before.
 const busyWaitMax = 250 * time.Millisecond
 
 // Sink takes claimed documents: the batch processor's work queue.
@@ -82,9 +83,9 @@ type Config struct {
 	// IndexPattern selects the raw indices (a comma-separated list of
 	// names, wildcards and -exclusions). Defaults to IndexPatternDefault.
 	IndexPattern string
-	// PollInterval is the wait after a poll that found nothing (or whose
-	// previous claim won nothing); after one that found documents and no
-	// more waiting the wait is at most busyWaitMax. Defaults to
+	// PollInterval is the wait after a poll that found nothing when none
+	// found documents within the last PollInterval either; while documents
+	// are arriving the wait is at most busyWaitMax. Defaults to
 	// PollIntervalDefault.
 	PollInterval time.Duration
 	// BatchSize is the number of documents claimed per poll.
@@ -217,6 +218,9 @@ type Poller struct {
 	failures int    // consecutive failed polls; touched by the loop only
 	paused   bool   // a breaker held the last poll; touched by the loop only
 	polls    uint64 // polls that searched; touched by the loop only
+	// lastFound is when a poll last found documents; touched by the loop
+	// only.
+	lastFound time.Time
 	// claiming is the outcome of the claim in flight (claim.go), nil when
 	// none; claimingN is how many documents it carries. Touched by the
 	// loop only, and by Stop once the loop has ended.
@@ -335,8 +339,12 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		// a poll interval while the winner takes the whole backlog.
 		p.failures = 0
 		return 0
-	case len(b.docs) > 0:
-		// Found some, and nothing more is waiting: documents are arriving.
+	case len(b.docs) > 0 || p.now().Sub(p.lastFound) < p.cfg.PollInterval:
+		// Documents are arriving (this poll found some, or one did within
+		// the interval): look again soon.
+		if len(b.docs) > 0 {
+			p.lastFound = p.now()
+		}
 		p.failures = 0
 		return lifecycle.Jitter(min(p.cfg.PollInterval, busyWaitMax))
 	default:

@@ -119,8 +119,8 @@ type fieldCapsResponse struct {
 		Indices []string `json:"indices"`
 	} `json:"fields"`
 	Failures []struct {
-		Indices []string `json:"indices"`
-		Failure esError  `json:"failure"`
+		Indices []string             `json:"indices"`
+		Failure esclient.ErrorObject `json:"failure"`
 	} `json:"failures"`
 }
 
@@ -364,26 +364,4 @@ func (p *Poller) IndexStatus() []IndexStatus {
 
 func indexAttr(index string) metric.RecordOption {
 	return metric.WithAttributes(attribute.String("index", index))
-}
-
-// esError is an Elasticsearch error object.
-type esError struct {
-	Type      string `json:"type"`
-	Reason    string `json:"reason"`
-	RootCause []struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	} `json:"root_cause"`
-}
-
-// String names the most specific cause: the first root cause when there is
-// one ("search_phase_execution_exception: all shards failed" says little).
-func (e esError) String() string {
-	if len(e.RootCause) > 0 && e.RootCause[0].Type != "" {
-		return e.RootCause[0].Type + ": " + e.RootCause[0].Reason
-	}
-	if e.Type == "" {
-		return "unknown error"
-	}
-	return e.Type + ": " + e.Reason
 }

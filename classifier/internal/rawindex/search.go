@@ -29,8 +29,8 @@ func (a Answer) Failed() bool { return a.Err != "" }
 
 type msearchResponse struct {
 	Responses []struct {
-		Status int          `json:"status"`
-		Error  *searchError `json:"error"`
+		Status int                   `json:"status"`
+		Error  *esclient.ErrorObject `json:"error"`
 		Hits   struct {
 			Hits []struct {
 				Index       string          `json:"_index"`
@@ -92,26 +92,4 @@ func (s *Store) SearchPending(ctx context.Context, searches []Search) ([]Answer,
 		}
 	}
 	return out, nil
-}
-
-// searchError is an Elasticsearch error object.
-type searchError struct {
-	Type      string `json:"type"`
-	Reason    string `json:"reason"`
-	RootCause []struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	} `json:"root_cause"`
-}
-
-// String names the most specific cause: the first root cause when there is
-// one ("search_phase_execution_exception: all shards failed" says little).
-func (e searchError) String() string {
-	if len(e.RootCause) > 0 && e.RootCause[0].Type != "" {
-		return e.RootCause[0].Type + ": " + e.RootCause[0].Reason
-	}
-	if e.Type == "" {
-		return "unknown error"
-	}
-	return e.Type + ": " + e.Reason
 }

@@ -221,6 +221,15 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 	retryCount := func(id string) int {
 		return e.count(t, e.db, `SELECT retry_count FROM dead_letter_queue WHERE content_id = $1`, id)
 	}
+	// A claim is finished just after its document's flip: until then a
+	// retry's claim of the document is refused (it would come back after
+	// the DLQ entry's lease), so each retry below waits for it first.
+	claimFinished := func(id string) {
+		t.Helper()
+		waitUntil(t, 30*time.Second, func() bool {
+			return e.count(t, e.db, `SELECT COUNT(*) FROM raw_claims WHERE doc_id = $1 AND NOT done`, id) == 0
+		})
+	}
 	// ids[0] waits until its turn below, however long the attempts on
 	// ids[1] take on a busy machine (its first delay is only 30 s).
 	if _, err := e.db.Exec(`UPDATE dead_letter_queue SET next_retry_at = NOW() + INTERVAL '1 hour' WHERE content_id = $1`, ids[0]); err != nil {
@@ -230,6 +239,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 	// Exhaustion: ids[1] fails five more times.
 	for attempt := 1; attempt <= domain.MaxRetriesDefault; attempt++ {
 		due(ids[1])
+		claimFinished(ids[1])
 		if n, err := worker.RunOnce(ctx); err != nil || n != 1 {
 			t.Fatalf("retry %d: submitted %d, err %v", attempt, n, err)
 		}
@@ -260,6 +270,7 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 		t.Fatal(err)
 	}
 	due(ids[0])
+	claimFinished(ids[0])
 	if n, err := worker.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("retry: submitted %d, err %v", n, err)
 	}

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -41,7 +40,7 @@ import (
 type esCluster struct {
 	urls  string // every node, comma-separated (ELASTICSEARCH_URL's list form)
 	nodes int
-	es    *elasticsearch.Client
+	es    *esclient.Client
 }
 
 // clusterES returns the cluster named by NC_ES_NODES and NC_ES_CLUSTER_URLS

@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
-type esSearcher = *elasticsearch.Client
+type esSearcher = *esclient.Client
 
 // search reads every raw document under prefix (after a refresh) into out.
-func search(t *testing.T, es *elasticsearch.Client, prefix string, out any) {
+func search(t *testing.T, es *esclient.Client, prefix string, out any) {
 	t.Helper()
 	pattern := prefix + "*" + contentindex.RawSuffix
 	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern))

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/auth"
@@ -362,7 +361,7 @@ func checkNoCrash(t testing.TB, services ...*svc) {
 // stack is what a fault test runs the pipeline against.
 type stack struct {
 	prefix       string
-	es           *elasticsearch.Client
+	es           *esclient.Client
 	esURL        string
 	classifierDB string
 	publisherDB  string
@@ -653,14 +652,14 @@ func keysOf(docs []contentindex.RawDocument) []string {
 // loadDocs writes docs into their raw indices with bulk requests of at most
 // ~5 MB (a larger document goes alone), then refreshes them. The index
 // templates are installed first, as every service does at start-up.
-func loadDocs(t testing.TB, es *elasticsearch.Client, docs []contentindex.RawDocument) {
+func loadDocs(t testing.TB, es *esclient.Client, docs []contentindex.RawDocument) {
 	t.Helper()
 	if err := tryLoadDocs(es, docs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func tryLoadDocs(es *elasticsearch.Client, docs []contentindex.RawDocument) error {
+func tryLoadDocs(es *esclient.Client, docs []contentindex.RawDocument) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := contentindex.EnsureTemplates(ctx, es); err != nil {
@@ -734,7 +733,7 @@ func tryLoadDocs(es *elasticsearch.Client, docs []contentindex.RawDocument) erro
 
 // esDo runs one Elasticsearch request with a JSON body and fails the test
 // on an error status.
-func esDo(t testing.TB, es *elasticsearch.Client, method, path string, body any) []byte {
+func esDo(t testing.TB, es *esclient.Client, method, path string, body any) []byte {
 	t.Helper()
 	var r io.Reader
 	if body != nil {
@@ -775,7 +774,7 @@ func settled(s rawState) bool {
 
 // rawStates reads the state of every raw document matching pattern (up to
 // 10,000), after a refresh, keyed by docKey. Text fields are not fetched.
-func rawStates(t testing.TB, es *elasticsearch.Client, pattern string, query map[string]any) map[string]rawState {
+func rawStates(t testing.TB, es *esclient.Client, pattern string, query map[string]any) map[string]rawState {
 	t.Helper()
 	out, err := tryRawStates(es, pattern, query)
 	if err != nil {
@@ -784,7 +783,7 @@ func rawStates(t testing.TB, es *elasticsearch.Client, pattern string, query map
 	return out
 }
 
-func tryRawStates(es *elasticsearch.Client, pattern string, query map[string]any) (map[string]rawState, error) {
+func tryRawStates(es *esclient.Client, pattern string, query map[string]any) (map[string]rawState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern), es.Indices.Refresh.WithContext(ctx))

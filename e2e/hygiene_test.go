@@ -13,16 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // Queue hygiene: what a subscriber sees when the input is messy. These
 // tests run the real classifier and publisher against the shared services.
 
 // backfill loads n documents of source crawled two days ago, oldest first.
-func backfill(t testing.TB, es *elasticsearch.Client, source string, n int) []contentindex.RawDocument {
+func backfill(t testing.TB, es *esclient.Client, source string, n int) []contentindex.RawDocument {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
 	start := time.Now().Add(-48 * time.Hour)
@@ -36,7 +35,7 @@ func backfill(t testing.TB, es *elasticsearch.Client, source string, n int) []co
 
 // insertFresh writes one document crawled now, as a crawler would (no
 // refresh), and returns its key and when Elasticsearch acknowledged it.
-func insertFresh(t testing.TB, es *elasticsearch.Client, source string, i int, rng *rand.Rand) (string, time.Time) {
+func insertFresh(t testing.TB, es *esclient.Client, source string, i int, rng *rand.Rand) (string, time.Time) {
 	t.Helper()
 	d := healthyDoc(source, fmt.Sprintf("%s-fresh-%03d", source, i), time.Now(), rng)
 	esDo(t, es, "PUT", "/"+source+contentindex.RawSuffix+"/_doc/"+d.ID, d)
@@ -201,7 +200,7 @@ type classifiedDoc struct {
 
 // classifiedDocs reads the classified documents of the indices under
 // pattern, by id.
-func classifiedDocs(t testing.TB, es *elasticsearch.Client, pattern string) map[string]classifiedDoc {
+func classifiedDocs(t testing.TB, es *esclient.Client, pattern string) map[string]classifiedDoc {
 	t.Helper()
 	esDo(t, es, "POST", "/"+pattern+"/_refresh", nil)
 	body := esDo(t, es, "POST", "/"+pattern+"/_search", map[string]any{"size": 1000, "query": map[string]any{"match_all": map[string]any{}}})
@@ -461,7 +460,7 @@ func versions(msgs []message) []int {
 }
 
 // waitAllClassified waits until n documents of index are classified.
-func waitAllClassified(t testing.TB, es *elasticsearch.Client, index string, n int, timeout time.Duration) {
+func waitAllClassified(t testing.TB, es *esclient.Client, index string, n int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

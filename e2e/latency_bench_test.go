@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -211,7 +209,7 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 // search: the end of the refresh that made it visible, to within
 // probeEvery.
 type visibilityProbe struct {
-	es      *elasticsearch.Client
+	es      *esclient.Client
 	indices string
 
 	mu      sync.Mutex
@@ -220,7 +218,7 @@ type visibilityProbe struct {
 	visible map[string]time.Time
 }
 
-func newVisibilityProbe(es *elasticsearch.Client, indices string) *visibilityProbe {
+func newVisibilityProbe(es *esclient.Client, indices string) *visibilityProbe {
 	return &visibilityProbe{es: es, indices: indices, indexed: map[string]time.Time{},
 		pending: map[string][2]string{}, visible: map[string]time.Time{}}
 }
@@ -348,7 +346,7 @@ func watchClaims(tb testing.TB, dsn string) func() map[string]time.Time {
 
 // searchRaw returns up to size raw documents under pattern matching query,
 // with only the given fields of their source.
-func searchRaw(es *elasticsearch.Client, pattern string, size int, query map[string]any, fields ...string) ([]contentindex.RawDocument, error) {
+func searchRaw(es *esclient.Client, pattern string, size int, query map[string]any, fields ...string) ([]contentindex.RawDocument, error) {
 	body, err := json.Marshal(map[string]any{"size": size, "_source": fields, "query": query})
 	if err != nil {
 		return nil, err

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -122,7 +121,7 @@ type classified struct {
 	Topics []string `json:"topics"`
 }
 
-func putRaw(t *testing.T, es *elasticsearch.Client, source, id, url, text string) {
+func putRaw(t *testing.T, es *esclient.Client, source, id, url, text string) {
 	t.Helper()
 	doc := contentindex.RawDocument{ID: id, URL: url, SourceName: source, Title: "Harbour news", RawText: text,
 		CrawledAt: time.Now().UTC(), ClassificationStatus: contentindex.StatusPending, OGType: "article"}
@@ -134,7 +133,7 @@ func putRaw(t *testing.T, es *elasticsearch.Client, source, id, url, text string
 	res.Body.Close()
 }
 
-func waitClassified(t *testing.T, es *elasticsearch.Client, source, id string) classified {
+func waitClassified(t *testing.T, es *esclient.Client, source, id string) classified {
 	t.Helper()
 	var out classified
 	waitFor(t, 30*time.Second, "document "+id+" classified", func() bool {

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -190,7 +189,7 @@ func lastLine(s string) string {
 // esCPUMillis returns the CPU time the Elasticsearch node's process has
 // used (node stats process.cpu.total_in_millis; one node: the benchmarks
 // run on the single-node service).
-func esCPUMillis(tb testing.TB, es *elasticsearch.Client) int64 {
+func esCPUMillis(tb testing.TB, es *esclient.Client) int64 {
 	tb.Helper()
 	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("process"), es.Nodes.Stats.WithContext(context.Background()))
 	if err != nil {
@@ -219,7 +218,7 @@ func esCPUMillis(tb testing.TB, es *elasticsearch.Client) int64 {
 // rawIndexOps returns the indexing operations (index_total of the
 // primaries: every index, update and conditional write of a document) the
 // indices matching pattern have taken.
-func rawIndexOps(tb testing.TB, es *elasticsearch.Client, pattern string) int64 {
+func rawIndexOps(tb testing.TB, es *esclient.Client, pattern string) int64 {
 	tb.Helper()
 	res, err := es.Indices.Stats(es.Indices.Stats.WithIndex(pattern), es.Indices.Stats.WithMetric("indexing"),
 		es.Indices.Stats.WithContext(context.Background()))
@@ -243,7 +242,7 @@ func rawIndexOps(tb testing.TB, es *elasticsearch.Client, pattern string) int64 
 }
 
 // countStatus counts raw documents under prefix with the given status.
-func countStatus(tb testing.TB, es *elasticsearch.Client, prefix, status string) int {
+func countStatus(tb testing.TB, es *esclient.Client, prefix, status string) int {
 	tb.Helper()
 	body, _ := json.Marshal(map[string]any{"query": map[string]any{"term": map[string]any{"classification_status": status}}})
 	res, err := es.Count(es.Count.WithContext(context.Background()), es.Count.WithIndex(prefix+"*"+contentindex.RawSuffix),

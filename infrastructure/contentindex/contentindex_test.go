@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
+	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -120,7 +119,7 @@ func TestEnsureTemplatesAppliesStrictMappings(t *testing.T) {
 	}
 }
 
-func index(t *testing.T, es *elasticsearch.Client, idx, id string, doc map[string]any) int {
+func index(t *testing.T, es *esclient.Client, idx, id string, doc map[string]any) int {
 	t.Helper()
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -186,7 +185,7 @@ func TestReplicasFollowTheDataNodes(t *testing.T) {
 	}
 }
 
-func getJSON(t *testing.T, es *elasticsearch.Client, path string, out any) {
+func getJSON(t *testing.T, es *esclient.Client, path string, out any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, path, nil)
 	if err != nil {

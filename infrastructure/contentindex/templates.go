@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -55,7 +53,7 @@ func templateBody(pattern string, mapping map[string]any) map[string]any {
 // templates. It is idempotent and cheap, so every service calls it at
 // start-up; an index created afterwards, by any writer, gets the strict
 // mapping.
-func EnsureTemplates(ctx context.Context, es *elasticsearch.Client) error {
+func EnsureTemplates(ctx context.Context, es *esclient.Client) error {
 	for _, t := range Templates() {
 		body, err := json.Marshal(t.Body)
 		if err != nil {
@@ -74,7 +72,7 @@ func EnsureTemplates(ctx context.Context, es *elasticsearch.Client) error {
 // CreateIndex creates an index with the strict mapping of its type, and
 // treats "already exists" as success. Writers that must not depend on
 // templates being installed (tests, the loader) use it.
-func CreateIndex(ctx context.Context, es *elasticsearch.Client, name string) error {
+func CreateIndex(ctx context.Context, es *esclient.Client, name string) error {
 	body, err := json.Marshal(map[string]any{"settings": settings(), "mappings": MappingFor(TypeOf(name))})
 	if err != nil {
 		return fmt.Errorf("create index %s: %w", name, err)
@@ -94,7 +92,7 @@ func CreateIndex(ctx context.Context, es *elasticsearch.Client, name string) err
 // Connect returns a client once the cluster answers (retrying as esclient.New
 // does) and the content index templates are installed: the Elasticsearch
 // step of every writer's start-up.
-func Connect(ctx context.Context, cfg esclient.Config, logger *slog.Logger) (*elasticsearch.Client, error) {
+func Connect(ctx context.Context, cfg esclient.Config, logger *slog.Logger) (*esclient.Client, error) {
 	es, err := esclient.New(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
@@ -113,7 +111,7 @@ func Connect(ctx context.Context, cfg esclient.Config, logger *slog.Logger) (*el
 // index that refuses (it has the field with another type) is logged and
 // left as it is: its own writes fail and are reported, the others are
 // upgraded. It returns how many indices it upgraded.
-func AddMissingFields(ctx context.Context, es *elasticsearch.Client, logger *slog.Logger) int {
+func AddMissingFields(ctx context.Context, es *esclient.Client, logger *slog.Logger) int {
 	res, err := es.Indices.GetMapping(es.Indices.GetMapping.WithContext(ctx),
 		es.Indices.GetMapping.WithIndex("*"+RawSuffix, "*"+ClassifiedSuffix),
 		es.Indices.GetMapping.WithAllowNoIndices(true), es.Indices.GetMapping.WithIgnoreUnavailable(true))

@@ -1,4 +1,4 @@
-// Package esclient builds the go-elasticsearch client every service uses and
+// Package esclient builds the Elasticsearch client every service uses and
 // waits, with backoff, for the cluster to answer before a service starts.
 package esclient
 
@@ -11,10 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/elastic-transport-go/v8/elastictransport"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"go.opentelemetry.io/otel/trace"
 
@@ -47,6 +48,38 @@ type Config struct {
 	// in the request's context (the client's OpenTelemetry
 	// instrumentation). Request bodies are not recorded.
 	TracerProvider trace.TracerProvider
+	// MaxRetries is how often a request is tried again on another node
+	// after a network error or a 502, 503 or 504. Defaults to 2.
+	MaxRetries int
+	// Transport, when set, replaces the HTTP transport (tests wrap it to
+	// count, hold or fail requests); MaxIdleConnsPerHost then does not
+	// apply.
+	Transport http.RoundTripper
+}
+
+// Client talks to Elasticsearch: go-elasticsearch's request API (esapi:
+// client.Search, client.Indices.Create, ...) over its transport, which
+// spreads requests over the nodes, retries them and carries the
+// OpenTelemetry instrumentation. It is go-elasticsearch's own Client
+// without the typed API, which nothing here uses and which is about 860
+// packages: every build of every service, test and fuzz target compiled
+// it, a minute of each first build on a new machine.
+type Client struct {
+	*esapi.API
+	transport *elastictransport.Client
+}
+
+// Perform sends a request built by hand, for an endpoint esapi has no
+// function for, through the same nodes, retries and instrumentation.
+func (c *Client) Perform(req *http.Request) (*http.Response, error) {
+	return c.transport.Perform(req)
+}
+
+// InstrumentationEnabled returns the client's OpenTelemetry
+// instrumentation, nil without a TracerProvider: requests sent with
+// esapi's request structs (req.Do) start their spans with it.
+func (c *Client) InstrumentationEnabled() elastictransport.Instrumentation {
+	return c.transport.InstrumentationEnabled()
 }
 
 // ConfigFromEnv reads ELASTICSEARCH_URL (one URL, or several separated by
@@ -105,7 +138,7 @@ func Redact(raw string) string {
 
 // New returns a client after the cluster has answered a ping, retrying with
 // backoff for up to ConnectTimeout.
-func New(ctx context.Context, cfg Config, logger *slog.Logger) (*elasticsearch.Client, error) {
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Client, error) {
 	client, err := NewLazy(cfg)
 	if err != nil {
 		return nil, err
@@ -125,41 +158,74 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*elasticsearch.C
 }
 
 // NewLazy returns a client without contacting the cluster.
-func NewLazy(cfg Config) (*elasticsearch.Client, error) {
+func NewLazy(cfg Config) (*Client, error) {
 	if cfg.URL == "" {
 		cfg.URL = URLDefault
 	}
 	if cfg.MaxIdleConnsPerHost <= 0 {
 		cfg.MaxIdleConnsPerHost = 64
 	}
-	transport := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          cfg.MaxIdleConnsPerHost,
-		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = 2
 	}
-	esCfg := elasticsearch.Config{
-		Addresses:     Addresses(cfg.URL),
-		Transport:     transport,
-		MaxRetries:    2,
+	var urls []*url.URL
+	for _, a := range Addresses(cfg.URL) {
+		u, err := url.Parse(strings.TrimRight(a, "/"))
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("new elasticsearch client: %q is not a URL with scheme http or https and a host", Redact(a))
+		}
+		urls = append(urls, u)
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          cfg.MaxIdleConnsPerHost,
+			MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: 60 * time.Second,
+		}
+	}
+	tc := elastictransport.Config{
+		URLs:          urls,
+		Transport:     rt,
+		MaxRetries:    cfg.MaxRetries,
 		RetryOnStatus: []int{502, 503, 504},
 	}
-	if cfg.TracerProvider != nil {
-		esCfg.Instrumentation = elasticsearch.NewOpenTelemetryInstrumentation(cfg.TracerProvider, false)
+	// https://user:password@host: the first URL's user authenticates every
+	// request (the transport strips it from the URLs it sends to).
+	if u := urls[0].User; u != nil {
+		tc.Username = u.Username()
+		tc.Password, _ = u.Password()
 	}
-	client, err := elasticsearch.NewClient(esCfg)
+	if cfg.TracerProvider != nil {
+		tc.Instrumentation = elastictransport.NewOtelInstrumentation(cfg.TracerProvider, false, clientVersion())
+	}
+	transport, err := elastictransport.New(tc)
 	if err != nil {
 		return nil, fmt.Errorf("new elasticsearch client: %w", err)
 	}
-	return client, nil
+	return &Client{API: esapi.New(transport), transport: transport}, nil
+}
+
+// clientVersion is go-elasticsearch's version in this binary, for the
+// spans' instrumentation scope ("" in a binary without build information).
+func clientVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/elastic/go-elasticsearch/v8" {
+				return strings.TrimPrefix(m.Version, "v")
+			}
+		}
+	}
+	return ""
 }
 
 // Ping returns a check that succeeds when the cluster reports its health
 // (any status: a yellow or red cluster still answers, and the index-level
 // errors say more than a failed readiness check would); it is the /ready
 // check for Elasticsearch. The minimal distribution has no GET / handler.
-func Ping(client *elasticsearch.Client) func(ctx context.Context) error {
+func Ping(client *Client) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		res, err := client.Cluster.Health(client.Cluster.Health.WithContext(ctx))
 		if err != nil {

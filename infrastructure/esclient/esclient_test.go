@@ -3,8 +3,11 @@ package esclient_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -136,4 +139,53 @@ func TestRequestSpans(t *testing.T) {
 		}
 	}
 	t.Errorf("spans = %v, want a cluster.health span", names)
+}
+
+// authRecorder records the Authorization header and URL of each request on
+// its way to the real cluster.
+type authRecorder struct {
+	mu    sync.Mutex
+	auth  []string
+	hosts []string
+}
+
+func (r *authRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.auth = append(r.auth, req.Header.Get("Authorization"))
+	r.hosts = append(r.hosts, req.URL.String())
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A URL's user and password (https://user:pw@host) authenticate every
+// request with basic auth, and never travel in the URL itself. The local
+// cluster has security off and answers either way; what the client sent
+// is what is checked.
+func TestURLCredentialsBecomeBasicAuth(t *testing.T) {
+	t.Parallel()
+	raw := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("ops", "s3cret")
+	rec := &authRecorder{}
+	client, err := esclient.NewLazy(esclient.Config{URL: u.String(), Transport: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := esclient.Ping(client)(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("ops:s3cret"))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.auth) == 0 || rec.auth[0] != want {
+		t.Errorf("Authorization = %q, want %q", rec.auth, want)
+	}
+	for _, h := range rec.hosts {
+		if strings.Contains(h, "s3cret") {
+			t.Errorf("request URL %q carries the password", h)
+		}
+	}
 }

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -167,7 +165,7 @@ action.destructive_requires_name: false
 
 // Client returns a client for the node. It does not retry or wait: a test
 // that killed the node gets errors from it, as a service would.
-func (n *ESNode) Client() *elasticsearch.Client {
+func (n *ESNode) Client() *esclient.Client {
 	n.t.Helper()
 	c, err := esclient.NewLazy(esclient.Config{URL: n.URL})
 	if err != nil {

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	_ "github.com/lib/pq" // postgres driver
 	"github.com/redis/go-redis/v9"
 
@@ -162,7 +161,7 @@ const IndexPrefix = "nctest"
 
 // Elasticsearch returns a client and a unique lowercase prefix. Every index
 // whose name starts with the prefix is deleted when the test ends.
-func Elasticsearch(t testing.TB) (*elasticsearch.Client, string) {
+func Elasticsearch(t testing.TB) (*esclient.Client, string) {
 	t.Helper()
 	addr := Env(t, "ELASTICSEARCH_URL", "elasticsearch")
 	client, err := esclient.NewLazy(esclient.Config{URL: addr})

@@ -32,8 +32,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/loadgen"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -208,7 +206,7 @@ const steadyWriters = 8
 
 // steady writes count documents, one index request each, the i-th at
 // start + i/rate, and prints each acknowledged write with its time.
-func steady(ctx context.Context, es *elasticsearch.Client, count int, rate float64, doc func(int) contentindex.RawDocument) error {
+func steady(ctx context.Context, es *esclient.Client, count int, rate float64, doc func(int) contentindex.RawDocument) error {
 	jobs := make(chan contentindex.RawDocument, steadyWriters)
 	errc := make(chan error, steadyWriters)
 	var mu sync.Mutex

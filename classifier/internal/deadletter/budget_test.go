@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -48,7 +48,7 @@ func (s *collectSink) take() map[string]int {
 
 // deadLetter writes n failed raw documents of source into its raw index
 // and records each in the queue, due since age ago.
-func deadLetter(t *testing.T, q *queue, es *elasticsearch.Client, source string, n int, age time.Duration) {
+func deadLetter(t *testing.T, q *queue, es *esclient.Client, source string, n int, age time.Duration) {
 	t.Helper()
 	index := contentindex.RawIndex(source)
 	docs := make([]contentindex.RawDocument, n)

@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -72,13 +70,13 @@ const MaxBytesDefault = 16 << 20
 // Writer sends bulk requests of at most MaxBytes each. It is safe for
 // concurrent use.
 type Writer struct {
-	es       *elasticsearch.Client
+	es       *esclient.Client
 	maxBytes int
 }
 
 // NewWriter returns a writer over es whose requests hold at most maxBytes
 // (MaxBytesDefault when not positive).
-func NewWriter(es *elasticsearch.Client, maxBytes int) *Writer {
+func NewWriter(es *esclient.Client, maxBytes int) *Writer {
 	if maxBytes <= 0 {
 		maxBytes = MaxBytesDefault
 	}
@@ -178,7 +176,7 @@ func rejectedBytes(body, key string) (int64, bool) {
 // sendBulk sends one request and fills out, one result per op. On 413, or
 // a 429 because the request alone nearly fills the node's indexing-pressure
 // budget, it splits the request in halves.
-func sendBulk(ctx context.Context, es *elasticsearch.Client, op string, ops []Op, lines [][]byte, out []Result) error {
+func sendBulk(ctx context.Context, es *esclient.Client, op string, ops []Op, lines [][]byte, out []Result) error {
 	var body bytes.Buffer
 	for _, l := range lines {
 		body.Write(l)

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -127,7 +125,7 @@ func (g *Generator) body(lead string, short bool) string {
 // Load writes docs into their raw indices (RawIndex of each SourceName) with
 // one bulk request per batch of batchSize, calling progress after each batch
 // with the running total. Creating the indices is left to the index templates.
-func Load(ctx context.Context, es *elasticsearch.Client, docs []contentindex.RawDocument, batchSize int, progress func(done int)) error {
+func Load(ctx context.Context, es *esclient.Client, docs []contentindex.RawDocument, batchSize int, progress func(done int)) error {
 	if batchSize <= 0 {
 		batchSize = 500
 	}

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/reprocess"
 	"github.com/north-cloud/classifier/internal/sourcepriority"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -21,7 +20,7 @@ import (
 // priority store, over the test's Elasticsearch indices.
 type sourcesBundle struct {
 	*bundle
-	es         *elasticsearch.Client
+	es         *esclient.Client
 	prefix     string
 	priorities *sourcepriority.Store
 }

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -61,7 +60,7 @@ func (s *collectSink) keys() []string {
 }
 
 type harness struct {
-	es     *elasticsearch.Client
+	es     *esclient.Client
 	prefix string
 	reader *sdkmetric.ManualReader
 	sink   *collectSink
@@ -69,7 +68,7 @@ type harness struct {
 }
 
 // rawStore returns the raw index store over es.
-func rawStore(t *testing.T, es *elasticsearch.Client) *rawindex.Store {
+func rawStore(t *testing.T, es *esclient.Client) *rawindex.Store {
 	t.Helper()
 	s, err := rawindex.New(rawindex.Config{ES: es, Logger: testenv.Logger(t)})
 	if err != nil {

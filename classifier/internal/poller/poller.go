@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -207,7 +206,7 @@ func (c *Config) setDefaults() {
 // Poller is a long-lived component with Start and Stop.
 type Poller struct {
 	cfg     Config
-	es      *elasticsearch.Client
+	es      *esclient.Client
 	sink    Sink
 	metrics *telemetry.Metrics
 	tracer  trace.Tracer
@@ -240,7 +239,7 @@ type Poller struct {
 }
 
 // New returns a Poller; call Start to run it.
-func New(cfg Config, es *elasticsearch.Client, sink Sink, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*Poller, error) {
+func New(cfg Config, es *esclient.Client, sink Sink, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*Poller, error) {
 	cfg.setDefaults()
 	if cfg.ReplicaID == "" {
 		return nil, errors.New("new poller: ReplicaID is required")

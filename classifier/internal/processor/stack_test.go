@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/north-cloud/classifier/internal/claim"
@@ -27,6 +26,7 @@ import (
 	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 	infraoutbox "github.com/north-cloud/infrastructure/outbox"
 	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/telemetry"
@@ -36,7 +36,7 @@ import (
 // env is what the integration tests share: real Elasticsearch and Postgres,
 // a migrated classifier database, an outbox table and a unique source.
 type env struct {
-	es        *elasticsearch.Client
+	es        *esclient.Client
 	prefix    string
 	source    string
 	db        *sql.DB

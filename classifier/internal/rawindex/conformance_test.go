@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/rawindex"
@@ -76,7 +74,7 @@ func (g *bulkGate) counts() (bulks, refused, maxBytes int) {
 }
 
 type suite struct {
-	es     *elasticsearch.Client
+	es     *esclient.Client
 	prefix string
 	store  *rawindex.Store
 }
@@ -92,7 +90,7 @@ func setup(t *testing.T) suite {
 func (s suite) gated(t *testing.T, gate *bulkGate, maxBulkBytes int) *rawindex.Store {
 	t.Helper()
 	gate.next = http.DefaultTransport
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")}, Transport: gate})
+	es, err := esclient.NewLazy(esclient.Config{URL: testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch"), Transport: gate})
 	if err != nil {
 		t.Fatal(err)
 	}

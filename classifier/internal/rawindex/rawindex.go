@@ -30,8 +30,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/esbulk"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -40,7 +38,7 @@ import (
 // Config configures a Store.
 type Config struct {
 	// ES holds the raw indices. Required.
-	ES *elasticsearch.Client
+	ES *esclient.Client
 	// MaxBulkBytes bounds the body of one bulk request
 	// (CLASSIFIER_MAX_BULK_BYTES). Defaults to esbulk.MaxBytesDefault.
 	MaxBulkBytes int
@@ -51,7 +49,7 @@ type Config struct {
 
 // Store reads and writes raw documents. It is safe for concurrent use.
 type Store struct {
-	es     *elasticsearch.Client
+	es     *esclient.Client
 	bulk   *esbulk.Writer
 	logger *slog.Logger
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -160,7 +158,7 @@ type scanHit struct {
 }
 
 // open opens a point in time over indices; "" when no index matches.
-func open(ctx context.Context, es *elasticsearch.Client, indices, keepAlive string) (string, error) {
+func open(ctx context.Context, es *esclient.Client, indices, keepAlive string) (string, error) {
 	res, err := es.OpenPointInTime(strings.Split(indices, ","), keepAlive, es.OpenPointInTime.WithContext(ctx),
 		es.OpenPointInTime.WithIgnoreUnavailable(true), es.OpenPointInTime.WithExpandWildcards("open"))
 	if err := esclient.CheckResponse("open point in time", res, err); err != nil {
@@ -179,7 +177,7 @@ func open(ctx context.Context, es *elasticsearch.Client, indices, keepAlive stri
 	return out.ID, nil
 }
 
-func scanPage(ctx context.Context, es *elasticsearch.Client, body scanRequest) ([]scanHit, string, error) {
+func scanPage(ctx context.Context, es *esclient.Client, body scanRequest) ([]scanHit, string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, "", fmt.Errorf("raw scan: %w", err)
@@ -201,7 +199,7 @@ func scanPage(ctx context.Context, es *elasticsearch.Client, body scanRequest) (
 	return out.Hits.Hits, out.PitID, nil
 }
 
-func closePIT(ctx context.Context, es *elasticsearch.Client, pit string) error {
+func closePIT(ctx context.Context, es *esclient.Client, pit string) error {
 	b, _ := json.Marshal(map[string]string{"id": pit})
 	res, err := es.ClosePointInTime(es.ClosePointInTime.WithContext(ctx), es.ClosePointInTime.WithBody(bytes.NewReader(b)))
 	if err := esclient.CheckResponse("close point in time", res, err); err != nil {

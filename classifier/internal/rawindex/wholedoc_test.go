@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -68,7 +66,7 @@ func TestWholeDocumentFlipKeepsEveryFieldAndStaysConditional(t *testing.T) {
 	t.Parallel()
 	_, prefix := testenv.Elasticsearch(t)
 	rec := &actionRecorder{next: http.DefaultTransport}
-	es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")}, Transport: rec})
+	es, err := esclient.NewLazy(esclient.Config{URL: testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch"), Transport: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

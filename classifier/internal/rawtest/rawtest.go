@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -34,7 +32,7 @@ func Doc(source, id string, crawled time.Time) contentindex.RawDocument {
 // Write creates index (strict mapping; an existing index is kept) and
 // indexes docs into it with _id = ID, then refreshes it. Any failure ends
 // the test.
-func Write(t testing.TB, es *elasticsearch.Client, index string, docs ...contentindex.RawDocument) {
+func Write(t testing.TB, es *esclient.Client, index string, docs ...contentindex.RawDocument) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -51,7 +49,7 @@ func Write(t testing.TB, es *elasticsearch.Client, index string, docs ...content
 // WriteJSON indexes arbitrary documents (a map, or a struct) into an
 // existing index, each with _id from its "id" field, and refreshes it: for
 // documents no crawler should write (a field of the wrong type).
-func WriteJSON(t testing.TB, es *elasticsearch.Client, index string, docs ...any) {
+func WriteJSON(t testing.TB, es *esclient.Client, index string, docs ...any) {
 	t.Helper()
 	if len(docs) == 0 {
 		return
@@ -95,7 +93,7 @@ func WriteJSON(t testing.TB, es *elasticsearch.Client, index string, docs ...any
 
 // Statuses returns the classification_status of every document of index,
 // by id (at most 10,000 documents).
-func Statuses(t testing.TB, es *elasticsearch.Client, index string) map[string]string {
+func Statuses(t testing.TB, es *esclient.Client, index string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for id, src := range Sources(t, es, index) {
@@ -112,7 +110,7 @@ func Statuses(t testing.TB, es *elasticsearch.Client, index string) map[string]s
 
 // Sources returns the _source of every document of index, by id, after a
 // refresh (at most 10,000 documents).
-func Sources(t testing.TB, es *elasticsearch.Client, index string) map[string]json.RawMessage {
+func Sources(t testing.TB, es *esclient.Client, index string) map[string]json.RawMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -153,7 +151,7 @@ func truncate(s string, n int) string {
 }
 
 // Store returns a raw index store over es with the default byte bound.
-func Store(t testing.TB, es *elasticsearch.Client) *rawindex.Store {
+func Store(t testing.TB, es *esclient.Client) *rawindex.Store {
 	t.Helper()
 	s, err := rawindex.New(rawindex.Config{ES: es})
 	if err != nil {

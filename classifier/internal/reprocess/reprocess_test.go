@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/rawtest"
@@ -22,7 +20,7 @@ import (
 )
 
 type bundle struct {
-	es     *elasticsearch.Client
+	es     *esclient.Client
 	prefix string
 	db     *sql.DB
 }

@@ -23,9 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // Priority is a source's priority: one of contentindex.Priorities.
@@ -77,7 +76,7 @@ type Config struct {
 	DB *sql.DB
 	// ES holds the raw indices: a source exists when its raw index does.
 	// Required.
-	ES *elasticsearch.Client
+	ES *esclient.Client
 	// MaxLowMarks bounds the sources marked other than normal at once
 	// (the name is that of the days when low was the only mark). Defaults to
 	// MaxLowMarksDefault.

@@ -28,8 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/pipeline"
@@ -52,7 +50,7 @@ const (
 // Config configures a Reader.
 type Config struct {
 	// ES holds the raw and classified indices. Required.
-	ES *elasticsearch.Client
+	ES *esclient.Client
 	// DB is the classifier's database (dead letters, published outcomes).
 	// Required.
 	DB *sql.DB

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
@@ -23,7 +21,7 @@ import (
 )
 
 type bundle struct {
-	es     *elasticsearch.Client
+	es     *esclient.Client
 	prefix string
 	db     *sql.DB
 	dlq    *deadletter.Repository

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -64,7 +63,7 @@ func TestOversizedBulkIsSplitNotFailed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			counter := &statusCounter{statuses: map[int]int{}, next: http.DefaultTransport}
-			es, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")}, Transport: counter})
+			es, err := esclient.NewLazy(esclient.Config{URL: testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch"), Transport: counter})
 			if err != nil {
 				t.Fatal(err)
 			}

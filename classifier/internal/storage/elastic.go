@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/esbulk"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -30,7 +28,7 @@ type StoreConfig struct {
 
 // ContentStore writes classified documents.
 type ContentStore struct {
-	es   *elasticsearch.Client
+	es   *esclient.Client
 	bulk *esbulk.Writer
 }
 
@@ -39,12 +37,12 @@ type ContentStore struct {
 func (s *ContentStore) Ping(ctx context.Context) error { return esclient.Ping(s.es)(ctx) }
 
 // NewContentStore returns a store over es with the default settings.
-func NewContentStore(es *elasticsearch.Client) *ContentStore {
+func NewContentStore(es *esclient.Client) *ContentStore {
 	return NewContentStoreWith(es, StoreConfig{})
 }
 
 // NewContentStoreWith returns a store over es configured by cfg.
-func NewContentStoreWith(es *elasticsearch.Client, cfg StoreConfig) *ContentStore {
+func NewContentStoreWith(es *esclient.Client, cfg StoreConfig) *ContentStore {
 	return &ContentStore{es: es, bulk: esbulk.NewWriter(es, cfg.MaxBulkBytes)}
 }
 

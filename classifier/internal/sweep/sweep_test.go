@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/rawtest"
@@ -21,7 +19,7 @@ import (
 )
 
 type bundle struct {
-	es       *elasticsearch.Client
+	es       *esclient.Client
 	prefix   string
 	db       *sql.DB
 	dlq      *deadletter.Repository

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/gin-gonic/gin"
 	"golang.org/x/crypto/bcrypt"
 
@@ -84,7 +83,7 @@ func (r *recorder) snapshot() (int, []string) {
 type bundle struct {
 	t       testing.TB
 	router  *gin.Engine
-	es      *elasticsearch.Client // unrecorded client for test setup
+	es      *esclient.Client // unrecorded client for test setup
 	rec     *recorder
 	prefix  string
 	db      *sql.DB
@@ -138,7 +137,7 @@ func setup(t testing.TB, o options) *bundle {
 		url = testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
 	}
 	rec := &recorder{base: http.DefaultTransport}
-	apiES, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{url}, Transport: rec, MaxRetries: 1})
+	apiES, err := esclient.NewLazy(esclient.Config{URL: url, Transport: rec, MaxRetries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // ContentPatterns are the index patterns the service manages and samples.
@@ -33,11 +33,11 @@ var catColumns = []string{
 
 // Store talks to one Elasticsearch cluster.
 type Store struct {
-	es *elasticsearch.Client
+	es *esclient.Client
 }
 
 // NewStore returns a Store over es.
-func NewStore(es *elasticsearch.Client) (*Store, error) {
+func NewStore(es *esclient.Client) (*Store, error) {
 	if es == nil {
 		return nil, errors.New("new index store: elasticsearch client is required")
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // binaries builds the service binaries once per test binary run.
@@ -28,10 +30,8 @@ var binaries = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	for _, module := range []string{"classifier", "publisher", "index-manager"} {
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
-		cmd.Dir = filepath.Join(root, module)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("build %s: %v\n%s", module, err, out)
+		if err := testenv.GoBuild(filepath.Join(root, module), dir+"/", "./cmd/..."); err != nil {
+			return "", err
 		}
 	}
 	return dir, nil

@@ -103,13 +103,11 @@ new_db() {
   db_url "$name"
 }
 
-# Each module on its own (GOWORK=off), as scripts/test.sh vets and builds them
-# before this stage: the packages are compiled already.
+# As scripts/build.sh builds them (each module on its own, CGO_ENABLED=0,
+# -trimpath), as scripts/test.sh vets them before this stage: the packages
+# are compiled already.
 echo "-- building the services into $work" >&2
-for m in classifier publisher index-manager; do
-  (cd "$m" && GOWORK=off go build -o "$work/" "./cmd/$m")
-done
-(cd dashboard/server && GOWORK=off go build -o "$work/" ./cmd/dashboard)
+"$root/scripts/build.sh" "$work"
 
 # start NAME ADDRVAR ENV... : runs a binary on a free port until /ready and
 # sets addr (not in a subshell, so that cleanup knows its pid).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - run the whole system natively, without Docker: the backing services
 # (scripts/services.sh), then classifier, publisher, index-manager and the
-# dashboard server (:3000) from bin/ (built by `scripts/task build`) in the
+# dashboard server (:3000) from bin/ (built by `scripts/build.sh`, or `task build`) in the
 # background, then demo raw content from the loader so the pipeline visibly
 # runs.
 #
@@ -111,12 +111,12 @@ start() {
   "$root/scripts/services.sh" up
   load_env
   for svc in "${services[@]}"; do
-    [ -x "$bin/$svc" ] || { say "$bin/$svc missing: run \`scripts/task build\` first"; exit 1; }
+    [ -x "$bin/$svc" ] || { say "$bin/$svc missing: run \`scripts/build.sh\` first"; exit 1; }
   done
   export LOG_FORMAT="${LOG_FORMAT:-text}"
   export CLASSIFIER_POLL_INTERVAL="${CLASSIFIER_POLL_INTERVAL:-1s}"
   # Every raw index except the tests' own (named nctest<hex>_..., see
-  # infrastructure/testenv), so `scripts/task test` can run beside this stack.
+  # infrastructure/testenv), so `scripts/test.sh` can run beside this stack.
   export CLASSIFIER_INDEX_PATTERN="${CLASSIFIER_INDEX_PATTERN:-*_raw_content,-nctest*}"
   export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
   # The dashboard's charts read their history from the Prometheus started below.

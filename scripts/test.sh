@@ -105,13 +105,16 @@ prepared() {
   sed 's/^/   prepare: /' "$prep_log" | tail -n 20 >&2
 }
 
-# go vet runs on each module as it stands alone (GOWORK=off), as the module
-# stage below builds it: the workspace selects other versions of shared
-# dependencies, so vetting in the workspace compiled every dependency a
-# second time for the standalone build. The code vetted is the same; the
-# workspace build is type-checked by go test. The non-race builds after
-# these stages (the fuzz stage's services, the classifier eval) are GOWORK=off
-# too and find their packages compiled here.
+# go vet runs on each module as it stands alone, in the project's one build
+# configuration for binaries outside the race detector (scripts/build.sh:
+# GOWORK=off, CGO_ENABLED=0, -trimpath), as the module stage below builds it.
+# Every non-race build after these stages uses it too (the binaries the tests
+# start, the fuzz stage's services, the classifier eval, the dashboard's
+# bin/, the container images) and finds its packages compiled here: on a new
+# machine each package is compiled twice in all (here, and for the race
+# detector), not once per set of flags. The code vetted is the same; the
+# workspace build is type-checked by go test.
+nonrace=(env CGO_ENABLED=0 GOWORK=off)
 step "gofmt and go vet (GOWORK=off)"
 unformatted=$(gofmt -l $modules)
 if [ -n "$unformatted" ]; then
@@ -120,7 +123,7 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 for m in $modules; do
-  (cd "$m" && GOWORK=off go vet ./...)
+  (cd "$m" && "${nonrace[@]}" go vet -trimpath ./...)
 done
 
 status=0
@@ -129,7 +132,7 @@ status=0
 # replace) and `go mod tidy` would change nothing. -diff only prints.
 step "modules: GOWORK=off go build, go mod tidy -diff"
 for m in $modules; do
-  (cd "$m" && GOWORK=off go build ./... && GOWORK=off go mod tidy -diff) ||
+  (cd "$m" && "${nonrace[@]}" go build -trimpath ./... && GOWORK=off go mod tidy -diff) ||
     { echo "module $m does not stand alone (build or go mod tidy above)" >&2; status=1; }
 done
 
@@ -235,7 +238,7 @@ step "fuzz: Go native fuzz targets, schemathesis against the running services"
 # and dropped.
 step "classifier eval: default rules on the labeled set, with floors"
 (cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
-  GOWORK=off go run ./cmd/classifier eval -rules migrations -floors -misses 10 testdata/eval/labels.ndjson) || status=1
+  "${nonrace[@]}" go run -trimpath ./cmd/classifier eval -rules migrations -floors -misses 10 testdata/eval/labels.ndjson) || status=1
 
 # Dashboard (dashboard/): type check, unit tests, production build, and the
 # browser end-to-end test, which starts its own copies of the services from
@@ -250,7 +253,7 @@ dashboard_checks() {
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium ||
       { $sudo apt-get update -q && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || return 1
   fi
-  "$root/scripts/task" build || return 1
+  "$root/scripts/build.sh" || return 1
   npm run typecheck || return 1
   npm run test:unit || return 1
   npm run build || return 1
@@ -267,7 +270,7 @@ dash_status=${PIPESTATUS[0]}
 set -e
 [ "$dash_status" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
 
-# After the dashboard stage: its `task build` and `npm run build` leave the Go build cache
+# After the dashboard stage: its scripts/build.sh and `npm run build` leave the Go build cache
 # and dashboard/dist that the offline service images reuse.
 step "compose: the container stack run for real (budget 600s)"
 compose_stage || status=1

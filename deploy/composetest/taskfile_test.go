@@ -7,7 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Taskfile.yml is what `scripts/task test` (and so CI) reads first: a YAML
+// Taskfile.yml is what `scripts/task` reads first (`task run`, `task bench`): a YAML
 // mistake in it (a `{{...}}` template inside a flow sequence reads as a
 // mapping) stops every task. It parses, and the tasks the docs name exist.
 func TestTaskfileParses(t *testing.T) {

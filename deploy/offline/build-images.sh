@@ -14,7 +14,8 @@
 #                                              built on this machine (Dockerfile.app packs them)
 #
 # The services are not compiled in a golang (or node) image: `go build` runs here with the
-# flags of the service Dockerfiles (CGO_ENABLED=0 -trimpath, as `task build`), so the host's
+# flags of the service Dockerfiles (CGO_ENABLED=0 -trimpath, each module on its own, as
+# scripts/build.sh), so the host's
 # Go build and module caches serve it, and the dashboard's dist/ is the host's `npm run build`
 # (rebuilt only when its sources are newer). The stand-ins are built side by side; the runtime
 # image needs no Debian base (busybox-static comes from the host's apt). An image whose inputs
@@ -231,7 +232,7 @@ apps() {
   rm -rf "$out"
   for m in classifier publisher index-manager dashboard/server; do
     mkdir -p "$out/${m%/server}"
-    (cd "$ROOT/$m" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+    (cd "$ROOT/$m" && CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
       go build -trimpath -ldflags='-s -w' -o "$out/${m%/server}/" ./cmd/...) || die "go build of $m failed"
   done
   command -v npm >/dev/null || die "no npm on this machine to build the dashboard"

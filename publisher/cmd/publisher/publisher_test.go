@@ -27,9 +27,8 @@ import (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "publisher")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := testenv.GoBuild(".", bin, "."); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

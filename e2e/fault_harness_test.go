@@ -299,9 +299,26 @@ func (s *svc) get(path string) (int, string) {
 // answer into out. It returns the status (0 when nothing answers).
 func (s *svc) api(t testing.TB, method, path string, out any) (int, string) {
 	t.Helper()
+	return s.apiSend(t, method, path, nil, out)
+}
+
+// apiSend is api with a JSON request body (none when in is nil).
+func (s *svc) apiSend(t testing.TB, method, path string, in, out any) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, method, "http://"+s.addr+"/api/v1"+path, nil)
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, "http://"+s.addr+"/api/v1"+path, body)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+apiToken(t))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -406,7 +406,18 @@ func TestRuleEditRepublishesOnlyChangedOutcomes(t *testing.T) {
 		VALUES ('e2e marker', 'marker_topic', ARRAY['` + marker + `'], 5, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // the rule watcher reloads on the NOTIFY
+	// The rule watcher reloads on the NOTIFY: wait until the classifier's
+	// own pipeline (its dry run) finds the marker, not for a guessed time.
+	probe := docs[0]
+	waitFor(t, time.Minute, "the new rule to be live in the classifier", func() bool {
+		var res struct {
+			Document struct {
+				Topics []string `json:"topics"`
+			} `json:"document"`
+		}
+		code, _ := classifier.apiSend(t, "POST", "/classify", probe, &res)
+		return code == http.StatusOK && slices.Contains(res.Document.Topics, "marker_topic")
+	})
 	if code, body := classifier.api(t, "POST", "/sources/"+source+"/reprocess", nil); code != http.StatusAccepted {
 		t.Fatalf("reprocess: %d %s", code, body)
 	}

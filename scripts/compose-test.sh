@@ -130,7 +130,9 @@ compose_install() {
     # A writable copy built as the main module (go install refuses its exclude directives).
     rm -rf "$WORK/compose-src" && cp -r "$src" "$WORK/compose-src" && chmod -R u+w "$WORK/compose-src"
     mkdir -p "$CACHE_DIR"
-    (cd "$WORK/compose-src" && nice -n 10 go build -trimpath \
+    # CGO_ENABLED=0 -trimpath: the configuration of the project's own builds
+    # (scripts/build.sh), whose compiled standard library it reuses.
+    (cd "$WORK/compose-src" && CGO_ENABLED=0 nice -n 10 go build -trimpath \
       -ldflags "-s -w -X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" -o "$bin.tmp" ./cmd) ||
       die "go build of Docker Compose failed"
     mv "$bin.tmp" "$bin"

@@ -42,7 +42,10 @@ fi
 eval "$("$root/scripts/services.sh" env)"
 
 # ---- 1. Go native fuzz targets ------------------------------------------------
-# fuzz_one runs one target. A real finding writes its failing input under
+# fuzz_one runs one target, each module on its own, in the configuration of
+# scripts/build.sh (CGO_ENABLED=0, -trimpath), so the standard library the
+# vet stage compiled serves it (fuzzing instruments only the other packages).
+# A real finding writes its failing input under
 # testdata/fuzz and says so. `go test -fuzz` can also end a clean run with a
 # bare "context deadline exceeded" when -fuzztime runs out while a worker is
 # busy (a known false alarm of the Go fuzzer on a loaded machine); such a run,
@@ -50,7 +53,7 @@ eval "$("$root/scripts/services.sh" env)"
 fuzz_one() {
   local m=$1 pkg=$2 target=$3 out attempt
   for attempt in 1 2; do
-    if out=$(cd "$m" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" -fuzzminimizetime=50x "$pkg" 2>&1); then
+    if out=$(cd "$m" && CGO_ENABLED=0 GOWORK=off go test -trimpath -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" -fuzzminimizetime=50x "$pkg" 2>&1); then
       printf '%s\n' "$out" | tail -n 3 >&2
       return 0
     fi

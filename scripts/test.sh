@@ -158,7 +158,7 @@ gotestsum="$cache/bin/gotestsum"
 if [ ! -x "$gotestsum" ]; then
   step "installing gotestsum (once)"
   mkdir -p "$cache/bin"
-  GOBIN="$cache/bin" go install gotest.tools/gotestsum@v1.13.0
+  GOBIN="$cache/bin" "${nonrace[@]}" go install -trimpath gotest.tools/gotestsum@v1.13.0
 fi
 
 step "go test -race (all modules)"

@@ -30,7 +30,9 @@ hash_password() {
   if command -v htpasswd >/dev/null; then
     htpasswd -niBC 12 operator | cut -d: -f2 | sed 's/^\$2y\$/$2a$/'
   elif command -v go >/dev/null; then
-    (cd index-manager && go run ./cmd/index-manager hash-password)
+    # scripts/build.sh's configuration: where the project was built or
+    # tested before, nothing is compiled again.
+    (cd index-manager && CGO_ENABLED=0 GOWORK=off go run -trimpath ./cmd/index-manager hash-password)
   else
     docker compose --env-file "$1" run --rm --no-deps -T index-manager /app/index-manager hash-password
   fi

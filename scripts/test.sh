@@ -57,6 +57,11 @@ compose_prep_log=$(mktemp)
 compose_prep_pid=$!
 compose_stage() {
   wait "$compose_prep_pid" || true
+  compose_stage_after_prep
+}
+# compose_stage_after_prep is the stage once the preparation has ended (a
+# subshell cannot wait for it: it is the main shell's child).
+compose_stage_after_prep() {
   echo "   compose preparation: $(grep -c 'offline images:.* built\|imported' "$compose_prep_log") images built in the background" >&2
   sed 's/^/   compose-prepare: /' "$compose_prep_log" | tail -n 12 >&2
   rm -f "$compose_prep_log"
@@ -163,7 +168,7 @@ fi
 
 step "go test -race (all modules)"
 json=$(mktemp)
-trap 'rm -f "$json" "${dashlog:-}" "$prep_log" "$compose_prep_log"' EXIT
+trap 'rm -f "$json" "${dashlog:-}" "${compose_log:-}" "$prep_log" "$compose_prep_log"' EXIT
 # One go test over every module (from the workspace root), not one per module:
 # go test builds and runs packages two at a time (-p, the cores), and one per
 # module left a core idle while each module's last, longest package ran (the
@@ -224,22 +229,6 @@ cluster_start=$(date +%s)
 cluster_stage || status=1
 echo "cluster stage: $(( $(date +%s) - cluster_start ))s" >&2
 
-# Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
-# bounded run from its committed seeds, then schemathesis over each
-# service's OpenAPI document against the real binaries (all checks; a 5xx
-# or a schema violation fails).
-step "fuzz: Go native fuzz targets, schemathesis against the running services"
-"$root/scripts/fuzz.sh" || status=1
-
-# Classification quality (docs/classification.md): the default rules the
-# migrations install, on the labeled set, held to the floors (recall >= 0.85
-# and precision >= 0.90 per topic, crime false positives <= 2%, < 10% of
-# articles without a topic). Nothing is written; a scratch database is made
-# and dropped.
-step "classifier eval: default rules on the labeled set, with floors"
-(cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
-  "${nonrace[@]}" go run -trimpath ./cmd/classifier eval -rules migrations -floors -misses 10 testdata/eval/labels.ndjson) || status=1
-
 # Dashboard (dashboard/): type check, unit tests, production build, and the
 # browser end-to-end test, which starts its own copies of the services from
 # bin/ and drives Debian's chromium (installed here when missing).
@@ -271,9 +260,39 @@ set -e
 [ "$dash_status" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
 
 # After the dashboard stage: its scripts/build.sh and `npm run build` leave the Go build cache
-# and dashboard/dist that the offline service images reuse.
-step "compose: the container stack run for real (budget 600s)"
-compose_stage || status=1
+# and dashboard/dist that the offline service images reuse. The compose stage runs beside
+# the fuzz stage and the eval, its output kept until it ends: it mostly waits on containers,
+# and the fuzz targets run for a fixed time whatever CPU they get (fewer inputs, never a
+# failure), so the two together take about the time of the longer one. Its own seconds are
+# printed when it ends.
+wait "$compose_prep_pid" || true
+compose_log=$(mktemp)
+compose_start=$(date +%s)
+(compose_stage_after_prep) >"$compose_log" 2>&1 &
+compose_pid=$!
+
+# Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
+# bounded run from its committed seeds, then schemathesis over each
+# service's OpenAPI document against the real binaries (all checks; a 5xx
+# or a schema violation fails).
+step "fuzz: Go native fuzz targets, schemathesis against the running services"
+"$root/scripts/fuzz.sh" || status=1
+
+# Classification quality (docs/classification.md): the default rules the
+# migrations install, on the labeled set, held to the floors (recall >= 0.85
+# and precision >= 0.90 per topic, crime false positives <= 2%, < 10% of
+# articles without a topic). Nothing is written; a scratch database is made
+# and dropped.
+step "classifier eval: default rules on the labeled set, with floors"
+(cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
+  "${nonrace[@]}" go run -trimpath ./cmd/classifier eval -rules migrations -floors -misses 10 testdata/eval/labels.ndjson) || status=1
+
+step "compose: the container stack run for real (budget 600s; began beside the fuzz stage)"
+compose_status=0
+wait "$compose_pid" || compose_status=1
+cat "$compose_log" >&2
+echo "compose stage: $(( $(date +%s) - compose_start ))s from its start" >&2
+[ "$compose_status" = 0 ] || status=1
 
 
 # The takeover figures of the kill-mid-batch test (time from a classifier's

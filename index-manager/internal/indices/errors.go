@@ -9,6 +9,8 @@ import (
 	"net/http"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // Sentinel errors for the outcomes callers must tell apart; the API maps
@@ -67,13 +69,10 @@ type esErrorBody struct {
 	Found *bool           `json:"found"`
 }
 
+// esErrorDetail is Elasticsearch's error object with its caused_by, which
+// the index-manager appends to the reason it answers with.
 type esErrorDetail struct {
-	Type      string `json:"type"`
-	Reason    string `json:"reason"`
-	RootCause []struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
-	} `json:"root_cause"`
+	esclient.ErrorObject
 	CausedBy *struct {
 		Type   string `json:"type"`
 		Reason string `json:"reason"`

@@ -51,8 +51,8 @@ func TestJustClaimedDocumentsAreNotClaimedTwice(t *testing.T) {
 	h.disableRefresh(t, idx)
 
 	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 3})
-	now := time.Now()
-	p.now = func() time.Time { return now }
+	clock := newTestClock(time.Now())
+	p.now = clock.now
 	ctx := context.Background()
 	for i, want := range []int{3, 3, 0} {
 		if n, err := p.PollOnce(ctx); err != nil || n != want {
@@ -66,7 +66,7 @@ func TestJustClaimedDocumentsAreNotClaimedTwice(t *testing.T) {
 		t.Fatalf("a search sees %d pending, want %d: the claims were refreshed, the test shows nothing", n, len(ids))
 	}
 
-	now = now.Add(p.cfg.ClaimVisibility + time.Second)
+	clock.add(p.cfg.ClaimVisibility + time.Second)
 	if n, err := p.PollOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("poll of the stale copies = %d, %v; want 0 won", n, err)
 	}

@@ -23,6 +23,10 @@ import (
 // figures of record use the default).
 const drainDocsDefault = 20_000
 
+// commitBatchDefault is the classifier's CLASSIFIER_COMMIT_BATCH default:
+// how many status flips its committer sends in one _bulk.
+const commitBatchDefault = 200
+
 // drainTunedEnv are the settings of the tuned run (BenchmarkClassifierDrainTuned):
 // a short poll and large batches, which no user gets without asking.
 var drainTunedEnv = map[string]string{
@@ -62,7 +66,11 @@ func BenchmarkClassifierDrainTuned(b *testing.B) {
 //   - classified_docs/s and x_of_es_bulk (classified_docs/s / es_bulk_docs/s);
 //   - es_cpu_ms/doc: Elasticsearch's CPU time (node stats
 //     process.cpu.total_in_millis) during the drain per classified document,
-//     beside es_bulk_cpu_ms/doc during the bulk load per document;
+//     beside es_bulk_cpu_ms/doc during the bulk load per document, each
+//     until the merges its writes set off have ended;
+//   - es_bare_flip_cpu_ms/doc: the same for the one raw write per document
+//     alone (bareFlipCPU: a plain _bulk of the conditional status updates,
+//     the classifier stopped), the floor of es_cpu_ms/doc in this design;
 //   - raw_writes_per_doc: indexing operations on the raw indices during the
 //     drain (primaries' index_total after, minus after the load) per
 //     document;
@@ -94,6 +102,8 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	if err != nil {
 		b.Fatalf("loader: %v\n%s", err, out)
 	}
+	// The merges the load sets off are the load's work, not the drain's.
+	settleMerges(b, es)
 	bulkCPU := esCPUMillis(b, es) - esCPU
 	bulkSecs := loaderBulkSeconds(b, string(out))
 	b.Logf("loader: %s", lastLine(string(out)))
@@ -114,6 +124,8 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	}
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	classifiedIndices := prefix + "*" + contentindex.ClassifiedSuffix
+	rawTimes, classifiedTimes := indexTimes(b, es, rawIndices), indexTimes(b, es, classifiedIndices)
 	esCPU = esCPUMillis(b, es)
 	drainStart := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -143,7 +155,11 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	elapsed := time.Since(drainStart)
+	// The merges the drain's writes set off are the drain's work.
+	settleMerges(b, es)
 	drainCPU := esCPUMillis(b, es) - esCPU
+	b.Logf("Elasticsearch's time during the drain (ms): raw indices: %s; classified indices: %s",
+		indexTimes(b, es, rawIndices).minus(rawTimes), indexTimes(b, es, classifiedIndices).minus(classifiedTimes))
 	drainWrites := rawIndexOps(b, es, rawIndices) - loadedWrites
 	peak := peakRSSMB(b, cmd.Process.Pid)
 	b.StopTimer()
@@ -153,6 +169,12 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	}
 	_, twice := historyTwice(b, classifierDB)
 	rows, distinct := outboxRows(b, publisherDB)
+	// The floor of the design: the one raw write per document alone, sent
+	// by a plain client in the committer's default batch, with the
+	// classifier stopped.
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	flipCPU := bareFlipCPU(b, es, rawIndices, commitBatchDefault)
 	bulkRate := float64(backlogSize) / bulkSecs
 	rate := float64(backlogSize) / elapsed.Seconds()
 	b.ReportMetric(bulkRate, "es_bulk_docs/s")
@@ -160,6 +182,7 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	b.ReportMetric(rate/bulkRate, "x_of_es_bulk")
 	b.ReportMetric(float64(drainCPU)/float64(backlogSize), "es_cpu_ms/doc")
 	b.ReportMetric(float64(bulkCPU)/float64(backlogSize), "es_bulk_cpu_ms/doc")
+	b.ReportMetric(flipCPU, "es_bare_flip_cpu_ms/doc")
 	b.ReportMetric(float64(drainWrites)/float64(backlogSize), "raw_writes_per_doc")
 	b.ReportMetric(float64(twice), "classified_twice")
 	b.ReportMetric(float64(rows-distinct), "outbox_twice")

@@ -209,61 +209,6 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// esCPUMillis returns the CPU time the Elasticsearch node's process has
-// used (node stats process.cpu.total_in_millis; one node: the benchmarks
-// run on the single-node service).
-func esCPUMillis(tb testing.TB, es *esclient.Client) int64 {
-	tb.Helper()
-	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("process"), es.Nodes.Stats.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
-	var parsed struct {
-		Nodes map[string]struct {
-			Process struct {
-				CPU struct {
-					TotalInMillis int64 `json:"total_in_millis"`
-				} `json:"cpu"`
-			} `json:"process"`
-		} `json:"nodes"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
-		tb.Fatalf("node stats: %v (%s)", err, res.Status())
-	}
-	var total int64
-	for _, n := range parsed.Nodes {
-		total += n.Process.CPU.TotalInMillis
-	}
-	return total
-}
-
-// rawIndexOps returns the indexing operations (index_total of the
-// primaries: every index, update and conditional write of a document) the
-// indices matching pattern have taken.
-func rawIndexOps(tb testing.TB, es *esclient.Client, pattern string) int64 {
-	tb.Helper()
-	res, err := es.Indices.Stats(es.Indices.Stats.WithIndex(pattern), es.Indices.Stats.WithMetric("indexing"),
-		es.Indices.Stats.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
-	var parsed struct {
-		All struct {
-			Primaries struct {
-				Indexing struct {
-					IndexTotal int64 `json:"index_total"`
-				} `json:"indexing"`
-			} `json:"primaries"`
-		} `json:"_all"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
-		tb.Fatalf("index stats of %s: %v (%s)", pattern, err, res.Status())
-	}
-	return parsed.All.Primaries.Indexing.IndexTotal
-}
-
 // countStatus counts raw documents under prefix with the given status.
 func countStatus(tb testing.TB, es *esclient.Client, prefix, status string) int {
 	tb.Helper()

@@ -32,35 +32,6 @@ func settleMerges(tb testing.TB, es *esclient.Client) {
 	}
 }
 
-// mergesRunning returns the merges the node runs now (node stats
-// indices.merges.current).
-func mergesRunning(tb testing.TB, es *esclient.Client) int64 {
-	tb.Helper()
-	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("indices"), es.Nodes.Stats.WithIndexMetric("merge"),
-		es.Nodes.Stats.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
-	var parsed struct {
-		Nodes map[string]struct {
-			Indices struct {
-				Merges struct {
-					Current int64 `json:"current"`
-				} `json:"merges"`
-			} `json:"indices"`
-		} `json:"nodes"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
-		tb.Fatalf("node merge stats: %v (%s)", err, res.Status())
-	}
-	var n int64
-	for _, node := range parsed.Nodes {
-		n += node.Indices.Merges.Current
-	}
-	return n
-}
-
 // rawVersion is a raw document's address and the version a conditional
 // write names.
 type rawVersion struct {
@@ -165,8 +136,61 @@ func bareFlipCPU(tb testing.TB, es *esclient.Client, pattern string, batch int) 
 	return float64(spent) / float64(len(docs))
 }
 
-// esTimes is where an Elasticsearch index pattern's time went (index stats
-// of the primaries, milliseconds: the time the operations took, not CPU).
+// nodeFigures is what the benchmarks read of the Elasticsearch node (one
+// node: they run on the single-node service).
+type nodeFigures struct {
+	// cpuMillis is the CPU time the node's process has used (node stats
+	// process.cpu.total_in_millis).
+	cpuMillis int64
+	// merging is the merges it runs now (indices.merges.current).
+	merging int64
+}
+
+func readNodeFigures(tb testing.TB, es *esclient.Client) nodeFigures {
+	tb.Helper()
+	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("process,indices"), es.Nodes.Stats.WithIndexMetric("merge"),
+		es.Nodes.Stats.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		Nodes map[string]struct {
+			Process struct {
+				CPU struct {
+					TotalInMillis int64 `json:"total_in_millis"`
+				} `json:"cpu"`
+			} `json:"process"`
+			Indices struct {
+				Merges struct {
+					Current int64 `json:"current"`
+				} `json:"merges"`
+			} `json:"indices"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
+		tb.Fatalf("node stats: %v (%s)", err, res.Status())
+	}
+	var f nodeFigures
+	for _, n := range parsed.Nodes {
+		f.cpuMillis += n.Process.CPU.TotalInMillis
+		f.merging += n.Indices.Merges.Current
+	}
+	return f
+}
+
+func esCPUMillis(tb testing.TB, es *esclient.Client) int64 {
+	tb.Helper()
+	return readNodeFigures(tb, es).cpuMillis
+}
+
+func mergesRunning(tb testing.TB, es *esclient.Client) int64 {
+	tb.Helper()
+	return readNodeFigures(tb, es).merging
+}
+
+// esTimes is where an index pattern's time went (index stats of the
+// primaries, milliseconds: the time the operations took, not CPU).
 type esTimes struct {
 	Indexing, Query, Fetch, Refresh, Merge, Flush int64
 }
@@ -181,8 +205,16 @@ func (t esTimes) String() string {
 		t.Indexing, t.Query, t.Fetch, t.Refresh, t.Merge, t.Flush)
 }
 
-// indexTimes reads esTimes for the indices matching pattern.
-func indexTimes(tb testing.TB, es *esclient.Client, pattern string) esTimes {
+// indexFigures is what the benchmarks read of the indices matching a
+// pattern (index stats of the primaries).
+type indexFigures struct {
+	// ops is the indexing operations taken: every index, update and
+	// conditional write of a document (indexing.index_total).
+	ops   int64
+	times esTimes
+}
+
+func readIndexFigures(tb testing.TB, es *esclient.Client, pattern string) indexFigures {
 	tb.Helper()
 	res, err := es.Indices.Stats(es.Indices.Stats.WithIndex(pattern), es.Indices.Stats.WithContext(context.Background()))
 	if err != nil {
@@ -193,7 +225,8 @@ func indexTimes(tb testing.TB, es *esclient.Client, pattern string) esTimes {
 		All struct {
 			Primaries struct {
 				Indexing struct {
-					Ms int64 `json:"index_time_in_millis"`
+					Total int64 `json:"index_total"`
+					Ms    int64 `json:"index_time_in_millis"`
 				} `json:"indexing"`
 				Search struct {
 					Query int64 `json:"query_time_in_millis"`
@@ -215,5 +248,16 @@ func indexTimes(tb testing.TB, es *esclient.Client, pattern string) esTimes {
 		tb.Fatalf("index stats of %s: %v (%s)", pattern, err, res.Status())
 	}
 	p := parsed.All.Primaries
-	return esTimes{p.Indexing.Ms, p.Search.Query, p.Search.Fetch, p.Refresh.Ms, p.Merges.Ms, p.Flush.Ms}
+	return indexFigures{ops: p.Indexing.Total,
+		times: esTimes{p.Indexing.Ms, p.Search.Query, p.Search.Fetch, p.Refresh.Ms, p.Merges.Ms, p.Flush.Ms}}
+}
+
+func rawIndexOps(tb testing.TB, es *esclient.Client, pattern string) int64 {
+	tb.Helper()
+	return readIndexFigures(tb, es, pattern).ops
+}
+
+func indexTimes(tb testing.TB, es *esclient.Client, pattern string) esTimes {
+	tb.Helper()
+	return readIndexFigures(tb, es, pattern).times
 }

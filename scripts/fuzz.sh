@@ -45,24 +45,31 @@ eval "$("$root/scripts/services.sh" env)"
 # fuzz_one runs one target, each module on its own, in the configuration of
 # scripts/build.sh (CGO_ENABLED=0, -trimpath), so the standard library the
 # vet stage compiled serves it (fuzzing instruments only the other packages).
-# A real finding writes its failing input under
-# testdata/fuzz and says so. `go test -fuzz` can also end a clean run with a
-# bare "context deadline exceeded" when -fuzztime runs out while a worker is
-# busy (a known false alarm of the Go fuzzer on a loaded machine); such a run,
-# with no failing input, is tried once more before it counts as a failure.
+# A real finding writes its failing input under testdata/fuzz and says so.
+#
+# `go test -fuzz` can also end a clean run with a bare "context deadline
+# exceeded" when -fuzztime runs out: a race in Go's fuzzing coordinator
+# (golang/go#75804, fixed in Go 1.27; this project builds with 1.26) lets
+# the deadline that ends the run escape as the target's failure, more often
+# on a loaded machine. Such a run fuzzed for its whole time and found
+# nothing, so it counts as a pass, with a note, when all of these hold: the
+# output names no failing input, it shows executions, and no new file
+# appeared in the target's corpus directory. Anything else fails.
 fuzz_one() {
-  local m=$1 pkg=$2 target=$3 out attempt
-  for attempt in 1 2; do
-    if out=$(cd "$m" && CGO_ENABLED=0 GOWORK=off go test -trimpath -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" -fuzzminimizetime=50x "$pkg" 2>&1); then
-      printf '%s\n' "$out" | tail -n 3 >&2
-      return 0
-    fi
-    printf '%s\n' "$out" >&2
-    if grep -q 'Failing input written to' <<<"$out" || ! grep -q 'context deadline exceeded' <<<"$out"; then
-      return 1
-    fi
-    echo "-- $target: the fuzzer's deadline false alarm (no failing input); trying again" >&2
-  done
+  local m=$1 pkg=$2 target=$3 out corpus before after
+  corpus="$m/${pkg#./}/testdata/fuzz/$target"
+  before=$(ls "$corpus" 2>/dev/null | sort || true)
+  if out=$(cd "$m" && CGO_ENABLED=0 GOWORK=off go test -trimpath -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" -fuzzminimizetime=50x "$pkg" 2>&1); then
+    printf '%s\n' "$out" | tail -n 3 >&2
+    return 0
+  fi
+  printf '%s\n' "$out" >&2
+  after=$(ls "$corpus" 2>/dev/null | sort || true)
+  if grep -q 'context deadline exceeded' <<<"$out" && ! grep -q 'Failing input written to' <<<"$out" &&
+    grep -Eq 'execs: [1-9]' <<<"$out" && [ "$before" = "$after" ]; then
+    echo "-- $target: passed; the failure above is the Go fuzz coordinator's deadline race (golang/go#75804): no failing input, no new corpus file" >&2
+    return 0
+  fi
   return 1
 }
 

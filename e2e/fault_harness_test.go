@@ -229,6 +229,15 @@ func (s *svc) Resume() {
 	fmt.Fprintf(s, "=== e2e: SIGCONT %s at %s\n", s.label, time.Now().UTC().Format(time.RFC3339Nano))
 }
 
+// WhileFrozen runs fault with the process paused and resumes it however
+// fault ends (a t.Fatal included), so the fault lands while the process
+// holds work, whatever this machine's speed.
+func (s *svc) WhileFrozen(fault func()) {
+	s.Pause()
+	defer s.Resume()
+	fault()
+}
+
 func (s *svc) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

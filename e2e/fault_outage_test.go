@@ -53,14 +53,12 @@ func TestFaultOutboxDatabaseDownTwoMinutes(t *testing.T) {
 	// lands mid-drain however fast this machine drains: it resumes with
 	// its queues full and the database gone.
 	var atStop int
-	func() {
-		classifier.Pause()
-		defer classifier.Resume()
+	classifier.WhileFrozen(func() {
 		if _, atStop, _, _ = sub.Stats(); atStop >= len(keys) {
 			t.Fatalf("all %d documents were delivered before the stop: the drain is too fast to test this", len(keys))
 		}
 		pg.Stop()
-	}()
+	})
 	stopped := time.Now()
 	t.Logf("stopped the outbox database with %d of %d documents delivered", atStop, len(keys))
 	time.Sleep(2 * time.Minute)
@@ -371,14 +369,12 @@ func TestFaultElasticsearchKilledMidDrain(t *testing.T) {
 	// Frozen across the kill, the classifier resumes mid-drain against a
 	// dead node however fast this machine drains.
 	var deliveredAtKill int
-	func() {
-		classifier.Pause()
-		defer classifier.Resume()
+	classifier.WhileFrozen(func() {
 		if _, deliveredAtKill, _, _ = sub.Stats(); deliveredAtKill >= len(keys) {
 			t.Fatalf("all %d documents were delivered before the kill: the drain is too fast to test this", len(keys))
 		}
 		node.Kill()
-	}()
+	})
 	killed := time.Now()
 	t.Logf("SIGKILLed Elasticsearch with %d of %d documents delivered", deliveredAtKill, len(keys))
 	time.Sleep(20 * time.Second)

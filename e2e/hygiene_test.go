@@ -66,16 +66,17 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	if !sub.WaitDistinct(1, 3*time.Minute) {
 		t.Fatalf("the backlog did not start draining: %d delivered", sub.Distinct())
 	}
-	classifier.Pause()
 	rng := rand.New(rand.NewPCG(3, 4))
 	var freshKeys []string
-	for i := range fresh {
-		k, _ := insertFresh(t, st.es, source, i, rng)
-		freshKeys = append(freshKeys, k)
-		time.Sleep(20 * time.Millisecond)
-	}
-	lastInsert := time.Now()
-	classifier.Resume()
+	var lastInsert time.Time
+	classifier.WhileFrozen(func() {
+		for i := range fresh {
+			k, _ := insertFresh(t, st.es, source, i, rng)
+			freshKeys = append(freshKeys, k)
+			time.Sleep(20 * time.Millisecond)
+		}
+		lastInsert = time.Now()
+	})
 	if missing := sub.WaitAll(freshKeys, 5*time.Minute); len(missing) > 0 {
 		t.Fatalf("%d fresh documents not delivered: %v", len(missing), missing)
 	}

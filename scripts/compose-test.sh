@@ -266,12 +266,14 @@ raw_pending() {
 }
 received() { grep -c '^{' "$MESSAGES" || true; }
 # settled: every raw document classified, every outbox row published and heard.
+# settled [MIN]: nothing pending in the raw indices, nothing left to publish, at least MIN
+# (default 1) outbox rows published, and every published row heard.
 settled() {
-  local counts
+  local counts min=${1:-1}
   [[ $(raw_pending) == 0 ]] || return 1
   counts="$(outbox_counts)" || return 1
   read -r published todo <<<"$counts"
-  ((todo == 0 && published > 0 && $(received) >= published))
+  ((todo == 0 && published >= min && $(received) >= published))
 }
 documents_arrive() {
   wait_for "the loader's documents published and heard by the subscriber" 240 settled
@@ -355,9 +357,13 @@ scale() {
   local -A before
   local c
   for c in "${cls[@]}"; do before[$c]="$(metric "$c" 8071 classifier_documents_processed_total)"; done
-  # Large enough that one replica cannot drain it before the others poll.
-  dc run --rm --no-deps loader /app/loader -count 2000 >&2 || die "the second load failed"
-  wait_for "the second load published and heard" 240 settled
+  local published_before
+  published_before="$(outbox_counts | cut -d' ' -f1)" || die "scale: the outbox could not be read"
+  # Large enough that one replica cannot drain it before the others poll. -refresh makes
+  # the load count as pending as soon as the loader exits: without it the first load's
+  # settled state could be read again before the index's refresh showed the second one.
+  dc run --rm --no-deps loader /app/loader -count 2000 -refresh >&2 || die "the second load failed"
+  wait_for "the second load published and heard" 240 settled "$((published_before + 1))"
   local working=0 delta
   for c in "${cls[@]}"; do
     delta=$(($(metric "$c" 8071 classifier_documents_processed_total) - before[$c]))

@@ -26,6 +26,7 @@ import (
 	"github.com/north-cloud/classifier/internal/rawindex"
 	classtel "github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -259,19 +260,6 @@ func statusOf(t *testing.T, p *Poller, index string) IndexStatus {
 }
 
 // pollUntil polls until the sink holds want documents or 40 polls went by.
-// testClock is a poller clock a test moves by hand. It is read by the
-// claims step launches in the background, so it is moved atomically.
-type testClock struct{ at atomic.Int64 }
-
-func newTestClock(at time.Time) *testClock {
-	c := &testClock{}
-	c.at.Store(at.UnixNano())
-	return c
-}
-
-func (c *testClock) now() time.Time      { return time.Unix(0, c.at.Load()) }
-func (c *testClock) add(d time.Duration) { c.at.Add(int64(d)) }
-
 func pollUntil(t *testing.T, p *Poller, sink *collectSink, want int) {
 	t.Helper()
 	for range 40 {
@@ -584,8 +572,9 @@ func TestStepAfterDocumentsPollsSoonAndIdleWaitsTheInterval(t *testing.T) {
 	idx := h.rawIndex(t, "busy", false)
 	h.addDocs(t, idx, "b", 3, time.Now().Add(-time.Minute))
 	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 10, PollInterval: time.Hour})
-	clock := newTestClock(time.Now())
-	p.now = clock.now
+	// Moved atomically: the claims step launches in the background read it.
+	manual := clock.NewManual(time.Now())
+	p.now = manual.Now
 	busy := func(what string) {
 		t.Helper()
 		if wait := p.step(context.Background()); wait <= 0 || wait > busyWaitMax*6/5 {
@@ -593,9 +582,9 @@ func TestStepAfterDocumentsPollsSoonAndIdleWaitsTheInterval(t *testing.T) {
 		}
 	}
 	busy("a poll that found 3 of a batch of 10")
-	clock.add(59 * time.Minute)
+	manual.Advance(59 * time.Minute)
 	busy("an empty poll 59 minutes after one that found documents")
-	clock.add(2 * time.Minute)
+	manual.Advance(2 * time.Minute)
 	if wait := p.step(context.Background()); wait < 48*time.Minute {
 		t.Errorf("an empty poll after an hour with nothing found waits %s, want the poll interval (1h less jitter)", wait)
 	}

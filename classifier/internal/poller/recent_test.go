@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -51,8 +52,8 @@ func TestJustClaimedDocumentsAreNotClaimedTwice(t *testing.T) {
 	h.disableRefresh(t, idx)
 
 	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 3})
-	clock := newTestClock(time.Now())
-	p.now = clock.now
+	manual := clock.NewManual(time.Now())
+	p.now = manual.Now
 	ctx := context.Background()
 	for i, want := range []int{3, 3, 0} {
 		if n, err := p.PollOnce(ctx); err != nil || n != want {
@@ -66,7 +67,7 @@ func TestJustClaimedDocumentsAreNotClaimedTwice(t *testing.T) {
 		t.Fatalf("a search sees %d pending, want %d: the claims were refreshed, the test shows nothing", n, len(ids))
 	}
 
-	clock.add(p.cfg.ClaimVisibility + time.Second)
+	manual.Advance(p.cfg.ClaimVisibility + time.Second)
 	if n, err := p.PollOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("poll of the stale copies = %d, %v; want 0 won", n, err)
 	}

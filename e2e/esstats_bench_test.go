@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,43 +45,12 @@ type rawVersion struct {
 // version (a scroll in index order, no _source).
 func rawVersions(tb testing.TB, es *esclient.Client, pattern string) []rawVersion {
 	tb.Helper()
-	type page struct {
-		ScrollID string `json:"_scroll_id"`
-		Hits     struct {
-			Hits []struct {
-				Index string `json:"_index"`
-				ID    string `json:"_id"`
-				SeqNo int64  `json:"_seq_no"`
-				Term  int64  `json:"_primary_term"`
-			} `json:"hits"`
-		} `json:"hits"`
-	}
-	decode := func(res *esapi.Response, err error) page {
-		tb.Helper()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer res.Body.Close()
-		var p page
-		if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.IsError() {
-			tb.Fatalf("list %s: %v (%s)", pattern, err, res.Status())
-		}
-		return p
-	}
-	body := `{"size":5000,"_source":false,"seq_no_primary_term":true,"sort":["_doc"]}`
-	p := decode(es.Search(es.Search.WithContext(context.Background()), es.Search.WithIndex(pattern),
-		es.Search.WithBody(strings.NewReader(body)), es.Search.WithScroll(time.Minute)))
 	var out []rawVersion
-	for len(p.Hits.Hits) > 0 {
-		for _, h := range p.Hits.Hits {
+	scrollAll(tb, es, pattern, `{"size":5000,"_source":false,"seq_no_primary_term":true,"sort":["_doc"]}`, func(hits []scrollHit) {
+		for _, h := range hits {
 			out = append(out, rawVersion{h.Index, h.ID, h.SeqNo, h.Term})
 		}
-		p = decode(es.Scroll(es.Scroll.WithContext(context.Background()), es.Scroll.WithScrollID(p.ScrollID),
-			es.Scroll.WithScroll(time.Minute)))
-	}
-	if res, err := es.ClearScroll(es.ClearScroll.WithScrollID(p.ScrollID)); err == nil {
-		res.Body.Close()
-	}
+	})
 	return out
 }
 
@@ -95,18 +66,7 @@ func bareFlips(tb testing.TB, es *esclient.Client, docs []rawVersion, status str
 			fmt.Fprintf(&body, `{"update":{"_index":%q,"_id":%q,"if_seq_no":%d,"if_primary_term":%d}}`+"\n", d.index, d.id, d.seqNo, d.term)
 			fmt.Fprintf(&body, `{"doc":{"classification_status":%q}}`+"\n", status)
 		}
-		res, err := es.Bulk(bytes.NewReader(body.Bytes()), es.Bulk.WithContext(context.Background()))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var parsed struct {
-			Errors bool `json:"errors"`
-		}
-		err = json.NewDecoder(res.Body).Decode(&parsed)
-		res.Body.Close()
-		if err != nil || res.IsError() || parsed.Errors {
-			tb.Fatalf("bare flips: %v (%s, item errors %t)", err, res.Status(), parsed.Errors)
-		}
+		bulkOK(tb, es, body.Bytes(), "bare flips")
 	}
 }
 
@@ -125,11 +85,7 @@ func bareFlipCPU(tb testing.TB, es *esclient.Client, pattern string, batch int) 
 	times := indexTimes(tb, es, pattern)
 	cpu := esCPUMillis(tb, es)
 	bareFlips(tb, es, docs, contentindex.StatusFailed, batch)
-	if res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern)); err != nil {
-		tb.Fatal(err)
-	} else {
-		res.Body.Close()
-	}
+	refresh(tb, es, pattern)
 	settleMerges(tb, es)
 	spent := esCPUMillis(tb, es) - cpu
 	tb.Logf("Elasticsearch's time flipping %d raw documents with a bare _bulk (ms): %s", len(docs), indexTimes(tb, es, pattern).minus(times))
@@ -179,9 +135,70 @@ func readNodeFigures(tb testing.TB, es *esclient.Client) nodeFigures {
 	return f
 }
 
+// esCPUMillis returns the CPU time the Elasticsearch node has used, in
+// milliseconds. When the node runs on this machine (the project's services
+// do) it is read from /proc, exact to the clock tick: node stats refresh
+// process.cpu only once a second, too coarse for a phase of a few seconds.
+// Elsewhere, node stats.
 func esCPUMillis(tb testing.TB, es *esclient.Client) int64 {
 	tb.Helper()
+	if ms, ok := localProcessCPUMillis(tb, es); ok {
+		return ms
+	}
 	return readNodeFigures(tb, es).cpuMillis
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
+// Linux).
+const userHZ = 100
+
+// localProcessCPUMillis reads utime+stime of the single node's process
+// from /proc, when that process is an Elasticsearch on this machine.
+func localProcessCPUMillis(tb testing.TB, es *esclient.Client) (int64, bool) {
+	tb.Helper()
+	res, err := es.Nodes.Info(es.Nodes.Info.WithMetric("process"), es.Nodes.Info.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	var parsed struct {
+		Nodes map[string]struct {
+			Process struct {
+				ID int `json:"id"`
+			} `json:"process"`
+		} `json:"nodes"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
+		tb.Fatalf("node info: %v (%s)", err, res.Status())
+	}
+	if len(parsed.Nodes) != 1 {
+		return 0, false
+	}
+	var pid int
+	for _, n := range parsed.Nodes {
+		pid = n.Process.ID
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte("org.elasticsearch")) {
+		return 0, false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command's closing parenthesis: state is the
+	// first (field 3), utime and stime are fields 14 and 15.
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	fields := strings.Fields(string(rest))
+	if len(fields) < 13 {
+		tb.Fatalf("/proc/%d/stat: %q", pid, stat)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("/proc/%d/stat: %q", pid, stat)
+	}
+	return (utime + stime) * 1000 / userHZ, true
 }
 
 func mergesRunning(tb testing.TB, es *esclient.Client) int64 {
@@ -260,4 +277,201 @@ func rawIndexOps(tb testing.TB, es *esclient.Client, pattern string) int64 {
 func indexTimes(tb testing.TB, es *esclient.Client, pattern string) esTimes {
 	tb.Helper()
 	return readIndexFigures(tb, es, pattern).times
+}
+
+// bareReadCPU returns Elasticsearch's CPU milliseconds per document for
+// reading every document of the indices matching pattern once as the
+// poller reads it (the _source without raw_html), page documents per
+// request, with a scroll in index order: the floor of the reads of any
+// design that finds raw documents by searching the raw index.
+func bareReadCPU(tb testing.TB, es *esclient.Client, pattern string, page int) float64 {
+	tb.Helper()
+	settleMerges(tb, es)
+	cpu := esCPUMillis(tb, es)
+	body := fmt.Sprintf(`{"size":%d,"_source":{"excludes":["raw_html"]},"seq_no_primary_term":true,"sort":["_doc"]}`, page)
+	n := 0
+	scrollAll(tb, es, pattern, body, func(hits []scrollHit) { n += len(hits) })
+	spent := esCPUMillis(tb, es) - cpu
+	if n == 0 {
+		tb.Fatalf("no documents in %s to read", pattern)
+	}
+	tb.Logf("read %d raw documents without their pages in pages of %d: %d ms of Elasticsearch CPU", n, page, spent)
+	return float64(spent) / float64(n)
+}
+
+// bareCopyCPU returns Elasticsearch's CPU milliseconds per document for
+// writing docs (classified documents as the drain wrote them) again into
+// the new index target with the given mapping, with a plain _bulk of batch
+// documents per request, its refresh and the merges it sets off. With the
+// classified mapping it is the floor of the classified copy of any design
+// that writes the classified document.
+func bareCopyCPU(tb testing.TB, es *esclient.Client, docs []scrollHit, target string, mapping map[string]any, batch int) float64 {
+	tb.Helper()
+	if len(docs) == 0 {
+		tb.Fatalf("no documents to copy into %s", target)
+	}
+	createIndex(tb, es, target, mapping)
+	settleMerges(tb, es)
+	times := indexTimes(tb, es, target)
+	cpu := esCPUMillis(tb, es)
+	for start := 0; start < len(docs); start += batch {
+		bulkIndex(tb, es, target, docs[start:min(start+batch, len(docs))], "bare copy")
+	}
+	refresh(tb, es, target)
+	settleMerges(tb, es)
+	spent := esCPUMillis(tb, es) - cpu
+	tb.Logf("Elasticsearch's time copying %d classified documents into %s with a bare _bulk (ms): %s", len(docs), target, indexTimes(tb, es, target).minus(times))
+	return float64(spent) / float64(len(docs))
+}
+
+// storedReadCPU returns Elasticsearch's CPU milliseconds per document for
+// reading every raw document as bareReadCPU does, but from stored fields
+// instead of the _source: the documents of the indices matching pattern are
+// first copied (outside the measure) into the new index scratch, whose
+// mapping stores every field but raw_html on its own (store: true). It is
+// a what-if: the project's raw mapping stores no field.
+func storedReadCPU(tb testing.TB, es *esclient.Client, pattern, scratch string, page int) float64 {
+	tb.Helper()
+	mapping := contentindex.RawMapping()
+	var fields []string
+	for name, p := range mapping["properties"].(map[string]any) {
+		if name == "raw_html" {
+			continue
+		}
+		p.(map[string]any)["store"] = true
+		fields = append(fields, name)
+	}
+	createIndex(tb, es, scratch, mapping)
+	scrollAll(tb, es, pattern, `{"size":200,"sort":["_doc"]}`, func(hits []scrollHit) {
+		bulkIndex(tb, es, scratch, hits, "copy for stored fields")
+	})
+	refresh(tb, es, scratch)
+	settleMerges(tb, es)
+	cpu := esCPUMillis(tb, es)
+	body, _ := json.Marshal(map[string]any{"size": page, "_source": false, "stored_fields": fields,
+		"seq_no_primary_term": true, "sort": []string{"_doc"}})
+	n := 0
+	scrollAll(tb, es, scratch, string(body), func(hits []scrollHit) { n += len(hits) })
+	spent := esCPUMillis(tb, es) - cpu
+	if n == 0 {
+		tb.Fatalf("no documents in %s to read", scratch)
+	}
+	tb.Logf("read %d raw documents from stored fields in pages of %d: %d ms of Elasticsearch CPU", n, page, spent)
+	return float64(spent) / float64(n)
+}
+
+// classifiedMappingUnindexedText is the classified mapping with raw_text
+// kept but not indexed: the what-if of a classified copy that does not
+// analyse the text again.
+func classifiedMappingUnindexedText() map[string]any {
+	m := contentindex.ClassifiedMapping()
+	m["properties"].(map[string]any)["raw_text"] = map[string]any{"type": "text", "index": false}
+	return m
+}
+
+// scrollDocs returns every document of the indices matching pattern with
+// its _source.
+func scrollDocs(tb testing.TB, es *esclient.Client, pattern string) []scrollHit {
+	tb.Helper()
+	var docs []scrollHit
+	scrollAll(tb, es, pattern, `{"size":1000,"sort":["_doc"]}`, func(hits []scrollHit) { docs = append(docs, hits...) })
+	return docs
+}
+
+func createIndex(tb testing.TB, es *esclient.Client, name string, mapping map[string]any) {
+	tb.Helper()
+	body, _ := json.Marshal(map[string]any{"settings": contentindex.Settings(), "mappings": mapping})
+	res, err := es.Indices.Create(name, es.Indices.Create.WithBody(bytes.NewReader(body)),
+		es.Indices.Create.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res.Body.Close()
+	if res.IsError() {
+		tb.Fatalf("create %s: %s", name, res.Status())
+	}
+}
+
+func refresh(tb testing.TB, es *esclient.Client, pattern string) {
+	tb.Helper()
+	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern), es.Indices.Refresh.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res.Body.Close()
+	if res.IsError() {
+		tb.Fatalf("refresh %s: %s", pattern, res.Status())
+	}
+}
+
+// bulkIndex writes docs into index with one plain _bulk.
+func bulkIndex(tb testing.TB, es *esclient.Client, index string, docs []scrollHit, what string) {
+	tb.Helper()
+	var body bytes.Buffer
+	for _, d := range docs {
+		fmt.Fprintf(&body, `{"index":{"_index":%q,"_id":%q}}`+"\n", index, d.ID)
+		body.Write(d.Source)
+		body.WriteByte('\n')
+	}
+	bulkOK(tb, es, body.Bytes(), what)
+}
+
+// scrollHit is a document a scroll returned.
+type scrollHit struct {
+	Index  string          `json:"_index"`
+	ID     string          `json:"_id"`
+	SeqNo  int64           `json:"_seq_no"`
+	Term   int64           `json:"_primary_term"`
+	Source json.RawMessage `json:"_source"`
+}
+
+// scrollAll runs the search body over the indices matching pattern as a
+// scroll and hands each page of hits to each.
+func scrollAll(tb testing.TB, es *esclient.Client, pattern, body string, each func([]scrollHit)) {
+	tb.Helper()
+	type page struct {
+		ScrollID string `json:"_scroll_id"`
+		Hits     struct {
+			Hits []scrollHit `json:"hits"`
+		} `json:"hits"`
+	}
+	decode := func(res *esapi.Response, err error) page {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer res.Body.Close()
+		var p page
+		if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.IsError() {
+			tb.Fatalf("scroll %s: %v (%s)", pattern, err, res.Status())
+		}
+		return p
+	}
+	p := decode(es.Search(es.Search.WithContext(context.Background()), es.Search.WithIndex(pattern),
+		es.Search.WithBody(strings.NewReader(body)), es.Search.WithScroll(time.Minute)))
+	for len(p.Hits.Hits) > 0 {
+		each(p.Hits.Hits)
+		p = decode(es.Scroll(es.Scroll.WithContext(context.Background()), es.Scroll.WithScrollID(p.ScrollID),
+			es.Scroll.WithScroll(time.Minute)))
+	}
+	if res, err := es.ClearScroll(es.ClearScroll.WithScrollID(p.ScrollID)); err == nil {
+		res.Body.Close()
+	}
+}
+
+// bulkOK sends one _bulk body and fails on any error, the items' included.
+func bulkOK(tb testing.TB, es *esclient.Client, body []byte, what string) {
+	tb.Helper()
+	res, err := es.Bulk(bytes.NewReader(body), es.Bulk.WithContext(context.Background()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var parsed struct {
+		Errors bool `json:"errors"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&parsed)
+	res.Body.Close()
+	if err != nil || res.IsError() || parsed.Errors {
+		tb.Fatalf("%s: %v (%s, item errors %t)", what, err, res.Status(), parsed.Errors)
+	}
 }

@@ -27,6 +27,10 @@ const drainDocsDefault = 20_000
 // how many status flips its committer sends in one _bulk.
 const commitBatchDefault = 200
 
+// pollBatchDefault is the classifier's CLASSIFIER_BATCH_SIZE default: how
+// many raw documents one poll reads.
+const pollBatchDefault = 100
+
 // drainTunedEnv are the settings of the tuned run (BenchmarkClassifierDrainTuned):
 // a short poll and large batches, which no user gets without asking.
 var drainTunedEnv = map[string]string{
@@ -71,6 +75,15 @@ func BenchmarkClassifierDrainTuned(b *testing.B) {
 //   - es_bare_flip_cpu_ms/doc: the same for the one raw write per document
 //     alone (bareFlipCPU: a plain _bulk of the conditional status updates,
 //     the classifier stopped), the floor of es_cpu_ms/doc in this design;
+//   - es_bare_read_cpu_ms/doc and es_bare_copy_cpu_ms/doc: the same for
+//     reading each raw document once as the poller does (bareReadCPU) and
+//     for writing the classified copies again (bareCopyCPU), the floors of
+//     a design with no raw write at all;
+//   - es_whatif_copy_unindexed_text_cpu_ms/doc and
+//     es_whatif_stored_read_cpu_ms/doc: the same two floors if the
+//     classified mapping did not index raw_text and the raw mapping stored
+//     the fields the poller reads on their own (what-ifs on scratch
+//     indices; neither mapping is the project's);
 //   - raw_writes_per_doc: indexing operations on the raw indices during the
 //     drain (primaries' index_total after, minus after the load) per
 //     document;
@@ -174,6 +187,12 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	// classifier stopped.
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	readCPU := bareReadCPU(b, es, rawIndices, pollBatchDefault)
+	classified := scrollDocs(b, es, classifiedIndices)
+	copyCPU := bareCopyCPU(b, es, classified, prefix+"_copy"+contentindex.ClassifiedSuffix,
+		contentindex.ClassifiedMapping(), commitBatchDefault)
+	copyUnindexedCPU := bareCopyCPU(b, es, classified, prefix+"_whatif_copy", classifiedMappingUnindexedText(), commitBatchDefault)
+	storedCPU := storedReadCPU(b, es, rawIndices, prefix+"_whatif_stored", pollBatchDefault)
 	flipCPU := bareFlipCPU(b, es, rawIndices, commitBatchDefault)
 	bulkRate := float64(backlogSize) / bulkSecs
 	rate := float64(backlogSize) / elapsed.Seconds()
@@ -183,6 +202,10 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	b.ReportMetric(float64(drainCPU)/float64(backlogSize), "es_cpu_ms/doc")
 	b.ReportMetric(float64(bulkCPU)/float64(backlogSize), "es_bulk_cpu_ms/doc")
 	b.ReportMetric(flipCPU, "es_bare_flip_cpu_ms/doc")
+	b.ReportMetric(readCPU, "es_bare_read_cpu_ms/doc")
+	b.ReportMetric(copyCPU, "es_bare_copy_cpu_ms/doc")
+	b.ReportMetric(copyUnindexedCPU, "es_whatif_copy_unindexed_text_cpu_ms/doc")
+	b.ReportMetric(storedCPU, "es_whatif_stored_read_cpu_ms/doc")
 	b.ReportMetric(float64(drainWrites)/float64(backlogSize), "raw_writes_per_doc")
 	b.ReportMetric(float64(twice), "classified_twice")
 	b.ReportMetric(float64(rows-distinct), "outbox_twice")

@@ -279,24 +279,50 @@ func indexTimes(tb testing.TB, es *esclient.Client, pattern string) esTimes {
 	return readIndexFigures(tb, es, pattern).times
 }
 
-// bareReadCPU returns Elasticsearch's CPU milliseconds per document for
-// reading every document of the indices matching pattern once as the
-// poller reads it (the _source without raw_html), page documents per
-// request, with a scroll in index order: the floor of the reads of any
-// design that finds raw documents by searching the raw index.
-func bareReadCPU(tb testing.TB, es *esclient.Client, pattern string, page int) float64 {
+// readCPU returns Elasticsearch's CPU milliseconds per document for
+// reading every document of the indices matching pattern once with the
+// search body (a scroll; the body sets the page size and what is read).
+func readCPU(tb testing.TB, es *esclient.Client, pattern string, body map[string]any, what string) float64 {
 	tb.Helper()
+	req, _ := json.Marshal(body)
 	settleMerges(tb, es)
 	cpu := esCPUMillis(tb, es)
-	body := fmt.Sprintf(`{"size":%d,"_source":{"excludes":["raw_html"]},"seq_no_primary_term":true,"sort":["_doc"]}`, page)
 	n := 0
-	scrollAll(tb, es, pattern, body, func(hits []scrollHit) { n += len(hits) })
+	scrollAll(tb, es, pattern, string(req), func(hits []scrollHit) { n += len(hits) })
 	spent := esCPUMillis(tb, es) - cpu
 	if n == 0 {
 		tb.Fatalf("no documents in %s to read", pattern)
 	}
-	tb.Logf("read %d raw documents without their pages in pages of %d: %d ms of Elasticsearch CPU", n, page, spent)
+	tb.Logf("read %d raw documents, %s (%s): %d ms of Elasticsearch CPU", n, what, req, spent)
 	return float64(spent) / float64(n)
+}
+
+// readBody is a scroll in index order of page documents per request, with
+// their versions, reading what read adds.
+func readBody(page int, read map[string]any) map[string]any {
+	body := map[string]any{"size": page, "seq_no_primary_term": true, "sort": []string{"_doc"}}
+	for k, v := range read {
+		body[k] = v
+	}
+	return body
+}
+
+// bareReadCPU is readCPU reading each document as the poller does: its
+// _source without raw_html. It is the floor of the reads of any design
+// that finds the raw documents by searching the raw index.
+func bareReadCPU(tb testing.TB, es *esclient.Client, pattern string, page int) float64 {
+	tb.Helper()
+	return readCPU(tb, es, pattern, readBody(page, map[string]any{"_source": map[string]any{"excludes": []string{"raw_html"}}}),
+		"as the poller reads them")
+}
+
+// idReadCPU is readCPU reading no field at all, only each document's _id
+// and version: the floor of reading a document of these indices at all.
+// (_id is a stored field, read from the same compressed block as the
+// _source, page included.)
+func idReadCPU(tb testing.TB, es *esclient.Client, pattern string, page int) float64 {
+	tb.Helper()
+	return readCPU(tb, es, pattern, readBody(page, map[string]any{"_source": false}), "their ids only")
 }
 
 // bareCopyCPU returns Elasticsearch's CPU milliseconds per document for
@@ -324,12 +350,12 @@ func bareCopyCPU(tb testing.TB, es *esclient.Client, docs []scrollHit, target st
 	return float64(spent) / float64(len(docs))
 }
 
-// storedReadCPU returns Elasticsearch's CPU milliseconds per document for
-// reading every raw document as bareReadCPU does, but from stored fields
-// instead of the _source: the documents of the indices matching pattern are
-// first copied (outside the measure) into the new index scratch, whose
-// mapping stores every field but raw_html on its own (store: true). It is
-// a what-if: the project's raw mapping stores no field.
+// storedReadCPU is readCPU reading the fields bareReadCPU reads, but from
+// stored fields instead of the _source: the documents of the indices
+// matching pattern are first copied (outside the measure) into the new
+// index scratch, whose mapping stores every field but raw_html on its own
+// (store: true). It is a what-if: the project's raw mapping stores no
+// field.
 func storedReadCPU(tb testing.TB, es *esclient.Client, pattern, scratch string, page int) float64 {
 	tb.Helper()
 	mapping := contentindex.RawMapping()
@@ -346,18 +372,8 @@ func storedReadCPU(tb testing.TB, es *esclient.Client, pattern, scratch string, 
 		bulkIndex(tb, es, scratch, hits, "copy for stored fields")
 	})
 	refresh(tb, es, scratch)
-	settleMerges(tb, es)
-	cpu := esCPUMillis(tb, es)
-	body, _ := json.Marshal(map[string]any{"size": page, "_source": false, "stored_fields": fields,
-		"seq_no_primary_term": true, "sort": []string{"_doc"}})
-	n := 0
-	scrollAll(tb, es, scratch, string(body), func(hits []scrollHit) { n += len(hits) })
-	spent := esCPUMillis(tb, es) - cpu
-	if n == 0 {
-		tb.Fatalf("no documents in %s to read", scratch)
-	}
-	tb.Logf("read %d raw documents from stored fields in pages of %d: %d ms of Elasticsearch CPU", n, page, spent)
-	return float64(spent) / float64(n)
+	return readCPU(tb, es, scratch, readBody(page, map[string]any{"_source": false, "stored_fields": fields}),
+		"from their stored fields")
 }
 
 // classifiedMappingUnindexedText is the classified mapping with raw_text

@@ -79,6 +79,8 @@ func BenchmarkClassifierDrainTuned(b *testing.B) {
 //     reading each raw document once as the poller does (bareReadCPU) and
 //     for writing the classified copies again (bareCopyCPU), the floors of
 //     a design with no raw write at all;
+//   - es_bare_id_read_cpu_ms/doc: the same for reading each raw document's
+//     id and version only (idReadCPU), the floor of reading it at all;
 //   - es_whatif_copy_unindexed_text_cpu_ms/doc and
 //     es_whatif_stored_read_cpu_ms/doc: the same two floors if the
 //     classified mapping did not index raw_text and the raw mapping stored
@@ -188,6 +190,7 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	readCPU := bareReadCPU(b, es, rawIndices, pollBatchDefault)
+	idCPU := idReadCPU(b, es, rawIndices, pollBatchDefault)
 	classified := scrollDocs(b, es, classifiedIndices)
 	copyCPU := bareCopyCPU(b, es, classified, prefix+"_copy"+contentindex.ClassifiedSuffix,
 		contentindex.ClassifiedMapping(), commitBatchDefault)
@@ -206,6 +209,7 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	b.ReportMetric(copyCPU, "es_bare_copy_cpu_ms/doc")
 	b.ReportMetric(copyUnindexedCPU, "es_whatif_copy_unindexed_text_cpu_ms/doc")
 	b.ReportMetric(storedCPU, "es_whatif_stored_read_cpu_ms/doc")
+	b.ReportMetric(idCPU, "es_bare_id_read_cpu_ms/doc")
 	b.ReportMetric(float64(drainWrites)/float64(backlogSize), "raw_writes_per_doc")
 	b.ReportMetric(float64(twice), "classified_twice")
 	b.ReportMetric(float64(rows-distinct), "outbox_twice")

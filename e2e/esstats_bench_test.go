@@ -104,12 +104,6 @@ type nodeFigures struct {
 
 func readNodeFigures(tb testing.TB, es *esclient.Client) nodeFigures {
 	tb.Helper()
-	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("process,indices"), es.Nodes.Stats.WithIndexMetric("merge"),
-		es.Nodes.Stats.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
 	var parsed struct {
 		Nodes map[string]struct {
 			Process struct {
@@ -124,9 +118,9 @@ func readNodeFigures(tb testing.TB, es *esclient.Client) nodeFigures {
 			} `json:"indices"`
 		} `json:"nodes"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
-		tb.Fatalf("node stats: %v (%s)", err, res.Status())
-	}
+	res, err := es.Nodes.Stats(es.Nodes.Stats.WithMetric("process,indices"), es.Nodes.Stats.WithIndexMetric("merge"),
+		es.Nodes.Stats.WithContext(context.Background()))
+	decodeResponse(tb, res, err, &parsed, "node stats")
 	var f nodeFigures
 	for _, n := range parsed.Nodes {
 		f.cpuMillis += n.Process.CPU.TotalInMillis
@@ -156,11 +150,6 @@ const userHZ = 100
 // from /proc, when that process is an Elasticsearch on this machine.
 func localProcessCPUMillis(tb testing.TB, es *esclient.Client) (int64, bool) {
 	tb.Helper()
-	res, err := es.Nodes.Info(es.Nodes.Info.WithMetric("process"), es.Nodes.Info.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
 	var parsed struct {
 		Nodes map[string]struct {
 			Process struct {
@@ -168,9 +157,8 @@ func localProcessCPUMillis(tb testing.TB, es *esclient.Client) (int64, bool) {
 			} `json:"process"`
 		} `json:"nodes"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
-		tb.Fatalf("node info: %v (%s)", err, res.Status())
-	}
+	res, err := es.Nodes.Info(es.Nodes.Info.WithMetric("process"), es.Nodes.Info.WithContext(context.Background()))
+	decodeResponse(tb, res, err, &parsed, "node info")
 	if len(parsed.Nodes) != 1 {
 		return 0, false
 	}
@@ -233,11 +221,6 @@ type indexFigures struct {
 
 func readIndexFigures(tb testing.TB, es *esclient.Client, pattern string) indexFigures {
 	tb.Helper()
-	res, err := es.Indices.Stats(es.Indices.Stats.WithIndex(pattern), es.Indices.Stats.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
 	var parsed struct {
 		All struct {
 			Primaries struct {
@@ -261,9 +244,8 @@ func readIndexFigures(tb testing.TB, es *esclient.Client, pattern string) indexF
 			} `json:"primaries"`
 		} `json:"_all"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil || res.IsError() {
-		tb.Fatalf("index stats of %s: %v (%s)", pattern, err, res.Status())
-	}
+	res, err := es.Indices.Stats(es.Indices.Stats.WithIndex(pattern), es.Indices.Stats.WithContext(context.Background()))
+	decodeResponse(tb, res, err, &parsed, "index stats of "+pattern)
 	p := parsed.All.Primaries
 	return indexFigures{ops: p.Indexing.Total,
 		times: esTimes{p.Indexing.Ms, p.Search.Query, p.Search.Fetch, p.Refresh.Ms, p.Merges.Ms, p.Flush.Ms}}
@@ -453,14 +435,8 @@ func scrollAll(tb testing.TB, es *esclient.Client, pattern, body string, each fu
 	}
 	decode := func(res *esapi.Response, err error) page {
 		tb.Helper()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer res.Body.Close()
 		var p page
-		if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.IsError() {
-			tb.Fatalf("scroll %s: %v (%s)", pattern, err, res.Status())
-		}
+		decodeResponse(tb, res, err, &p, "scroll "+pattern)
 		return p
 	}
 	p := decode(es.Search(es.Search.WithContext(context.Background()), es.Search.WithIndex(pattern),
@@ -478,16 +454,25 @@ func scrollAll(tb testing.TB, es *esclient.Client, pattern, body string, each fu
 // bulkOK sends one _bulk body and fails on any error, the items' included.
 func bulkOK(tb testing.TB, es *esclient.Client, body []byte, what string) {
 	tb.Helper()
-	res, err := es.Bulk(bytes.NewReader(body), es.Bulk.WithContext(context.Background()))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var parsed struct {
 		Errors bool `json:"errors"`
 	}
-	err = json.NewDecoder(res.Body).Decode(&parsed)
-	res.Body.Close()
-	if err != nil || res.IsError() || parsed.Errors {
-		tb.Fatalf("%s: %v (%s, item errors %t)", what, err, res.Status(), parsed.Errors)
+	res, err := es.Bulk(bytes.NewReader(body), es.Bulk.WithContext(context.Background()))
+	decodeResponse(tb, res, err, &parsed, what)
+	if parsed.Errors {
+		tb.Fatalf("%s: some items failed", what)
+	}
+}
+
+// decodeResponse fails on a request's error or error status and decodes
+// its body into v.
+func decodeResponse(tb testing.TB, res *esapi.Response, err error, v any, what string) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %v", what, err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil || res.IsError() {
+		tb.Fatalf("%s: %v (%s)", what, err, res.Status())
 	}
 }

@@ -79,6 +79,10 @@ func ElasticsearchProved(ctx context.Context, err error, probe Probe) Kind {
 // (fault.ElasticsearchItem).
 func ElasticsearchItem(status int, body string) Kind { return fault.ElasticsearchItem(status, body) }
 
+// IsBlock reports a cluster or index block (a write block, a read-only
+// index, the disk flood stage) in an Elasticsearch error (fault.IsBlock).
+func IsBlock(body string) bool { return fault.IsBlock(body) }
+
 // Postgres classifies an error of a Postgres statement from the error alone
 // (fault.Postgres); it may answer Ambiguous.
 func Postgres(err error) Kind { return fault.Postgres(err) }

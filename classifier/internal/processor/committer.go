@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -610,9 +611,12 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 // crawler rewrote it, or another replica flipped it): its claim is
 // finished at the version it was made at, so the document is claimed again
 // as soon as a search returns it as it is now, never at the version this
-// attempt saw; nothing more of this attempt is written.
+// attempt saw; nothing more of this attempt is written. A change refused
+// by a write block on its index (set after the document was claimed) has
+// its claim released: the document is no fault of its own and counts no
+// stall, and the poller takes it again once the block is lifted.
 func (c *Committer) flip(ctx context.Context, changes []rawindex.Change) (flipped, retry []rawindex.Change) {
-	flipped, retry, conflicts := c.flipOnce(ctx, changes)
+	flipped, retry, conflicts, blocked := c.flipOnce(ctx, changes)
 	if len(conflicts) > 0 {
 		for _, ch := range conflicts {
 			c.logger.WarnContext(ctx, "status flip refused: the document changed since it was found; it is claimed again at its new version",
@@ -620,25 +624,69 @@ func (c *Committer) flip(ctx context.Context, changes []rawindex.Change) (flippe
 		}
 		c.finish(ctx, conflicts)
 	}
+	c.requeueBlocked(ctx, blocked)
 	return flipped, retry
 }
 
+// requeueBlocked counts and logs the changes a write block refused and
+// releases their claims, so that they count no stall.
+func (c *Committer) requeueBlocked(ctx context.Context, blocked []blockedChange) {
+	if len(blocked) == 0 {
+		return
+	}
+	raws := make([]*domain.RawContent, len(blocked))
+	for i, b := range blocked {
+		raws[i] = b.Raw
+		c.metrics.DocumentsRequeued.Add(ctx, 1, metric.WithAttributes(
+			attribute.String("source", b.Raw.SourceName), attribute.String("reason", requeueWriteBlocked)))
+		c.logger.WarnContext(ctx, "status flip refused by a write block on the raw index; claim released, the document is taken again once the block is lifted",
+			"content_id", b.Raw.ID, "source", b.Raw.SourceName, "index", b.Raw.Index, "reason", requeueWriteBlocked, "error", b.err)
+	}
+	c.releaseClaims(ctx, raws, "write-blocked")
+}
+
+// releaseClaims releases the claims of raws, so that their documents are
+// claimable again at once, with no stall counted. A release that fails
+// leaves them to their lease.
+func (c *Committer) releaseClaims(ctx context.Context, raws []*domain.RawContent, what string) {
+	if c.stores.Leases == nil || len(raws) == 0 {
+		return
+	}
+	if _, err := c.stores.Leases.Release(ctx, lease.ClaimIDs(raws)); err != nil {
+		c.logger.WarnContext(ctx, "claims not released; they return after the lease", "claims", what, "documents", len(raws), "error", err)
+	}
+}
+
+// requeueWriteBlocked is the reason of requeueBlocked in logs and metrics.
+const requeueWriteBlocked = "write_blocked"
+
+// errorCodeStatusFlip labels classifier_documents_failed_total for a
+// status flip that failed otherwise; the document returns after the lease.
+const errorCodeStatusFlip = "STATUS_FLIP"
+
+// blockedChange is a status change a write block refused, with the
+// refusal.
+type blockedChange struct {
+	rawindex.Change
+	err error
+}
+
 // flipOnce sends the status changes once. It returns those that took
-// effect, those to try again once Elasticsearch answers, and those refused
+// effect, those to try again once Elasticsearch answers, those refused
 // because the document changed (rawindex.ErrChanged), which is no fault of
-// Elasticsearch.
-func (c *Committer) flipOnce(ctx context.Context, changes []rawindex.Change) (flipped, retry, conflicts []rawindex.Change) {
+// Elasticsearch, and those refused by a write block on their index.
+func (c *Committer) flipOnce(ctx context.Context, changes []rawindex.Change) (flipped, retry, conflicts []rawindex.Change, blocked []blockedChange) {
 	es := c.breakers.Elasticsearch
 	items, err := c.stores.Raw.Flip(ctx, changes)
 	if err != nil {
 		if fault.ElasticsearchProved(ctx, err, c.stores.Raw.Ping) == fault.Dependency {
 			es.Failure(err)
-			return nil, changes, nil
+			return nil, changes, nil, nil
 		}
 		c.logger.ErrorContext(ctx, "status flip failed; documents stay claimed and return after the lease",
 			"documents", len(changes), "error", err)
-		c.metrics.DocumentsFailed.Add(ctx, int64(len(changes)), metric.WithAttributes(attribute.String("error_code", "STATUS_FLIP")))
-		return nil, nil, nil
+		c.metrics.DocumentsFailed.Add(ctx, int64(len(changes)), metric.WithAttributes(attribute.String("error_code", errorCodeStatusFlip)))
+		return nil, nil, nil, nil
 	}
 	es.Success()
 	for i, item := range items {
@@ -650,13 +698,17 @@ func (c *Committer) flipOnce(ctx context.Context, changes []rawindex.Change) (fl
 		case fault.ElasticsearchItem(item.Status, item.Err.Error()) == fault.Dependency:
 			es.Failure(item.Err)
 			retry = append(retry, changes[i])
+		case item.Status == http.StatusForbidden && fault.IsBlock(item.Err.Error()):
+			blocked = append(blocked, blockedChange{changes[i], item.Err})
 		default:
 			// The document returns after the lease.
-			c.logger.WarnContext(ctx, "status flip rejected", "content_id", changes[i].Raw.ID, "source", changes[i].Raw.SourceName,
-				"error", item.Err)
+			c.metrics.DocumentsFailed.Add(ctx, 1, metric.WithAttributes(attribute.String("source", changes[i].Raw.SourceName),
+				attribute.String("error_code", errorCodeStatusFlip)))
+			c.logger.WarnContext(ctx, "status flip rejected; the document returns after the lease", "content_id", changes[i].Raw.ID,
+				"source", changes[i].Raw.SourceName, "index", changes[i].Raw.Index, "error_code", errorCodeStatusFlip, "error", item.Err)
 		}
 	}
-	return flipped, retry, conflicts
+	return flipped, retry, conflicts, blocked
 }
 
 // dropSuperseded moves from news to quiet the results whose document

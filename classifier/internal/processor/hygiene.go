@@ -9,7 +9,6 @@ import (
 
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/republish"
 )
 
@@ -233,12 +232,7 @@ func (c *Committer) requeueOrphans(ctx context.Context, orphans []Result) {
 		c.metrics.DocumentsRequeued.Add(ctx, 1, metric.WithAttributes(
 			attribute.String("source", r.Raw.SourceName), attribute.String("reason", requeueClaimantFailed)))
 	}
-	if c.stores.Leases == nil {
-		return
-	}
-	if _, err := c.stores.Leases.Release(ctx, lease.ClaimIDs(raws)); err != nil {
-		c.logger.WarnContext(ctx, "requeued claims not released; they return after the lease", "documents", len(raws), "error", err)
-	}
+	c.releaseClaims(ctx, raws, "requeued")
 }
 
 // requeueClaimantFailed is the reason of requeueOrphans in logs and metrics.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,10 +27,7 @@ func TestZombieCommitsNothingAndAChangedDocumentIsReleased(t *testing.T) {
 	ctx := context.Background()
 	zombie := e.replica(t, "zombie", nil, time.Minute)
 	results := e.classifyAll(t, ids, nil)
-	raws := make([]*domain.RawContent, len(results)) // at the versions classifyAll read
-	for i := range results {
-		raws[i] = results[i].Raw
-	}
+	raws := rawsOf(results) // at the versions classifyAll read
 	won, err := zombie.stores.Leases.ClaimDocs(ctx, raws, 0)
 	if err != nil || len(won) != len(ids) {
 		t.Fatalf("claim: %d won, %v", len(won), err)
@@ -167,4 +165,79 @@ func TestOneRawWritePerClassifiedDocument(t *testing.T) {
 	if ops := e.rawIndexOps(t) - before; ops != int64(len(ids)) {
 		t.Errorf("raw index indexing operations = %d for %d classified documents, want exactly one each", ops, len(ids))
 	}
+}
+
+// A write block set on a raw index after its documents were claimed
+// refuses their status flips. Their claims are released at once, not left
+// to expire: the documents count no stall and are claimable again as soon
+// as the block is lifted, at the version they were found at; each is
+// counted in classifier_documents_requeued_total (reason write_blocked).
+func TestFlipRefusedByAWriteBlockReleasesTheClaims(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ids := e.load(t, 4)
+	ctx := context.Background()
+	r := e.replica(t, "blocked", nil, time.Minute)
+	results := e.classifyAll(t, ids, nil)
+	raws := rawsOf(results)
+	if won, err := r.stores.Leases.ClaimDocs(ctx, raws, 0); err != nil || len(won) != len(ids) {
+		t.Fatalf("claim: %d won, %v", len(won), err)
+	}
+	e.writeBlock(t, true)
+	lifted := false
+	t.Cleanup(func() {
+		if !lifted {
+			e.writeBlock(t, false)
+		}
+	})
+
+	r.committer.Commit(ctx, results)
+
+	for id, status := range e.statuses(t) {
+		if status != contentindex.StatusPending {
+			t.Errorf("%s is %q under the write block, want pending", id, status)
+		}
+	}
+	if n := e.count(t, e.db, `SELECT COUNT(*) FROM raw_claims`); n != 0 {
+		t.Errorf("%d claims left after the flips were refused by the block, want all released", n)
+	}
+	if got := e.metric(t, "classifier_documents_requeued_total"); got != float64(len(ids)) {
+		t.Errorf("classifier_documents_requeued_total = %v, want %d", got, len(ids))
+	}
+	e.writeBlock(t, false)
+	lifted = true
+	other, err := lease.New(lease.Config{DB: e.db, Replica: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.ClaimDocs(ctx, raws, 1)
+	if err != nil || len(got) != len(ids) {
+		t.Fatalf("after the block: %d of %d claimed again, %v", len(got), len(ids), err)
+	}
+	for _, d := range got {
+		if d.Stalled {
+			t.Errorf("%s counted a stall for the refused flip", d.ID)
+		}
+	}
+}
+
+// writeBlock sets or lifts index.blocks.write on the raw index.
+func (e *env) writeBlock(t *testing.T, on bool) {
+	t.Helper()
+	res, err := e.es.Indices.PutSettings(strings.NewReader(fmt.Sprintf(`{"index.blocks.write": %t}`, on)),
+		e.es.Indices.PutSettings.WithIndex(contentindex.RawIndex(e.source)))
+	if err := esclient.CheckResponse("write block", res, err); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+}
+
+// rawsOf returns the raw documents of results, at the versions they were
+// classified at.
+func rawsOf(results []Result) []*domain.RawContent {
+	raws := make([]*domain.RawContent, len(results))
+	for i := range results {
+		raws[i] = results[i].Raw
+	}
+	return raws
 }

@@ -34,22 +34,13 @@ func settleMerges(tb testing.TB, es *esclient.Client) {
 	}
 }
 
-// rawVersion is a raw document's address and the version a conditional
-// write names.
-type rawVersion struct {
-	index, id   string
-	seqNo, term int64
-}
-
 // rawVersions lists every document of the indices matching pattern with its
 // version (a scroll in index order, no _source).
-func rawVersions(tb testing.TB, es *esclient.Client, pattern string) []rawVersion {
+func rawVersions(tb testing.TB, es *esclient.Client, pattern string) []scrollHit {
 	tb.Helper()
-	var out []rawVersion
+	var out []scrollHit
 	scrollAll(tb, es, pattern, `{"size":5000,"_source":false,"seq_no_primary_term":true,"sort":["_doc"]}`, func(hits []scrollHit) {
-		for _, h := range hits {
-			out = append(out, rawVersion{h.Index, h.ID, h.SeqNo, h.Term})
-		}
+		out = append(out, hits...)
 	})
 	return out
 }
@@ -58,12 +49,12 @@ func rawVersions(tb testing.TB, es *esclient.Client, pattern string) []rawVersio
 // the write the classifier's status flip is: a partial update of
 // classification_status, conditional on the version. It is the one raw
 // write per document the design keeps, with nothing else around it.
-func bareFlips(tb testing.TB, es *esclient.Client, docs []rawVersion, status string, batch int) {
+func bareFlips(tb testing.TB, es *esclient.Client, docs []scrollHit, status string, batch int) {
 	tb.Helper()
 	for start := 0; start < len(docs); start += batch {
 		var body bytes.Buffer
 		for _, d := range docs[start:min(start+batch, len(docs))] {
-			fmt.Fprintf(&body, `{"update":{"_index":%q,"_id":%q,"if_seq_no":%d,"if_primary_term":%d}}`+"\n", d.index, d.id, d.seqNo, d.term)
+			fmt.Fprintf(&body, `{"update":{"_index":%q,"_id":%q,"if_seq_no":%d,"if_primary_term":%d}}`+"\n", d.Index, d.ID, d.SeqNo, d.Term)
 			fmt.Fprintf(&body, `{"doc":{"classification_status":%q}}`+"\n", status)
 		}
 		bulkOK(tb, es, body.Bytes(), "bare flips")
@@ -381,25 +372,19 @@ func createIndex(tb testing.TB, es *esclient.Client, name string, mapping map[st
 	body, _ := json.Marshal(map[string]any{"settings": contentindex.Settings(), "mappings": mapping})
 	res, err := es.Indices.Create(name, es.Indices.Create.WithBody(bytes.NewReader(body)),
 		es.Indices.Create.WithContext(context.Background()))
-	if err != nil {
+	if err := esclient.CheckResponse("create "+name, res, err); err != nil {
 		tb.Fatal(err)
 	}
 	res.Body.Close()
-	if res.IsError() {
-		tb.Fatalf("create %s: %s", name, res.Status())
-	}
 }
 
 func refresh(tb testing.TB, es *esclient.Client, pattern string) {
 	tb.Helper()
 	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern), es.Indices.Refresh.WithContext(context.Background()))
-	if err != nil {
+	if err := esclient.CheckResponse("refresh "+pattern, res, err); err != nil {
 		tb.Fatal(err)
 	}
 	res.Body.Close()
-	if res.IsError() {
-		tb.Fatalf("refresh %s: %s", pattern, res.Status())
-	}
 }
 
 // bulkIndex writes docs into index with one plain _bulk.
@@ -464,15 +449,16 @@ func bulkOK(tb testing.TB, es *esclient.Client, body []byte, what string) {
 	}
 }
 
-// decodeResponse fails on a request's error or error status and decodes
-// its body into v.
+// decodeResponse fails on a request's error or error status
+// (esclient.CheckResponse, which names the answer) and decodes its body
+// into v.
 func decodeResponse(tb testing.TB, res *esapi.Response, err error, v any, what string) {
 	tb.Helper()
-	if err != nil {
-		tb.Fatalf("%s: %v", what, err)
+	if err := esclient.CheckResponse(what, res, err); err != nil {
+		tb.Fatal(err)
 	}
 	defer res.Body.Close()
-	if err := json.NewDecoder(res.Body).Decode(v); err != nil || res.IsError() {
-		tb.Fatalf("%s: %v (%s)", what, err, res.Status())
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		tb.Fatalf("%s: %v", what, err)
 	}
 }

@@ -79,7 +79,7 @@ var ErrNotWebURL = errors.New("not an absolute http(s) URL")
 // URL returns the canonical form of raw:
 //   - scheme https (http and https name the same article) and no user info;
 //   - host in lower case, without a trailing dot, a default port (80, 443),
-//     a leading "www." (unless KeepWWW) or an "amp." subdomain;
+//     or leading "www." (unless KeepWWW) and "amp." subdomains;
 //   - Google's and Cloudflare's AMP cache URLs reduced to the publisher's;
 //   - path with dot segments resolved, an AMP marker removed (a leading or
 //     trailing "amp" segment, ".amp" before the extension) and no trailing
@@ -112,10 +112,7 @@ func (c *Canonicalizer) host(u *url.URL) (string, error) {
 	if !validHost(host) {
 		return "", fmt.Errorf("canonical url: %w: host %q", ErrNotWebURL, clip(host))
 	}
-	if !c.keepWWW {
-		host = strings.TrimPrefix(host, "www.")
-	}
-	host = strings.TrimPrefix(host, "amp.")
+	host = c.stripSubdomains(host)
 	port := u.Port()
 	if port == "80" || port == "443" {
 		port = ""
@@ -127,6 +124,23 @@ func (c *Canonicalizer) host(u *url.URL) (string, error) {
 		host = "[" + host + "]"
 	}
 	return host, nil
+}
+
+// stripSubdomains removes the leading "www." (unless KeepWWW) and "amp."
+// labels until neither is left, so the canonical form of a canonical URL
+// is itself: "www.www.example.com" and "amp.www.example.com" would
+// otherwise lose one label per pass. The last label always stays.
+func (c *Canonicalizer) stripSubdomains(host string) string {
+	for {
+		rest, ok := strings.CutPrefix(host, "amp.")
+		if !ok && !c.keepWWW {
+			rest, ok = strings.CutPrefix(host, "www.")
+		}
+		if !ok {
+			return host
+		}
+		host = rest
+	}
 }
 
 // ampCacheTarget recognises the AMP caches' URLs of a publisher's page:
@@ -201,16 +215,21 @@ func canonicalPath(p string) string {
 // stripAMPExtension turns "story.amp.html" into "story.html" and
 // "story.amp" into "story". The search folds ASCII case only, so its
 // indices are seg's even when seg holds bytes that are not UTF-8
-// (strings.ToLower would turn each into a 3-byte U+FFFD).
+// (strings.ToLower would turn each into a 3-byte U+FFFD). A segment the
+// strip would turn into a dot segment ("..amp" into ".") is kept as it
+// is: a second pass would resolve that dot segment and change the URL.
 func stripAMPExtension(seg string) string {
+	bare := seg
 	lower := asciiLower(seg)
 	if i := strings.LastIndex(lower, ".amp."); i > 0 {
-		return seg[:i] + seg[i+len(".amp"):]
+		bare = seg[:i] + seg[i+len(".amp"):]
+	} else if strings.HasSuffix(lower, ".amp") && len(seg) > len(".amp") {
+		bare = seg[:len(seg)-len(".amp")]
 	}
-	if strings.HasSuffix(lower, ".amp") && len(seg) > len(".amp") {
-		return seg[:len(seg)-len(".amp")]
+	if bare == "." || bare == ".." {
+		return seg
 	}
-	return seg
+	return bare
 }
 
 // asciiLower folds the ASCII letters of s to lower case and leaves every

@@ -15,6 +15,9 @@ func TestURL(t *testing.T) {
 		{"https://example.com/news/story/amp", "https://example.com/news/story"},
 		{"https://example.com/amp/news/story", "https://example.com/news/story"},
 		{"https://amp.example.com/news/story", "https://example.com/news/story"},
+		{"https://www.amp.example.com/news/story", "https://example.com/news/story"},
+		{"https://amp.www.example.com/news/story", "https://example.com/news/story"},
+		{"http://www.www.g", "https://g"},
 		{"https://example.com/news/story.amp.html", "https://example.com/news/story.html"},
 		{"https://example.com/news/story?amp=1", "https://example.com/news/story"},
 		{"https://example.com/news/story?outputType=amp", "https://example.com/news/story"},
@@ -37,6 +40,9 @@ func TestURL(t *testing.T) {
 		// A segment that merely contains "amp" is kept.
 		{"https://example.com/news/camp-fire", "https://example.com/news/camp-fire"},
 		{"https://example.com/amplifier", "https://example.com/amplifier"},
+		// A strip that would leave a dot segment is not made.
+		{"http://0/..Amp", "https://0/..Amp"},
+		{"https://example.com/x/..amp.", "https://example.com/x/..amp."},
 	}
 	for _, tc := range cases {
 		got, err := c.URL(tc.in)

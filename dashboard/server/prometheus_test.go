@@ -19,6 +19,7 @@ import (
 
 	server "github.com/north-cloud/dashboard-server"
 	"github.com/north-cloud/infrastructure/openapi"
+	"github.com/north-cloud/infrastructure/openapi/openapitest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -485,5 +486,19 @@ func TestPrometheusProxyAlerts(t *testing.T) {
 			t.Fatalf("the firing alert never came through the proxy: %d %s", res.StatusCode, body)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestEmptyQueryValuesAre400 sends every query parameter the server's
+// OpenAPI document says refuses an empty value ("?query=") and wants 400
+// for each, before anything reaches Prometheus.
+func TestEmptyQueryValuesAre400(t *testing.T) {
+	t.Parallel()
+	b := promSetup(t, server.Config{}, nil)
+	doc, err := openapi.Load(openAPIDoc(t, b))
+	must(t, err)
+	openapitest.CheckEmptyQueryParams(t, b.srv.Config.Handler, doc, http.Header{"Authorization": {"Bearer " + b.token}}, nil)
+	if seen := b.reached(); len(seen) != 0 {
+		t.Errorf("empty parameters reached Prometheus: %q", seen)
 	}
 }

@@ -113,7 +113,7 @@ func parseFilter(c *gin.Context, opts ListOptions) (Filter, int, string) {
 		}
 		f.Limit = n
 	}
-	if v := c.Query("before_id"); v != "" {
+	if v, ok := c.GetQuery("before_id"); ok {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {
 			return f, 0, "before_id must be a positive integer"

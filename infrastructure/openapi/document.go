@@ -7,11 +7,14 @@ package openapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -111,6 +114,89 @@ func (d *Document) CheckResponse(req *http.Request, status int, header http.Head
 		return fmt.Errorf("%s %s: answer %d does not match the OpenAPI document: %w\nbody: %.2000s", req.Method, req.URL, status, err, body)
 	}
 	return nil
+}
+
+// QueryParam names one query parameter of one operation: Path is the
+// document's path template ("/api/v1/items/{id}"). Required holds a valid
+// value for each other required query parameter of the operation, so a
+// request can reach the check of this one.
+type QueryParam struct {
+	Method, Path, Name string
+	Required           url.Values
+}
+
+// EmptyRefusingQueryParams lists, sorted, the query parameters whose
+// schema refuses an empty value ("?name="): a number, an integer or a
+// boolean, an enum without "", a pattern or minLength "" fails, a date or
+// date-time format, or an array whose items refuse "". A handler must
+// answer such a value with 400: one that reads "" as "not given" accepts a
+// request the document calls invalid. The API tests send each of them.
+//
+// The value of another required parameter is its example, its default or
+// its first enum value; a required parameter with none of them is an
+// error, as no request could reach the check.
+func (d *Document) EmptyRefusingQueryParams() ([]QueryParam, error) {
+	var out []QueryParam
+	for path, item := range d.spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			var query []*openapi3.Parameter
+			for _, ref := range append(slices.Clone(item.Parameters), op.Parameters...) {
+				if p := ref.Value; p != nil && p.In == openapi3.ParameterInQuery && p.Schema != nil {
+					query = append(query, p)
+				}
+			}
+			for _, p := range query {
+				if p.AllowEmptyValue || !refusesEmpty(p.Schema.Value) {
+					continue
+				}
+				required := url.Values{}
+				for _, other := range query {
+					if other == p || !other.Required {
+						continue
+					}
+					v, ok := validValue(other)
+					if !ok {
+						return nil, fmt.Errorf("openapi: %s %s: required query parameter %s has no example, default or enum to send beside %s",
+							method, path, other.Name, p.Name)
+					}
+					required.Set(other.Name, v)
+				}
+				out = append(out, QueryParam{Method: method, Path: path, Name: p.Name, Required: required})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b QueryParam) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method), strings.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+// validValue is a value of p's documented examples: the parameter's
+// example, its schema's example or default, or the first enum value.
+func validValue(p *openapi3.Parameter) (string, bool) {
+	s := p.Schema.Value
+	for _, v := range []any{p.Example, s.Example, s.Default} {
+		if v != nil {
+			return fmt.Sprint(v), true
+		}
+	}
+	if len(s.Enum) > 0 {
+		return fmt.Sprint(s.Enum[0]), true
+	}
+	return "", false
+}
+
+func refusesEmpty(s *openapi3.Schema) bool {
+	if s == nil {
+		return false
+	}
+	if s.Type.Is(openapi3.TypeArray) {
+		return s.Items != nil && refusesEmpty(s.Items.Value)
+	}
+	if s.Format == "date" || s.Format == "date-time" {
+		return true
+	}
+	return s.VisitJSON("") != nil
 }
 
 func (d *Document) operations() (routers.Router, error) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -195,5 +196,55 @@ func TestCheckResponseConcurrently(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// The parameters an empty value violates are found from their schemas:
+// typed values, enums, patterns, minLength, dates and arrays of such items;
+// free strings, arrays of free strings, an enum with "" and a parameter
+// that allows an empty value are not. Each comes with a valid value of the
+// operation's other required parameters.
+func TestEmptyRefusingQueryParams(t *testing.T) {
+	t.Parallel()
+	params, err := load(t).EmptyRefusingQueryParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range params {
+		got = append(got, p.Method+" "+p.Path+"?"+p.Name+"=&"+p.Required.Encode())
+	}
+	want := []string{
+		"GET /api/v1/items/{id}?codes=&kind=book", "GET /api/v1/items/{id}?fresh=&kind=book",
+		"GET /api/v1/items/{id}?kind=&", "GET /api/v1/items/{id}?limit=&kind=book",
+		"GET /api/v1/items/{id}?name=&kind=book", "GET /api/v1/items/{id}?prefix=&kind=book",
+		"GET /api/v1/items/{id}?since=&kind=book", "GET /api/v1/items/{id}?status=&kind=book",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("EmptyRefusingQueryParams:\n got %q\nwant %q", got, want)
+	}
+}
+
+// A required parameter without an example, default or enum gives no
+// value to send beside the others: an error, not a check that cannot
+// reach its handler.
+func TestEmptyRefusingQueryParamsNeedsValuesOfRequiredOnes(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load([]byte(`openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /x:
+    get:
+      parameters:
+        - {name: q, in: query, required: true, schema: {type: string}}
+        - {name: n, in: query, schema: {type: integer}}
+      responses:
+        '200': {description: ok}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if params, err := doc.EmptyRefusingQueryParams(); err == nil || !strings.Contains(err.Error(), "required query parameter q") {
+		t.Fatalf("got %v, %v; want an error naming q", params, err)
 	}
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"database/sql"
 	"net/http"
 	"testing"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/api"
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/openapi"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/reputation"
@@ -17,6 +21,7 @@ import (
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/openapi/openapitest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -26,6 +31,27 @@ import (
 // that every call to a mutating route was audited.
 func TestRoleMatrix(t *testing.T) {
 	t.Parallel()
+	router, authn, db := mounted(t)
+	authtest.CheckService(t, router, authn, apiPolicy(), db, "../../../docs/roles.md", "classifier")
+}
+
+// TestEmptyQueryValuesAre400 sends every query parameter the OpenAPI
+// document says refuses an empty value ("?before_id=") to the API as serve
+// mounts it, and wants 400 for each.
+func TestEmptyQueryValuesAre400(t *testing.T) {
+	t.Parallel()
+	router, authn, _ := mounted(t)
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	openapitest.CheckEmptyQueryParams(t, router, doc, authtest.Header(t, authn, auth.RoleAdmin), nil)
+}
+
+// mounted is the API as serve mounts it (mountAPI) over a migrated
+// database, with its authenticator and database.
+func mounted(t *testing.T) (*gin.Engine, *auth.Authenticator, *sql.DB) {
+	t.Helper()
 	db, _ := dbtest.Migrated(t)
 	log := testenv.Logger(t)
 	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-roles"})
@@ -54,5 +80,5 @@ func TestRoleMatrix(t *testing.T) {
 			History: storage.NewHistoryRepository(db), Logger: log}); err != nil {
 		t.Fatal(err)
 	}
-	authtest.CheckService(t, srv.Router(), authn, apiPolicy(), db, "../../../docs/roles.md", "classifier")
+	return srv.Router(), authn, db
 }

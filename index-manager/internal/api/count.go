@@ -61,15 +61,18 @@ func (h *Handler) countContent(c *gin.Context) {
 		h.fail(c, invalid("index_type must be raw_content or classified_content"))
 		return
 	}
-	prefix := c.Query("prefix")
-	if prefix != "" && !countPrefixPattern.MatchString(prefix) {
+	// Given empty, prefix and field are mistakes, not "any": refused like
+	// any other value outside their pattern or enum.
+	prefix, hasPrefix := c.GetQuery("prefix")
+	if hasPrefix && !countPrefixPattern.MatchString(prefix) {
 		h.fail(c, invalid("prefix must be 1 to 200 lowercase letters, digits, _ and -, starting with a letter or digit"))
 		return
 	}
-	field, gte := c.Query("field"), c.Query("gte")
+	field, hasField := c.GetQuery("field")
+	gte := c.Query("gte")
 	var query map[string]any
 	switch {
-	case field == "" && gte == "":
+	case !hasField && gte == "":
 	case !isCountDateField(field):
 		h.fail(c, invalid("field must be crawled_at, published_date or classified_at"))
 		return

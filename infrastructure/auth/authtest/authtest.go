@@ -182,19 +182,29 @@ func CheckAudited(t *testing.T, db *sql.DB, observed []Route) {
 	}
 }
 
+// Header is a request header with a token a issues for role.
+func Header(t testing.TB, a *auth.Authenticator, role auth.Role) http.Header {
+	t.Helper()
+	return http.Header{"Authorization": {"Bearer " + issue(t, a, role)}}
+}
+
+// issue returns a token a issues for role, valid for an hour.
+func issue(t testing.TB, a *auth.Authenticator, role auth.Role) string {
+	t.Helper()
+	tok, _, err := a.Issue(string(role)+"@example.org", role, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 // CheckService is the whole check of a service's API as its main mounts it
 // on engine: every route called with a token issued by a for every role
 // (CheckRoutes), the matrix of service in the docs at docsPath
 // (CheckMatrix), and the audit log in db (CheckAudited).
 func CheckService(t *testing.T, engine *gin.Engine, a *auth.Authenticator, policy auth.Policy, db *sql.DB, docsPath, service string) {
 	t.Helper()
-	token := func(r auth.Role) string {
-		tok, _, err := a.Issue(string(r)+"@example.org", r, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
+	token := func(r auth.Role) string { return issue(t, a, r) }
 	observed := CheckRoutes(t, engine, engine.Routes(), policy, token)
 	CheckMatrix(t, docsPath, service, observed)
 	CheckAudited(t, db, observed)

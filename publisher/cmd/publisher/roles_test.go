@@ -1,15 +1,20 @@
 package main
 
 import (
+	"database/sql"
 	"net/http"
 	"testing"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/openapi/openapitest"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/api"
+	"github.com/north-cloud/publisher/internal/openapi"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 )
@@ -20,6 +25,27 @@ import (
 // that every call to a mutating route was audited.
 func TestRoleMatrix(t *testing.T) {
 	t.Parallel()
+	router, authn, db := mounted(t)
+	authtest.CheckService(t, router, authn, apiPolicy(), db, "../../../docs/roles.md", "publisher")
+}
+
+// TestEmptyQueryValuesAre400 sends every query parameter the OpenAPI
+// document says refuses an empty value ("?before_id=") to the API as serve
+// mounts it, and wants 400 for each.
+func TestEmptyQueryValuesAre400(t *testing.T) {
+	t.Parallel()
+	router, authn, _ := mounted(t)
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	openapitest.CheckEmptyQueryParams(t, router, doc, authtest.Header(t, authn, auth.RoleAdmin), nil)
+}
+
+// mounted is the API as serve mounts it (mountAPI) over a migrated
+// database, with its authenticator and database.
+func mounted(t *testing.T) (*gin.Engine, *auth.Authenticator, *sql.DB) {
+	t.Helper()
 	db, _ := outboxtest.Database(t)
 	log := testenv.Logger(t)
 	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-roles"})
@@ -38,5 +64,5 @@ func TestRoleMatrix(t *testing.T) {
 		api.New(outbox.NewRepository(db), log)); err != nil {
 		t.Fatal(err)
 	}
-	authtest.CheckService(t, srv.Router(), authn, apiPolicy(), db, "../../../docs/roles.md", "publisher")
+	return srv.Router(), authn, db
 }

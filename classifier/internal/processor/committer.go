@@ -616,7 +616,7 @@ func (c *Committer) deadLetter(ctx context.Context, failed []Result) (parked, re
 // its claim released: the document is no fault of its own and counts no
 // stall, and the poller takes it again once the block is lifted.
 func (c *Committer) flip(ctx context.Context, changes []rawindex.Change) (flipped, retry []rawindex.Change) {
-	flipped, retry, conflicts, blocked := c.flipOnce(ctx, changes)
+	flipped, retry, conflicts, blocked := c.flipOnce(ctx, c.dropDeletedIndices(ctx, changes))
 	if len(conflicts) > 0 {
 		for _, ch := range conflicts {
 			c.logger.WarnContext(ctx, "status flip refused: the document changed since it was found; it is claimed again at its new version",
@@ -626,6 +626,52 @@ func (c *Committer) flip(ctx context.Context, changes []rawindex.Change) (flippe
 	}
 	c.requeueBlocked(ctx, blocked)
 	return flipped, retry
+}
+
+// dropDeletedIndices takes out the changes whose raw index no longer
+// exists (an operator deleted it after its documents were claimed) and
+// releases their claims. Elasticsearch creates a missing index on an
+// update, so their flips would bring the deleted index back, empty. Their
+// classified documents and outbox rows are written already: nothing is
+// lost with a status that has no document left to hold it. An index
+// deleted between this check and the flip is still created again; the
+// check makes that window the time of one request, from the time it took
+// to classify the batch. An index whose existence cannot be told is
+// flipped as before: the flip's own answer says what happened.
+func (c *Committer) dropDeletedIndices(ctx context.Context, changes []rawindex.Change) []rawindex.Change {
+	gone := map[string]int{}
+	checked := map[string]bool{}
+	for _, ch := range changes {
+		index := ch.Raw.Index
+		if checked[index] {
+			continue
+		}
+		checked[index] = true
+		if exists, err := c.stores.Raw.Exists(ctx, index); err == nil && !exists {
+			gone[index] = 0
+		}
+	}
+	if len(gone) == 0 {
+		return changes
+	}
+	kept := make([]rawindex.Change, 0, len(changes))
+	var released []*domain.RawContent
+	for _, ch := range changes {
+		if _, ok := gone[ch.Raw.Index]; ok {
+			gone[ch.Raw.Index]++
+			released = append(released, ch.Raw)
+			c.metrics.DocumentsRequeued.Add(ctx, 1, metric.WithAttributes(
+				attribute.String("source", ch.Raw.SourceName), attribute.String("reason", requeueIndexDeleted)))
+			continue
+		}
+		kept = append(kept, ch)
+	}
+	for index, n := range gone {
+		c.logger.WarnContext(ctx, "raw index deleted since its documents were claimed; their status is not written, so the index is not created again",
+			"index", index, "documents", n, "reason", requeueIndexDeleted)
+	}
+	c.releaseClaims(ctx, released, "index-deleted")
+	return kept
 }
 
 // requeueBlocked counts and logs the changes a write block refused and
@@ -659,6 +705,10 @@ func (c *Committer) releaseClaims(ctx context.Context, raws []*domain.RawContent
 
 // requeueWriteBlocked is the reason of requeueBlocked in logs and metrics.
 const requeueWriteBlocked = "write_blocked"
+
+// requeueIndexDeleted is the reason of dropDeletedIndices in logs and
+// metrics: the claim is released, and nothing is left to take again.
+const requeueIndexDeleted = "index_deleted"
 
 // errorCodeStatusFlip labels classifier_documents_failed_total for a
 // status flip that failed otherwise; the document returns after the lease.

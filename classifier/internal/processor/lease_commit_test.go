@@ -241,3 +241,51 @@ func rawsOf(results []Result) []*domain.RawContent {
 	}
 	return raws
 }
+
+// A raw index deleted after its documents were claimed is not created
+// again by their status flips (Elasticsearch creates a missing index on an
+// update): their claims are released and counted, their classified
+// documents and outbox rows stay written, and the documents of another
+// index in the same batch flip as usual.
+func TestFlipIntoADeletedRawIndexDoesNotCreateItAgain(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	healthy := *e
+	healthy.source = e.prefix + "_ok"
+	goneIDs, keptIDs := e.load(t, 3), healthy.load(t, 4)
+	ctx := context.Background()
+	r := e.replica(t, "deleted", nil, time.Minute)
+	results := append(e.classifyAll(t, goneIDs, nil), healthy.classifyAll(t, keptIDs, nil)...)
+	if won, err := r.stores.Leases.ClaimDocs(ctx, rawsOf(results), 0); err != nil || len(won) != len(results) {
+		t.Fatalf("claim: %d won, %v", len(won), err)
+	}
+	deleted := contentindex.RawIndex(e.source)
+	res, err := e.es.Indices.Delete([]string{deleted})
+	if err := esclient.CheckResponse("delete "+deleted, res, err); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+
+	r.committer.Commit(ctx, results)
+
+	if exists, err := r.stores.Raw.Exists(ctx, deleted); err != nil || exists {
+		t.Errorf("%s exists after the commit (%v): the flips created the deleted index again", deleted, err)
+	}
+	for id, status := range healthy.statuses(t) {
+		if status != contentindex.StatusClassified {
+			t.Errorf("%s of the healthy index is %q, want classified", id, status)
+		}
+	}
+	if n := e.count(t, e.db, `SELECT COUNT(*) FROM raw_claims WHERE raw_index = $1`, deleted); n != 0 {
+		t.Errorf("%d claims left on the deleted index, want all released", n)
+	}
+	if n := e.count(t, e.db, `SELECT COUNT(*) FROM raw_claims WHERE done`); n != len(keptIDs) {
+		t.Errorf("%d finished claims, want the healthy index's %d", n, len(keptIDs))
+	}
+	if n := e.count(t, e.outbox, `SELECT COUNT(*) FROM classified_outbox`); n != len(results) {
+		t.Errorf("%d outbox rows, want %d: a document of the deleted index was lost", n, len(results))
+	}
+	if got := e.metric(t, "classifier_documents_requeued_total"); got != float64(len(goneIDs)) {
+		t.Errorf("classifier_documents_requeued_total = %v, want %d", got, len(goneIDs))
+	}
+}

@@ -81,8 +81,8 @@ type Metrics struct {
 	// Duplicates counts documents recorded as duplicates, by source and
 	// kind (url, content).
 	Duplicates metric.Int64Counter
-	// DocumentsRequeued counts classified documents left pending to be
-	// classified again, by source and reason.
+	// DocumentsRequeued counts classified documents whose raw status was
+	// not flipped and whose claim was released, by source and reason.
 	DocumentsRequeued metric.Int64Counter
 	// Publications counts classified documents by what reached the outbox,
 	// by source and decision: first (version 1), changed (a new version),
@@ -223,7 +223,7 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 		metric.WithDescription("1 while the poller skips a raw index that failed (search, mapping or claims), 0 while it polls it"))
 	errs = append(errs, err)
 	m.IndexPollFailures = counter("classifier_index_poll_failures_total", "Failed polls of one raw index, by index and reason")
-	m.DocumentsRequeued = counter("classifier_documents_requeued_total", "Classified documents left pending to be classified again instead of flipped, by source and reason (url_claimant_failed: a URL duplicate whose claimant in the same batch failed; write_blocked: a status flip refused by a write block on the raw index)")
+	m.DocumentsRequeued = counter("classifier_documents_requeued_total", "Classified documents whose raw status was not flipped and whose claim was released, by source and reason (url_claimant_failed: a URL duplicate whose claimant in the same batch failed, left pending; write_blocked: a status flip refused by a write block on the raw index, left pending; index_deleted: the raw index was deleted after the claim, nothing left to flip)")
 	m.Duplicates = counter("classifier_duplicates_total", "Documents recorded as duplicates of another, by source and kind (url, content)")
 	m.Publications = counter("classifier_publications_total", "Classified documents by what reached the outbox, by source and decision (first, changed, unchanged, held)")
 

@@ -639,25 +639,18 @@ func (c *Committer) flip(ctx context.Context, changes []rawindex.Change) (flippe
 // to classify the batch. An index whose existence cannot be told is
 // flipped as before: the flip's own answer says what happened.
 func (c *Committer) dropDeletedIndices(ctx context.Context, changes []rawindex.Change) []rawindex.Change {
-	gone := map[string]int{}
-	checked := map[string]bool{}
+	exists := map[string]bool{}
 	for _, ch := range changes {
-		index := ch.Raw.Index
-		if checked[index] {
-			continue
+		if _, asked := exists[ch.Raw.Index]; !asked {
+			ok, err := c.stores.Raw.Exists(ctx, ch.Raw.Index)
+			exists[ch.Raw.Index] = ok || err != nil
 		}
-		checked[index] = true
-		if exists, err := c.stores.Raw.Exists(ctx, index); err == nil && !exists {
-			gone[index] = 0
-		}
-	}
-	if len(gone) == 0 {
-		return changes
 	}
 	kept := make([]rawindex.Change, 0, len(changes))
 	var released []*domain.RawContent
+	gone := map[string]int{} // documents per deleted index
 	for _, ch := range changes {
-		if _, ok := gone[ch.Raw.Index]; ok {
+		if !exists[ch.Raw.Index] {
 			gone[ch.Raw.Index]++
 			released = append(released, ch.Raw)
 			c.metrics.DocumentsRequeued.Add(ctx, 1, metric.WithAttributes(

@@ -86,12 +86,16 @@ func ClassifiedMapping() map[string]any {
 				"score": map[string]any{"type": "float"},
 			},
 		},
-		"is_crime_related":   map[string]any{"type": "boolean"},
-		"crime_subcategory":  map[string]any{"type": "keyword"},
-		"source_reputation":  map[string]any{"type": "float"},
-		"confidence":         map[string]any{"type": "float"},
-		"classifier_version": map[string]any{"type": "keyword"},
-		"classified_at":      map[string]any{"type": "date"},
+		// The decision's primary section and its probability (additions
+		// beside the spec's topics and topic_scores).
+		"primary_topic":            map[string]any{"type": "keyword"},
+		"primary_topic_confidence": map[string]any{"type": "float"},
+		"is_crime_related":         map[string]any{"type": "boolean"},
+		"crime_subcategory":        map[string]any{"type": "keyword"},
+		"source_reputation":        map[string]any{"type": "float"},
+		"confidence":               map[string]any{"type": "float"},
+		"classifier_version":       map[string]any{"type": "keyword"},
+		"classified_at":            map[string]any{"type": "date"},
 		// Queue hygiene: the canonical URL, the text's exact fingerprint,
 		// the original of a duplicate and the published version.
 		"canonical_url": map[string]any{"type": "keyword", "ignore_above": 2048},

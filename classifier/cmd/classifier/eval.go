@@ -42,6 +42,7 @@ import (
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/postgres"
@@ -205,10 +206,12 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// evaluate classifies labels with engine through the pipeline and scores the
-// result. ruleTopics are the topics of the evaluated rules.
-func evaluate(engine *rules.Engine, ruleTopics []string, labels []Label) (*Report, error) {
-	classifier, err := pipeline.New(pipeline.Config{Topics: engine})
+// evaluate classifies labels with engine and model (nil: the rules decide
+// alone) through the pipeline and scores the result. ruleTopics are the
+// topics of the evaluated rules.
+func evaluate(engine *rules.Engine, model *topicmodel.Scorer, ruleTopics []string, labels []Label) (*Report, error) {
+	classifier, err := pipeline.New(pipeline.Config{Topics: engine,
+		Model: func(string, string) (*topicmodel.Scorer, *topicmodel.Scorer) { return model, nil }})
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +532,7 @@ func evalCommand(ctx context.Context, args []string) error {
 			"recall and F1, the crime false-positive rate, the share without a topic and the worst misses.\n\n")
 		fl.PrintDefaults()
 	}
-	rulesFrom := fl.String("rules", "db", "where the rules come from: db (the enabled rules in CLASSIFIER_DATABASE_URL, read only), "+
+	rulesFrom := fl.String("rules", "db", "where the rules come from: none, db (the enabled rules in CLASSIFIER_DATABASE_URL, read only), "+
 		"migrations or migrations:N (the default rules the embedded migrations up to N seed, in a scratch database made with POSTGRES_ADMIN_URL and dropped after), "+
 		"or a JSON file (a GET /api/v1/rules response or an array of rules)")
 	matcher := fl.String("matcher", envOr("CLASSIFIER_RULE_MATCHER", string(rules.MatcherKindDefault)), "rule matcher: aho_corasick, token_index or naive")
@@ -539,6 +542,12 @@ func evalCommand(ctx context.Context, args []string) error {
 		FloorRecall, FloorPrecision, FloorCrimeFP, FloorNoTopic))
 	misses := fl.Int("misses", 15, "how many misses and false positives to list")
 	markdown := fl.Bool("markdown", false, "print the tables as Markdown")
+	modelFrom := fl.String("model", "default", "the topic model: default (the shipped lexicon), none (the rules alone), or a model JSON file (classifier train -o)")
+	cv := fl.Int("cv", 0, "labelled news only: K-fold cross-validation of `classifier train` (train on K-1 folds, score the fold left out); overrides -model")
+	trainFile := fl.String("train", "", "labelled news only: train a model on this file and score the evaluated file with it; overrides -model")
+	seed := fl.Uint64("seed", 1, "labelled news only: the seed of the folds and of training")
+	var trainCfg topicmodel.TrainConfig
+	trainFlags(fl, &trainCfg)
 	// Flags may come before or after the file.
 	var files []string
 	for {
@@ -561,6 +570,14 @@ func evalCommand(ctx context.Context, args []string) error {
 	}
 	opts := rules.Options{Matcher: rules.MatcherKind(*matcher), Stemming: stem, Scoring: rules.Scoring(*scoring)}
 
+	news, err := isNewsFile(files[0])
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if news {
+		return evalSections(ctx, sectionEval{file: files[0], rules: *rulesFrom, opts: opts, model: *modelFrom,
+			cv: *cv, train: *trainFile, seed: *seed, trainCfg: trainCfg})
+	}
 	f, err := os.Open(files[0])
 	if err != nil {
 		return err
@@ -584,7 +601,17 @@ func evalCommand(ctx context.Context, args []string) error {
 	for _, r := range engine.Rules() {
 		topics = append(topics, r.Topic)
 	}
-	rep, err := evaluate(engine, topics, labels)
+	m, err := loadModel(*modelFrom)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	var scorer *topicmodel.Scorer
+	if m != nil {
+		if scorer, err = topicmodel.Compile(m, engine.Kind()); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+	}
+	rep, err := evaluate(engine, scorer, topics, labels)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
@@ -614,6 +641,8 @@ func envOr(name, def string) string {
 // loadEvalRules returns the rules named by from (see the -rules flag).
 func loadEvalRules(ctx context.Context, from string) ([]rules.Rule, error) {
 	switch {
+	case from == "none":
+		return nil, nil
 	case from == "db":
 		dsn := os.Getenv("CLASSIFIER_DATABASE_URL")
 		if dsn == "" {

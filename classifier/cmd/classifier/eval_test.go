@@ -59,7 +59,7 @@ func TestEvaluateFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := evaluate(engine, []string{"violent_crime", "business", "science"}, labels)
+	rep, err := evaluate(engine, nil, []string{"violent_crime", "business", "science"}, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestEvalShippedRules(t *testing.T) {
 		for _, r := range engine.Rules() {
 			topics = append(topics, r.Topic)
 		}
-		rep, err := evaluate(engine, topics, labels)
+		rep, err := evaluate(engine, nil, topics, labels)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -143,12 +143,18 @@ type ClassifiedContent struct {
 	QualityFactors        QualityFactors `json:"quality_factors"`
 	Topics                []string       `json:"topics"`
 	TopicScores           []TopicScore   `json:"topic_scores"`
-	IsCrimeRelated        bool           `json:"is_crime_related"`
-	CrimeSubcategory      *string        `json:"crime_subcategory,omitempty"`
-	SourceReputation      float64        `json:"source_reputation"`
-	Confidence            float64        `json:"confidence"`
-	ClassifierVersion     string         `json:"classifier_version"`
-	ClassifiedAt          time.Time      `json:"classified_at"`
+	// PrimaryTopic is the document's one section (the first of Topics) and
+	// PrimaryTopicConfidence its probability, 0..1 (package topicmodel);
+	// additions beside the spec's topics and topic_scores. Empty and 0
+	// when no topic was found.
+	PrimaryTopic           string    `json:"primary_topic,omitempty"`
+	PrimaryTopicConfidence float64   `json:"primary_topic_confidence,omitempty"`
+	IsCrimeRelated         bool      `json:"is_crime_related"`
+	CrimeSubcategory       *string   `json:"crime_subcategory,omitempty"`
+	SourceReputation       float64   `json:"source_reputation"`
+	Confidence             float64   `json:"confidence"`
+	ClassifierVersion      string    `json:"classifier_version"`
+	ClassifiedAt           time.Time `json:"classified_at"`
 
 	// ProcessingStrategy is how the document was classified, from its URL's
 	// class (admission.AssessURL): "standard" from title and text,

@@ -5,7 +5,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/fingerprint"
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/clock"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
@@ -43,10 +43,40 @@ type DocumentMatcher interface {
 	MatchDoc(index, id, title, body string) []rules.Match
 }
 
+// TopicExplainer is a TopicMatcher that also reports the rules that found a
+// keyword without passing their threshold (rules.Match.Matched false), which
+// the topic decision weighs as evidence: *rules.Engine and *rules.Shadow.
+type TopicExplainer interface {
+	Explain(title, body string) []rules.Match
+}
+
+// DocumentExplainer is Explain by document identity, for a matcher rollout
+// (*rules.Shadow).
+type DocumentExplainer interface {
+	ExplainDoc(index, id, title, body string) []rules.Match
+}
+
+// ModelFunc returns the topic model that decides the document (index, id)
+// and one to score beside it in shadow (nil: none): the active model and a
+// candidate, swapped for the documents of the candidate's rollout
+// (*modelstore.Models.For). A nil deciding model means the rules decide
+// alone.
+type ModelFunc func(index, id string) (decides, shadow *topicmodel.Scorer)
+
 // Config wires the pipeline's collaborators.
 type Config struct {
 	// Topics matches topic rules. Required.
 	Topics TopicMatcher
+	// Model returns the topic model that decides each document's primary
+	// section. Defaults to the shipped lexicon (topicmodel.DefaultLexicon),
+	// compiled once.
+	Model ModelFunc
+	// Decide tunes the topic decision (topicmodel.DecideConfig); the zero
+	// value takes the defaults.
+	Decide topicmodel.DecideConfig
+	// OnModelShadow, when set, is told each document's decision and the
+	// shadow model's decision of it, when Model returned a shadow model.
+	OnModelShadow func(decided, shadow topicmodel.Decision)
 	// Reputation returns a source's reputation score (0..1). Defaults to a
 	// constant 0.5.
 	Reputation func(source string) float64
@@ -91,6 +121,13 @@ func New(cfg Config) (*Pipeline, error) {
 	if cfg.Canonical == nil {
 		cfg.Canonical = canonical.New(canonical.Config{})
 	}
+	if cfg.Model == nil {
+		def, err := DefaultModel()
+		if err != nil {
+			return nil, fmt.Errorf("new pipeline: %w", err)
+		}
+		cfg.Model = func(string, string) (*topicmodel.Scorer, *topicmodel.Scorer) { return def, nil }
+	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("new pipeline: limits: %w", err)
 	}
@@ -124,20 +161,7 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 
 	ct := detectContentType(raw.OGType, raw.URL, words, title != "", published != nil)
 	quality, factors := scoreQuality(words, title, raw.MetaDescription, published != nil, text)
-	start := time.Now()
-	var matches []rules.Match
-	if dm, ok := p.cfg.Topics.(DocumentMatcher); ok {
-		matches = dm.MatchDoc(raw.Index, raw.ID, title, text)
-	} else {
-		matches = p.cfg.Topics.Match(title, text)
-	}
-	if p.cfg.OnRuleMatch != nil {
-		evaluated := 0
-		if p.cfg.RuleCount != nil {
-			evaluated = p.cfg.RuleCount()
-		}
-		p.cfg.OnRuleMatch(time.Since(start), evaluated, len(matches))
-	}
+	decision := p.Decide(raw.Index, raw.ID, title, text)
 
 	// The door admitted an absolute http(s) URL; one the canonical form
 	// still refuses (an odd host) is kept without one and is never a URL
@@ -180,26 +204,82 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 	}
 	if p.cfg.CopyRawHTML {
 		out.RawHTML = raw.RawHTML
-	} // Matches come highest priority first, then best score: keep each
-	// topic once, at its best score, in that order.
-	for _, m := range matches {
-		topic := m.Topic()
-		if slices.Contains(out.Topics, topic) {
-			continue
-		}
-		out.Topics = append(out.Topics, topic)
-		out.TopicScores = append(out.TopicScores, domain.TopicScore{Topic: topic, Score: m.Score})
-		if rules.IsCrimeSubcategory(topic) {
-			out.IsCrimeRelated = true
-			if out.CrimeSubcategory == nil {
-				out.CrimeSubcategory = &topic
-			}
-		}
 	}
-	if len(out.TopicScores) > 0 {
-		out.Confidence = (ct.Confidence + out.TopicScores[0].Score) / 2
+	// The decision's topics, the primary first, each once with its
+	// probability.
+	for _, t := range decision.Topics {
+		out.Topics = append(out.Topics, t.Topic)
+		out.TopicScores = append(out.TopicScores, domain.TopicScore{Topic: t.Topic, Score: t.Score})
+	}
+	out.PrimaryTopic, out.PrimaryTopicConfidence = decision.Primary, decision.Confidence
+	if decision.Crime {
+		sub := decision.Subcategory
+		out.IsCrimeRelated, out.CrimeSubcategory = true, &sub
+	}
+	if decision.Primary != "" {
+		out.Confidence = (ct.Confidence + decision.Confidence) / 2
 	}
 	return out, nil
+}
+
+// Decide decides the topics of a document's title and (analysed) body: the
+// rules' explanation and the model's probabilities, weighed by
+// topicmodel.Decide. The document's identity picks the engine and model of
+// a rollout.
+func (p *Pipeline) Decide(index, id, title, body string) topicmodel.Decision {
+	start := time.Now()
+	explained := p.explain(index, id, title, body)
+	if p.cfg.OnRuleMatch != nil {
+		evaluated, matched := 0, 0
+		if p.cfg.RuleCount != nil {
+			evaluated = p.cfg.RuleCount()
+		}
+		for _, m := range explained {
+			if m.Matched {
+				matched++
+			}
+		}
+		p.cfg.OnRuleMatch(time.Since(start), evaluated, matched)
+	}
+	model, shadow := p.cfg.Model(index, id)
+	d := p.decideWith(model, title, body, explained)
+	if shadow != nil && p.cfg.OnModelShadow != nil {
+		p.cfg.OnModelShadow(d, p.decideWith(shadow, title, body, explained))
+	}
+	return d
+}
+
+func (p *Pipeline) decideWith(model *topicmodel.Scorer, title, body string, explained []rules.Match) topicmodel.Decision {
+	var scores topicmodel.Scores
+	if model != nil {
+		scores = model.Score(title, body)
+	}
+	return topicmodel.Decide(model, scores, explained, p.cfg.Decide)
+}
+
+// explain returns every rule that found a keyword in the document, Matched
+// telling which passed their threshold. A matcher that cannot explain
+// reports its matches only.
+func (p *Pipeline) explain(index, id, title, body string) []rules.Match {
+	switch m := p.cfg.Topics.(type) {
+	case DocumentExplainer:
+		return m.ExplainDoc(index, id, title, body)
+	case TopicExplainer:
+		return m.Explain(title, body)
+	case DocumentMatcher:
+		return m.MatchDoc(index, id, title, body)
+	}
+	return p.cfg.Topics.Match(title, body)
+}
+
+// DefaultModel is the shipped default topic model, compiled with the rule
+// engine's default matcher.
+func DefaultModel() (*topicmodel.Scorer, error) {
+	m, err := topicmodel.DefaultLexicon()
+	if err != nil {
+		return nil, err
+	}
+	return topicmodel.Compile(m, rules.MatcherKindDefault)
 }
 
 // bounded returns at most MaxAnalysedBytes of s (admitted, so valid UTF-8),

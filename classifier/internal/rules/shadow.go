@@ -121,6 +121,31 @@ func (s *Shadow) MatchDoc(index, id, title, body string) []Match {
 	return cur
 }
 
+// ExplainDoc is MatchDoc with the rules that found a keyword without
+// matching included (Explain): the matched ones are compared as MatchDoc
+// compares them.
+func (s *Shadow) ExplainDoc(index, id, title, body string) []Match {
+	cur, cand := s.active.Explain(title, body), s.shadow.Explain(title, body)
+	if s.SideOf(index, id) == SideCandidate {
+		s.compare(SideCandidate, matchedOnly(cand), matchedOnly(cur))
+		return cand
+	}
+	s.compare(SideCurrent, matchedOnly(cur), matchedOnly(cand))
+	return cur
+}
+
+// matchedOnly is the matches of an explanation that passed their
+// threshold: what Match returns.
+func matchedOnly(ms []Match) []Match {
+	var out []Match
+	for _, m := range ms {
+		if m.Matched {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // MatchText is Match for a single text.
 func (s *Shadow) MatchText(text string) []Match {
 	a := s.active.MatchText(text)

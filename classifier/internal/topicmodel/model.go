@@ -1,0 +1,261 @@
+package topicmodel
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/north-cloud/classifier/internal/rules"
+)
+
+// ErrInvalidModel marks a model that cannot be compiled; the model in use
+// stays in use.
+var ErrInvalidModel = errors.New("invalid topic model")
+
+// Normalizations a model applies to a document's features.
+const (
+	// NormNone adds each found term's weight as it is: a hand-written
+	// lexicon, where more evidence should mean more confidence.
+	NormNone = "none"
+	// NormL2 scales the found terms' weights by 1/sqrt(terms found), so a
+	// long article and a two-line item are on one scale: trained models.
+	NormL2 = "l2"
+)
+
+// Model is a linear topic model over keyed terms. It is plain data: it is
+// stored as JSON (a row of topic_models, or a file) and compiled into a
+// Scorer to be used.
+type Model struct {
+	// Kind says where the model comes from: "lexicon" (written by hand) or
+	// "trained" (Train).
+	Kind string `json:"kind"`
+	// Topics are the model's classes, in the order of every weight row.
+	Topics []string `json:"topics"`
+	// Terms are the vocabulary, keyed: normalized (rules.Normalize) and, when
+	// Stemming, stemmed (rules.StemText). One or more words each.
+	Terms []string `json:"terms"`
+	// Stemming says whether Terms and documents are stemmed.
+	Stemming bool `json:"stemming"`
+	// Body[t*len(Topics)+c] is what term t found in the body adds to topic
+	// c's logit; Title the same for the title.
+	Body  []float32 `json:"body"`
+	Title []float32 `json:"title"`
+	// Bias is each topic's logit before any term is found.
+	Bias []float64 `json:"bias"`
+	// Temperature divides the logits before the softmax: fitted on held-out
+	// documents so that probabilities are calibrated. 0 reads as 1.
+	Temperature float64 `json:"temperature"`
+	// Norm is NormNone or NormL2 ("" is NormNone).
+	Norm string `json:"norm,omitempty"`
+}
+
+// Validate reports what makes m unusable, wrapping ErrInvalidModel.
+func (m *Model) Validate() error {
+	c := len(m.Topics)
+	switch {
+	case c == 0:
+		return fmt.Errorf("topic model: no topics: %w", ErrInvalidModel)
+	case len(m.Bias) != c:
+		return fmt.Errorf("topic model: %d biases for %d topics: %w", len(m.Bias), c, ErrInvalidModel)
+	case len(m.Body) != len(m.Terms)*c || len(m.Title) != len(m.Terms)*c:
+		return fmt.Errorf("topic model: weights are not terms x topics (%d terms, %d topics, %d body, %d title): %w",
+			len(m.Terms), c, len(m.Body), len(m.Title), ErrInvalidModel)
+	case m.Temperature < 0 || math.IsNaN(m.Temperature) || math.IsInf(m.Temperature, 0):
+		return fmt.Errorf("topic model: temperature %v: %w", m.Temperature, ErrInvalidModel)
+	case m.Norm != "" && m.Norm != NormNone && m.Norm != NormL2:
+		return fmt.Errorf("topic model: norm %q (want %q or %q): %w", m.Norm, NormNone, NormL2, ErrInvalidModel)
+	}
+	seen := make(map[string]bool, c)
+	for _, t := range m.Topics {
+		if strings.TrimSpace(t) == "" || seen[t] {
+			return fmt.Errorf("topic model: topic %q empty or repeated: %w", t, ErrInvalidModel)
+		}
+		seen[t] = true
+	}
+	for _, b := range m.Bias {
+		if math.IsNaN(b) || math.IsInf(b, 0) {
+			return fmt.Errorf("topic model: bias %v: %w", b, ErrInvalidModel)
+		}
+	}
+	for _, w := range [][]float32{m.Body, m.Title} {
+		for _, x := range w {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("topic model: weight %v: %w", x, ErrInvalidModel)
+			}
+		}
+	}
+	return nil
+}
+
+// Scorer is a compiled Model: immutable, safe for concurrent use.
+type Scorer struct {
+	m       Model
+	matcher rules.Matcher
+	temp    float64
+}
+
+// Compile builds m's matcher (of the kind given; "" is the rule engine's
+// default, Aho-Corasick) over its terms.
+func Compile(m *Model, kind rules.MatcherKind) (*Scorer, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	k, err := rules.ParseMatcherKind(string(kind))
+	if err != nil {
+		return nil, fmt.Errorf("topic model: %w", err)
+	}
+	matcher, err := rules.NewMatcher(k, m.Terms)
+	if err != nil {
+		return nil, fmt.Errorf("topic model: %w", err)
+	}
+	s := &Scorer{m: *m, matcher: matcher, temp: m.Temperature}
+	if s.temp == 0 {
+		s.temp = 1
+	}
+	return s, nil
+}
+
+// Topics are the model's topics, in the order of Scores.Probs.
+func (s *Scorer) Topics() []string { return s.m.Topics }
+
+// Model is the scorer's model: read it, do not modify it.
+func (s *Scorer) Model() *Model { return &s.m }
+
+// Key returns text keyed as the model's terms are.
+func (s *Scorer) Key(text string) string {
+	n := rules.Normalize(text)
+	if s.m.Stemming {
+		n = rules.StemText(n)
+	}
+	return n
+}
+
+// Features are the model's terms found in one document.
+type Features struct {
+	Title, Body []int
+}
+
+// Found is how many terms were found in the title and body together.
+func (f Features) Found() int { return len(f.Title) + len(f.Body) }
+
+// Features finds the model's terms in a document's title and body: one
+// matcher pass over each.
+func (s *Scorer) Features(title, body string) Features {
+	var f Features
+	if k := s.Key(title); k != "" {
+		f.Title = s.matcher.Match(k)
+	}
+	if k := s.Key(body); k != "" {
+		f.Body = s.matcher.Match(k)
+	}
+	return f
+}
+
+// Scores are a document's topic probabilities.
+type Scores struct {
+	// Probs[c] is the probability of topic c (Scorer.Topics); they sum to 1.
+	Probs []float64
+	// Logits are the scores before the temperature and the softmax.
+	Logits []float64
+	// Found is how many of the model's terms were found (title and body
+	// counted apart); zero means the model saw nothing to go on.
+	Found int
+}
+
+// Score returns the topic probabilities of a document.
+func (s *Scorer) Score(title, body string) Scores {
+	return s.scores(s.Features(title, body))
+}
+
+func (s *Scorer) scores(f Features) Scores {
+	z := s.logits(f)
+	return Scores{Logits: z, Probs: softmax(slices.Clone(z), s.temp), Found: f.Found()}
+}
+
+// scale is the factor a document's weights are multiplied by under the
+// model's normalization.
+func (s *Scorer) scale(f Features) float64 {
+	if s.m.Norm == NormL2 && f.Found() > 0 {
+		return 1 / math.Sqrt(float64(f.Found()))
+	}
+	return 1
+}
+
+func (s *Scorer) logits(f Features) []float64 {
+	c := len(s.m.Topics)
+	out := slices.Clone(s.m.Bias)
+	k := s.scale(f)
+	for _, t := range f.Body {
+		row := s.m.Body[t*c : (t+1)*c]
+		for j, w := range row {
+			out[j] += k * float64(w)
+		}
+	}
+	for _, t := range f.Title {
+		row := s.m.Title[t*c : (t+1)*c]
+		for j, w := range row {
+			out[j] += k * float64(w)
+		}
+	}
+	return out
+}
+
+// softmax turns z into probabilities at a temperature, in place.
+func softmax(z []float64, temp float64) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range z {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range z {
+		z[i] = math.Exp((v - mx) / temp)
+		sum += z[i]
+	}
+	for i := range z {
+		z[i] /= sum
+	}
+	return z
+}
+
+// Contribution is one term's push on one topic in one field.
+type Contribution struct {
+	Term  string  `json:"term"`
+	Field string  `json:"field"` // "title" or "body"
+	Topic string  `json:"topic"`
+	Logit float64 `json:"logit"` // what it added to the topic's logit
+}
+
+// Explain returns a document's scores and the contributions of the terms
+// found, largest first (by absolute value), at most limit of them per topic
+// (0: all).
+func (s *Scorer) Explain(title, body string, limit int) (Scores, []Contribution) {
+	f := s.Features(title, body)
+	c := len(s.m.Topics)
+	k := s.scale(f)
+	perTopic := make([][]Contribution, c)
+	add := func(terms []int, w []float32, field string) {
+		for _, t := range terms {
+			for j := range c {
+				if x := k * float64(w[t*c+j]); x != 0 {
+					perTopic[j] = append(perTopic[j], Contribution{Term: s.m.Terms[t], Field: field, Topic: s.m.Topics[j], Logit: x})
+				}
+			}
+		}
+	}
+	add(f.Title, s.m.Title, "title")
+	add(f.Body, s.m.Body, "body")
+	var out []Contribution
+	for _, cs := range perTopic {
+		slices.SortFunc(cs, func(a, b Contribution) int {
+			return cmp.Or(cmp.Compare(math.Abs(b.Logit), math.Abs(a.Logit)), cmp.Compare(a.Term, b.Term))
+		})
+		if limit > 0 && len(cs) > limit {
+			cs = cs[:limit]
+		}
+		out = append(out, cs...)
+	}
+	return s.scores(f), out
+}

@@ -1,0 +1,344 @@
+package topicmodel
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/north-cloud/classifier/internal/rules"
+)
+
+// Example is one labelled document.
+type Example struct {
+	Title, Body string
+	// Label is the document's topic.
+	Label string
+}
+
+// Training defaults (TrainConfig).
+const (
+	MinDocsDefault      = 2
+	MaxTermsDefault     = 200_000
+	EpochsDefault       = 12
+	L2Default           = 1e-6
+	LearningRateDefault = 0.4
+	HoldOutDefault      = 0.1
+)
+
+// TrainConfig configures Train.
+type TrainConfig struct {
+	// Unstemmed turns stemming off. Stemming is on by default, as in the
+	// rule engine.
+	Unstemmed bool
+	// MinDocs is how many documents a term must occur in to be in the
+	// vocabulary. Defaults to MinDocsDefault.
+	MinDocs int
+	// MaxTerms caps the vocabulary, the terms in most documents kept.
+	// Defaults to MaxTermsDefault.
+	MaxTerms int
+	// Epochs is how many passes training makes. Defaults to EpochsDefault.
+	Epochs int
+	// L2 is the weight decay. Defaults to L2Default.
+	L2 float64
+	// LearningRate is Adagrad's step. Defaults to LearningRateDefault.
+	LearningRate float64
+	// HoldOut is the share of the examples held out to fit the temperature
+	// (the model is then trained again on all of them). Defaults to
+	// HoldOutDefault; at most 0.5.
+	HoldOut float64
+	// Seed makes the shuffles repeatable.
+	Seed uint64
+	// Progress, when set, is told after each pass of the final training.
+	Progress func(epoch, epochs int, loss float64)
+}
+
+func (c *TrainConfig) setDefaults() {
+	if c.MinDocs == 0 {
+		c.MinDocs = MinDocsDefault
+	}
+	if c.MaxTerms == 0 {
+		c.MaxTerms = MaxTermsDefault
+	}
+	if c.Epochs == 0 {
+		c.Epochs = EpochsDefault
+	}
+	if c.L2 == 0 {
+		c.L2 = L2Default
+	}
+	if c.LearningRate == 0 {
+		c.LearningRate = LearningRateDefault
+	}
+	if c.HoldOut == 0 {
+		c.HoldOut = HoldOutDefault
+	}
+}
+
+func (c *TrainConfig) validate() error {
+	switch {
+	case c.MinDocs < 1:
+		return fmt.Errorf("train: MinDocs %d: want at least 1", c.MinDocs)
+	case c.MaxTerms < 1:
+		return fmt.Errorf("train: MaxTerms %d: want at least 1", c.MaxTerms)
+	case c.Epochs < 1 || c.Epochs > 1000:
+		return fmt.Errorf("train: Epochs %d: want 1..1000", c.Epochs)
+	case c.L2 < 0 || c.LearningRate <= 0:
+		return fmt.Errorf("train: L2 %v and LearningRate %v: want L2 >= 0 and LearningRate > 0", c.L2, c.LearningRate)
+	case c.HoldOut <= 0 || c.HoldOut > 0.5:
+		return fmt.Errorf("train: HoldOut %v: want 0 < HoldOut <= 0.5", c.HoldOut)
+	}
+	return nil
+}
+
+// ErrTooFewExamples is returned when the examples cannot train a model:
+// fewer than two topics, or a topic with fewer than two documents.
+var ErrTooFewExamples = errors.New("too few labelled examples")
+
+// Train learns a model from labelled examples: multinomial logistic
+// regression on the presence of every one- and two-word term in the title
+// and in the body, with the temperature fitted on a held-out share.
+func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, e := range examples {
+		if strings.TrimSpace(e.Label) == "" {
+			return nil, errors.New("train: an example has no label")
+		}
+		counts[e.Label]++
+	}
+	topics := make([]string, 0, len(counts))
+	for t, n := range counts {
+		if n < 2 {
+			return nil, fmt.Errorf("train: topic %q has %d example: %w", t, n, ErrTooFewExamples)
+		}
+		topics = append(topics, t)
+	}
+	if len(topics) < 2 {
+		return nil, fmt.Errorf("train: %d topic: %w", len(topics), ErrTooFewExamples)
+	}
+	slices.Sort(topics)
+	m := &Model{Kind: "trained", Topics: topics, Stemming: !cfg.Unstemmed, Norm: NormL2, Temperature: 1}
+	m.Terms = vocabulary(examples, m, cfg.MinDocs, cfg.MaxTerms)
+	m.Body = make([]float32, len(m.Terms)*len(topics))
+	m.Title = make([]float32, len(m.Terms)*len(topics))
+	m.Bias = make([]float64, len(topics))
+	s, err := Compile(m, "")
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	data := make([]trainDoc, len(examples))
+	for i, e := range examples {
+		data[i] = trainDoc{f: s.Features(e.Title, e.Body), y: slices.Index(topics, e.Label)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+
+	// Fit the temperature on a held-out share, stratified by topic.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x70b1c))
+	order := rng.Perm(len(data))
+	var fit, held []trainDoc
+	seen := make([]int, len(topics))
+	for _, i := range order {
+		d := data[i]
+		seen[d.y]++
+		if float64(seen[d.y]) <= cfg.HoldOut*float64(counts[topics[d.y]]) {
+			held = append(held, d)
+		} else {
+			fit = append(fit, d)
+		}
+	}
+	probe := newLearner(len(m.Terms), len(topics), cfg)
+	if err := probe.run(ctx, fit, rng, nil); err != nil {
+		return nil, err
+	}
+	temp := fitTemperature(probe, held)
+
+	final := newLearner(len(m.Terms), len(topics), cfg)
+	if err := final.run(ctx, data, rng, cfg.Progress); err != nil {
+		return nil, err
+	}
+	final.export(m)
+	m.Temperature = temp
+	return m, nil
+}
+
+// vocabulary is every one- and two-word keyed term in at least minDocs of
+// the examples, the most frequent maxTerms of them, sorted.
+func vocabulary(examples []Example, m *Model, minDocs, maxTerms int) []string {
+	key := func(s string) string {
+		n := rules.Normalize(s)
+		if m.Stemming {
+			n = rules.StemText(n)
+		}
+		return n
+	}
+	df := map[string]int{}
+	doc := map[string]bool{}
+	for _, e := range examples {
+		clear(doc)
+		for _, field := range []string{e.Title, e.Body} {
+			words := strings.Fields(key(field))
+			for i, w := range words {
+				doc[w] = true
+				if i > 0 {
+					doc[words[i-1]+" "+w] = true
+				}
+			}
+		}
+		for t := range doc {
+			df[t]++
+		}
+	}
+	terms := make([]string, 0, len(df))
+	for t, n := range df {
+		if n >= minDocs {
+			terms = append(terms, t)
+		}
+	}
+	slices.SortFunc(terms, func(a, b string) int { return cmp.Or(cmp.Compare(df[b], df[a]), cmp.Compare(a, b)) })
+	if len(terms) > maxTerms {
+		terms = terms[:maxTerms]
+	}
+	slices.Sort(terms)
+	return terms
+}
+
+type trainDoc struct {
+	f Features
+	y int
+}
+
+// learner is multinomial logistic regression trained by Adagrad. Feature t
+// is term t in the body, nTerms+t term t in the title.
+type learner struct {
+	cfg    TrainConfig
+	c      int
+	nTerms int
+	w      []float64 // (2*nTerms) x c
+	g      []float64 // Adagrad's sums of squared gradients
+	b, gb  []float64
+}
+
+func newLearner(nTerms, c int, cfg TrainConfig) *learner {
+	return &learner{cfg: cfg, c: c, nTerms: nTerms,
+		w: make([]float64, 2*nTerms*c), g: make([]float64, 2*nTerms*c),
+		b: make([]float64, c), gb: make([]float64, c)}
+}
+
+// features lists a document's feature indices and their common value.
+func (l *learner) features(f Features, buf []int) ([]int, float64) {
+	buf = append(buf[:0], f.Body...)
+	for _, t := range f.Title {
+		buf = append(buf, l.nTerms+t)
+	}
+	v := 1.0
+	if len(buf) > 0 {
+		v = 1 / math.Sqrt(float64(len(buf)))
+	}
+	return buf, v
+}
+
+func (l *learner) logits(feats []int, v float64, out []float64) []float64 {
+	out = append(out[:0], l.b...)
+	for _, f := range feats {
+		row := l.w[f*l.c : (f+1)*l.c]
+		for j, x := range row {
+			out[j] += v * x
+		}
+	}
+	return out
+}
+
+func (l *learner) run(ctx context.Context, data []trainDoc, rng *rand.Rand, progress func(int, int, float64)) error {
+	const eps = 1e-8
+	var feats []int
+	var z []float64
+	grad := make([]float64, l.c)
+	order := make([]int, len(data))
+	for i := range order {
+		order[i] = i
+	}
+	for epoch := 1; epoch <= l.cfg.Epochs; epoch++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		var loss float64
+		for _, i := range order {
+			d := data[i]
+			var v float64
+			feats, v = l.features(d.f, feats)
+			z = l.logits(feats, v, z)
+			p := softmax(z, 1)
+			loss -= math.Log(max(p[d.y], 1e-12))
+			for j := range l.c {
+				grad[j] = p[j]
+				if j == d.y {
+					grad[j]--
+				}
+				l.gb[j] += grad[j] * grad[j]
+				l.b[j] -= l.cfg.LearningRate * grad[j] / (math.Sqrt(l.gb[j]) + eps)
+			}
+			for _, f := range feats {
+				row, acc := l.w[f*l.c:(f+1)*l.c], l.g[f*l.c:(f+1)*l.c]
+				for j := range l.c {
+					gj := v*grad[j] + l.cfg.L2*row[j]
+					acc[j] += gj * gj
+					row[j] -= l.cfg.LearningRate * gj / (math.Sqrt(acc[j]) + eps)
+				}
+			}
+		}
+		if progress != nil {
+			progress(epoch, l.cfg.Epochs, loss/float64(max(1, len(data))))
+		}
+	}
+	return nil
+}
+
+// fitTemperature is the temperature, on a grid, that minimizes the
+// negative log-likelihood of the held-out documents (1 when there are none).
+func fitTemperature(l *learner, held []trainDoc) float64 {
+	if len(held) == 0 {
+		return 1
+	}
+	logits := make([][]float64, len(held))
+	var feats []int
+	for i, d := range held {
+		var v float64
+		feats, v = l.features(d.f, feats)
+		logits[i] = l.logits(feats, v, nil)
+	}
+	best, bestNLL := 1.0, math.Inf(1)
+	z := make([]float64, l.c)
+	for t := 0.25; t <= 8; t *= 1.05 {
+		var nll float64
+		for i, d := range held {
+			copy(z, logits[i])
+			nll -= math.Log(max(softmax(z, t)[d.y], 1e-12))
+		}
+		if nll < bestNLL {
+			best, bestNLL = t, nll
+		}
+	}
+	return math.Round(best*1000) / 1000
+}
+
+// export writes the learned weights into m.
+func (l *learner) export(m *Model) {
+	c := l.c
+	for t := range l.nTerms {
+		for j := range c {
+			m.Body[t*c+j] = float32(l.w[t*c+j])
+			m.Title[t*c+j] = float32(l.w[(l.nTerms+t)*c+j])
+		}
+	}
+	copy(m.Bias, l.b)
+}

@@ -209,8 +209,8 @@ func ratio(a, b int) float64 {
 // evaluate classifies labels with engine and model (nil: the rules decide
 // alone) through the pipeline and scores the result. ruleTopics are the
 // topics of the evaluated rules.
-func evaluate(engine *rules.Engine, model *topicmodel.Scorer, ruleTopics []string, labels []Label) (*Report, error) {
-	classifier, err := pipeline.New(pipeline.Config{Topics: engine,
+func evaluate(engine *rules.Engine, model *topicmodel.Scorer, decide topicmodel.DecideConfig, ruleTopics []string, labels []Label) (*Report, error) {
+	classifier, err := pipeline.New(pipeline.Config{Topics: engine, Decide: decide,
 		Model: func(string, string) (*topicmodel.Scorer, *topicmodel.Scorer) { return model, nil }})
 	if err != nil {
 		return nil, err
@@ -547,7 +547,9 @@ func evalCommand(ctx context.Context, args []string) error {
 	trainFile := fl.String("train", "", "labelled news only: train a model on this file and score the evaluated file with it; overrides -model")
 	seed := fl.Uint64("seed", 1, "labelled news only: the seed of the folds and of training")
 	var trainCfg topicmodel.TrainConfig
-	trainFlags(fl, &trainCfg)
+	loadBase := trainFlags(fl, &trainCfg)
+	var decide topicmodel.DecideConfig
+	decideFlags(fl, &decide)
 	// Flags may come before or after the file.
 	var files []string
 	for {
@@ -575,8 +577,11 @@ func evalCommand(ctx context.Context, args []string) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	if news {
+		if err := loadBase(); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
 		return evalSections(ctx, sectionEval{file: files[0], rules: *rulesFrom, opts: opts, model: *modelFrom,
-			cv: *cv, train: *trainFile, seed: *seed, trainCfg: trainCfg})
+			cv: *cv, train: *trainFile, seed: *seed, trainCfg: trainCfg, decide: decide, misses: *misses})
 	}
 	f, err := os.Open(files[0])
 	if err != nil {
@@ -611,7 +616,7 @@ func evalCommand(ctx context.Context, args []string) error {
 			return fmt.Errorf("eval: %w", err)
 		}
 	}
-	rep, err := evaluate(engine, scorer, topics, labels)
+	rep, err := evaluate(engine, scorer, decide, topics, labels)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}

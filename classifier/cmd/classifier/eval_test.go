@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -59,7 +60,7 @@ func TestEvaluateFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := evaluate(engine, nil, []string{"violent_crime", "business", "science"}, labels)
+	rep, err := evaluate(engine, nil, topicmodel.DecideConfig{}, []string{"violent_crime", "business", "science"}, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestEvalShippedRules(t *testing.T) {
 		for _, r := range engine.Rules() {
 			topics = append(topics, r.Topic)
 		}
-		rep, err := evaluate(engine, nil, topics, labels)
+		rep, err := evaluate(engine, nil, topicmodel.DecideConfig{}, topics, labels)
 		if err != nil {
 			t.Fatal(err)
 		}

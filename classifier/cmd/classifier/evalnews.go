@@ -8,9 +8,11 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,91 +32,42 @@ import (
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
-// NewsItem is one line of a labelled news file: {"id", "label", "title",
-// "text"}; "body" is read as "text".
-type NewsItem struct {
-	ID    string `json:"id"`
-	Label string `json:"label"`
-	Title string `json:"title"`
-	Text  string `json:"text"`
-	Body  string `json:"body,omitempty"`
-}
-
-// sectionFamilies are the topics that count as each section (labels are
-// compared in lower case); a label not listed counts as the topic of its
-// own name. The first topic is the one `classifier train` learns for the
-// label.
-var sectionFamilies = map[string][]string{
-	"world":         {"world", "politics"},
-	"politics":      {"politics", "world"},
-	"sports":        {"sports"},
-	"sport":         {"sports"},
-	"business":      {"business", "energy"},
-	"sci/tech":      {"technology", "science"},
-	"tech":          {"technology", "science"},
-	"technology":    {"technology", "science"},
-	"science":       {"science", "technology"},
-	"entertainment": {"entertainment"},
-}
+// NewsItem is one labelled news document (topicmodel.Labelled).
+type NewsItem = topicmodel.Labelled
 
 // family is the topics that count as section label.
-func family(label string) []string {
-	if f, ok := sectionFamilies[strings.ToLower(label)]; ok {
-		return f
-	}
-	return []string{strings.ToLower(label)}
-}
-
-// labelTopic is the topic a section label trains.
-func labelTopic(label string) string { return family(label)[0] }
+func family(label string) []string { return topicmodel.Family(label) }
 
 // readNews reads labelled news NDJSON, gzip-compressed when the name ends in
 // .gz.
 func readNews(path string) ([]NewsItem, error) {
-	f, err := os.Open(path)
+	r, closeFn, err := openMaybeGzip(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
-	var out []NewsItem
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		var it NewsItem
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
-		}
-		if it.Text == "" {
-			it.Text, it.Body = it.Body, ""
-		}
-		if strings.TrimSpace(it.Label) == "" || (strings.TrimSpace(it.Title) == "" && strings.TrimSpace(it.Text) == "") {
-			return nil, fmt.Errorf("%s line %d: a label and a title or text are required", path, n)
-		}
-		if it.ID == "" {
-			it.ID = fmt.Sprintf("line-%d", n)
-		}
-		out = append(out, it)
-	}
-	if err := sc.Err(); err != nil {
+	defer closeFn()
+	items, err := topicmodel.ReadLabelled(r)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no labelled documents", path)
+	return items, nil
+}
+
+// openMaybeGzip opens path, through gzip when its name ends in .gz.
+func openMaybeGzip(path string) (io.Reader, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	if !strings.HasSuffix(path, ".gz") {
+		return f, func() { _ = f.Close() }, nil
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return gz, func() { _ = gz.Close(); _ = f.Close() }, nil
 }
 
 // SectionStats are one section's figures.
@@ -135,6 +89,17 @@ type SectionReport struct {
 	Columns   []string
 	// PerDoc is the mean time of the topic decision per document.
 	PerDoc time.Duration
+	// Errors are documents whose primary topic is not of their section, or
+	// that were flagged crime related in a section that is not crime, in
+	// the order scored.
+	Errors []DocError
+}
+
+// DocError is one document the decision got wrong, for reading.
+type DocError struct {
+	ID, Section, Title, Primary string
+	Topics                      []string
+	Crime                       bool
 }
 
 // Total sums the sections.
@@ -228,6 +193,10 @@ func (e *sectionEvaluator) add(it *NewsItem, doc *domain.ClassifiedContent) {
 	if doc.IsCrimeRelated {
 		s.Crime++
 	}
+	if !slices.Contains(fam, doc.PrimaryTopic) || (doc.IsCrimeRelated && !strings.EqualFold(it.Label, "crime")) {
+		e.rep.Errors = append(e.rep.Errors, DocError{ID: it.ID, Section: it.Label, Title: it.Title,
+			Primary: doc.PrimaryTopic, Topics: doc.Topics, Crime: doc.IsCrimeRelated})
+	}
 	row := e.rep.Confusion[it.Label]
 	if row == nil {
 		row = map[string]int{}
@@ -273,16 +242,6 @@ func classifyNews(engine *rules.Engine, model *topicmodel.Scorer, decide topicmo
 	return nil
 }
 
-// examplesOf turns labelled news into training examples, each label read as
-// its section's topic.
-func examplesOf(items []NewsItem) []topicmodel.Example {
-	out := make([]topicmodel.Example, len(items))
-	for i, it := range items {
-		out[i] = topicmodel.Example{Title: it.Title, Body: it.Text, Label: labelTopic(it.Label)}
-	}
-	return out
-}
-
 // crossValidate splits items into k folds stratified by label, trains a model
 // on k-1 of them and scores the one left out, k times: no document is scored
 // by a model that learned from it.
@@ -312,7 +271,7 @@ func crossValidate(ctx context.Context, engine *rules.Engine, decide topicmodel.
 				train = append(train, it)
 			}
 		}
-		m, err := topicmodel.Train(ctx, examplesOf(train), cfg)
+		m, err := topicmodel.Train(ctx, topicmodel.Examples(train), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("fold %d: %w", f+1, err)
 		}
@@ -324,8 +283,8 @@ func crossValidate(ctx context.Context, engine *rules.Engine, decide topicmodel.
 			return nil, fmt.Errorf("fold %d: %w", f+1, err)
 		}
 		if progress != nil {
-			fmt.Fprintf(progress, "fold %d/%d: trained on %d, scored %d (%d terms, temperature %.3g)\n",
-				f+1, k, len(train), len(test), len(m.Terms), m.Temperature)
+			fmt.Fprintf(progress, "fold %d/%d: trained on %d, scored %d (%d terms, temperature %.3g, base weight %.3g)\n",
+				f+1, k, len(train), len(test), len(m.Terms), m.Temperature, m.BaseWeight)
 		}
 	}
 	return e.report(), nil
@@ -361,25 +320,39 @@ func printSectionReport(w io.Writer, rep *SectionReport, title string) {
 	fmt.Fprintf(w, "\ntopic decision per document: %s\n", rep.PerDoc)
 }
 
+// printErrors lists up to n documents per section that the decision got
+// wrong: crime flags outside crime first, then wrong primary topics.
+func printErrors(w io.Writer, rep *SectionReport, n int) {
+	if n <= 0 {
+		return
+	}
+	shown := map[string]int{}
+	for _, crime := range []bool{true, false} {
+		for _, e := range rep.Errors {
+			key := fmt.Sprint(e.Section, crime)
+			if e.Crime != crime || shown[key] >= n {
+				continue
+			}
+			shown[key]++
+			what := "primary " + cmp.Or(e.Primary, "none")
+			if crime {
+				what = "crime flag"
+			}
+			fmt.Fprintf(w, "  %s [%s] %s: %q -> %v\n", e.ID, e.Section, what, truncate(e.Title, 80), e.Topics)
+		}
+	}
+}
+
 // isNewsFile reports whether path's first record has a "label" field: a
 // section-labelled news file rather than a topics labels file.
 func isNewsFile(path string) (bool, error) {
-	f, err := os.Open(path)
+	r, closeFn, err := openMaybeGzip(path)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
+	defer closeFn()
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), topicmodel.MaxLabelledLine)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -399,17 +372,52 @@ func isNewsFile(path string) (bool, error) {
 type sectionEval struct {
 	file, rules, model, train string
 	opts                      rules.Options
-	cv                        int
+	cv, misses                int
 	seed                      uint64
 	trainCfg                  topicmodel.TrainConfig
+	decide                    topicmodel.DecideConfig
 }
 
-// trainFlags defines the training flags of `classifier train` and `eval`.
-func trainFlags(fl *flag.FlagSet, c *topicmodel.TrainConfig) {
+// decideFlags defines the topic decision's flags of `classifier eval`.
+func decideFlags(fl *flag.FlagSet, c *topicmodel.DecideConfig) {
+	fl.Float64Var(&c.SecondaryMin, "secondary-min", topicmodel.SecondaryMinDefault, "probability a secondary topic of the model needs")
+	fl.Float64Var(&c.RuleWeight, "rule-weight", topicmodel.RuleWeightDefault, "logit per distinct keyword a rule finds for a topic of the model (negative: off)")
+	fl.Float64Var(&c.CrimeWeight, "crime-weight", topicmodel.CrimeWeightDefault, "logit per distinct keyword of a crime topic whose rule passed")
+	fl.Float64Var(&c.CrimeMin, "crime-min", topicmodel.CrimeMinDefault, "probability a crime topic needs")
+	fl.Func("crime-beside", "probability crime needs beside sports, entertainment, technology and science (default 0.9)", func(v string) error {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return err
+		}
+		c.CrimeBeside = map[string]float64{}
+		for t := range topicmodel.CrimeBesideDefault() {
+			c.CrimeBeside[t] = x
+		}
+		return nil
+	})
+	fl.Float64Var(&c.SectionFloor, "section-floor", topicmodel.SectionFloorDefault, "probability at which a section stays primary beside a more probable crime topic")
+}
+
+// trainFlags defines the training flags of `classifier train` and `eval`;
+// the returned function loads the -base model into c once the flags are
+// parsed.
+func trainFlags(fl *flag.FlagSet, c *topicmodel.TrainConfig) func() error {
+	base := fl.String("base", "default", "the model a trained model learns on top of and carries: default (the shipped lexicon), none, or a model JSON file")
 	fl.IntVar(&c.Epochs, "epochs", topicmodel.EpochsDefault, "training passes")
 	fl.Float64Var(&c.L2, "l2", topicmodel.L2Default, "weight decay")
 	fl.Float64Var(&c.LearningRate, "lr", topicmodel.LearningRateDefault, "Adagrad's learning rate")
 	fl.IntVar(&c.MinDocs, "min-docs", topicmodel.MinDocsDefault, "documents a term must occur in to be learned")
+	return func() error {
+		m, err := loadModel(*base)
+		if err != nil {
+			return fmt.Errorf("-base: %w", err)
+		}
+		if m != nil && m.Base != nil {
+			return errors.New("-base: the model has a base of its own; use its base instead")
+		}
+		c.Base = m
+		return nil
+	}
 }
 
 // evalSections is `classifier eval` on labelled news.
@@ -426,7 +434,7 @@ func evalSections(ctx context.Context, a sectionEval) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	decide := topicmodel.DecideConfig{}
+	decide := a.decide
 	trainCfg := a.trainCfg
 	trainCfg.Seed = a.seed
 	var rep *SectionReport
@@ -442,7 +450,7 @@ func evalSections(ctx context.Context, a sectionEval) error {
 			return fmt.Errorf("eval: %w", err)
 		}
 		var m *topicmodel.Model
-		if m, err = topicmodel.Train(ctx, examplesOf(trainItems), trainCfg); err != nil {
+		if m, err = topicmodel.Train(ctx, topicmodel.Examples(trainItems), trainCfg); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
 		rep, err = scoreNews(engine, m, decide, items)
@@ -458,6 +466,10 @@ func evalSections(ctx context.Context, a sectionEval) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	printSectionReport(os.Stdout, rep, fmt.Sprintf("%s: %d documents, rules %s (%d), %s", a.file, len(items), a.rules, engine.RuleCount(), what))
+	if a.misses > 0 {
+		fmt.Fprintf(os.Stdout, "\nerrors (at most %d per section and kind):\n", a.misses)
+		printErrors(os.Stdout, rep, a.misses)
+	}
 	return nil
 }
 

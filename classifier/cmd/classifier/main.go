@@ -20,6 +20,8 @@ import (
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/classifier/internal/modelapi"
+	"github.com/north-cloud/classifier/internal/modelstore"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
@@ -51,6 +53,7 @@ func main() {
 		"serve":   serve,
 		"migrate": service.MigrateCommand("classifier", "CLASSIFIER_DATABASE_URL", migrations.FS),
 		"eval":    evalCommand,
+		"train":   trainCommand,
 		"sweep":   sweepCommand,
 	})
 }
@@ -168,8 +171,20 @@ func serve(ctx context.Context, _ []string) error {
 		topics, updater = shadow, shadow
 	}
 	ruleRepo := rulestore.NewRepository(db)
+	// Topic models: the shipped lexicon until a trained model is active;
+	// the models in use are reloaded with the rules (modelstore.Reloader).
+	defaultModel, err := pipeline.DefaultModel()
+	if err != nil {
+		return err
+	}
+	models, err := modelstore.NewModels(defaultModel, engine.Kind())
+	if err != nil {
+		return err
+	}
+	modelRepo := modelstore.NewRepository(db)
+	reloader := &modelstore.Reloader{Rules: ruleRepo, Target: updater, Repo: modelRepo, Models: models, Logger: log}
 	watcher, err := rulestore.NewWatcher(rulestore.WatcherConfig{DatabaseURL: cfg.DB.URL, Meter: rt.Telemetry.Meter("classifier")},
-		ruleRepo, updater, log)
+		reloader, reloader, log)
 	if err != nil {
 		return err
 	}
@@ -177,13 +192,15 @@ func serve(ctx context.Context, _ []string) error {
 	repRepo := reputation.NewRepository(db)
 	repCache := reputation.NewCache(repRepo, cfg.ReputationRefresh, log)
 	classifier, err := pipeline.New(pipeline.Config{
-		Limits:      cfg.Limits,
-		Topics:      topics,
-		Reputation:  repCache.Score,
-		RuleCount:   engine.RuleCount,
-		OnRuleMatch: metrics.RecordRuleMatch,
-		Canonical:   canonical.New(cfg.Canonical),
-		CopyRawHTML: cfg.CopyRawHTML,
+		Limits:        cfg.Limits,
+		Topics:        topics,
+		Model:         models.For,
+		OnModelShadow: metrics.ModelShadow(ctx, log),
+		Reputation:    repCache.Score,
+		RuleCount:     engine.RuleCount,
+		OnRuleMatch:   metrics.RecordRuleMatch,
+		Canonical:     canonical.New(cfg.Canonical),
+		CopyRawHTML:   cfg.CopyRawHTML,
 	})
 	if err != nil {
 		return err
@@ -291,7 +308,8 @@ func serve(ctx context.Context, _ []string) error {
 			DeadLetters: dlq, Sources: repRepo, History: storage.NewHistoryRepository(db), Logger: log,
 			PollStatus: poll.IndexStatus, SourceStats: sourceStats,
 			Priorities: priorityStore, Reprocess: reprocessor,
-		}); err != nil {
+		},
+		modelapi.Deps{Store: modelRepo, InUse: models.InUse, Logger: log}); err != nil {
 		return err
 	}
 

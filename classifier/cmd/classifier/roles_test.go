@@ -10,6 +10,8 @@ import (
 	"github.com/north-cloud/classifier/internal/api"
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/modelapi"
+	"github.com/north-cloud/classifier/internal/modelstore"
 	"github.com/north-cloud/classifier/internal/openapi"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/classifier/internal/pipeline"
@@ -77,7 +79,8 @@ func mounted(t *testing.T) (*gin.Engine, *auth.Authenticator, *sql.DB) {
 	if err := mountAPI(srv.Router(), audit.GroupConfig{Auth: authn, Store: auditLog, MetricPrefix: "classifier", Logger: log},
 		api.Deps{Store: rulestore.NewRepository(db), Engine: engine, Pipeline: pipe, Logger: log},
 		opsapi.Deps{DeadLetters: deadletter.NewRepository(db), Sources: reputation.NewRepository(db),
-			History: storage.NewHistoryRepository(db), Logger: log}); err != nil {
+			History: storage.NewHistoryRepository(db), Logger: log},
+		modelapi.Deps{Store: modelstore.NewRepository(db), Logger: log}); err != nil {
 		t.Fatal(err)
 	}
 	return srv.Router(), authn, db

@@ -11,6 +11,7 @@ import (
 	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -102,7 +103,9 @@ func newPipeline(t *testing.T) *Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{Topics: engine, Reputation: func(s string) float64 {
+	// The rules decide alone here: these tests are about routing what the
+	// rules find (decide_test.go covers the model).
+	c, err := New(Config{Topics: engine, Model: rulesAlone, Reputation: func(s string) float64 {
 		if s == "trusted" {
 			return 0.9
 		}
@@ -113,6 +116,8 @@ func newPipeline(t *testing.T) *Pipeline {
 	}
 	return c
 }
+
+func rulesAlone(string, string) (*topicmodel.Scorer, *topicmodel.Scorer) { return nil, nil }
 
 func raw(mod func(*contentindex.RawDocument)) *domain.RawContent {
 	d := contentindex.RawDocument{ID: "1", URL: "https://x.test/news/1", SourceName: "trusted", Title: "Shooting downtown",

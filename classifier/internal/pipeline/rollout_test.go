@@ -34,7 +34,7 @@ func TestClassifyFollowsTheMatcherRollout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := New(Config{Topics: shadow})
+		p, err := New(Config{Topics: shadow, Model: rulesAlone})
 		if err != nil {
 			t.Fatal(err)
 		}

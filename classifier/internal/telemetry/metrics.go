@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 )
 
 // Metrics holds every classifier instrument. The Prometheus exporter keeps
@@ -42,6 +43,10 @@ type Metrics struct {
 	// or a matcher rollout matched, by side (the engine that answered):
 	// the denominator of ShadowDisagreements.
 	ShadowComparisons metric.Int64Counter
+	// ModelShadowComparisons counts documents decided by one topic model
+	// and scored by the other (the active model and a candidate), by
+	// result: agree (same primary topic and crime flag) or disagree.
+	ModelShadowComparisons metric.Int64Counter
 
 	DLQEnqueued  metric.Int64Counter
 	DLQProcessed metric.Int64Counter
@@ -154,6 +159,8 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 
 	m.ShadowDisagreements = counter("classifier_shadow_disagreements_total", "Documents on which the two rule engines of shadow mode or a matcher rollout disagreed, by side (current, candidate: the engine whose answer was used)")
 	m.ShadowComparisons = counter("classifier_shadow_comparisons_total", "Documents matched by both rule engines of shadow mode or a matcher rollout, by side (current, candidate: the engine whose answer was used)")
+
+	m.ModelShadowComparisons = counter("classifier_topic_model_shadow_total", "Documents decided by one topic model and scored by the other (active and candidate), by result (agree: same primary topic and crime flag; disagree)")
 
 	m.DLQEnqueued = counter("classifier_dlq_enqueued_total", "Total documents added to DLQ")
 	m.DLQProcessed = counter("classifier_dlq_processed_total", "Total documents successfully processed from DLQ")
@@ -270,6 +277,24 @@ func (m *Metrics) ShadowComparison(ctx context.Context, logger *slog.Logger) fun
 		m.ShadowDisagreements.Add(ctx, 1, attrs)
 		logger.InfoContext(ctx, "shadow rule engine disagrees", "component", "rules_shadow", "side", string(c.Side),
 			"answered_topics", topicsOf(c.Answered), "other_topics", topicsOf(c.Other))
+	}
+}
+
+// ModelShadow returns the pipeline's OnModelShadow: each comparison of the
+// deciding topic model with the shadow one, counted, and logged when they
+// disagree.
+func (m *Metrics) ModelShadow(ctx context.Context, logger *slog.Logger) func(decided, shadow topicmodel.Decision) {
+	ctx = context.WithoutCancel(ctx)
+	agree := metric.WithAttributes(attribute.String("result", "agree"))
+	disagree := metric.WithAttributes(attribute.String("result", "disagree"))
+	return func(d, s topicmodel.Decision) {
+		if d.Primary == s.Primary && d.Crime == s.Crime {
+			m.ModelShadowComparisons.Add(ctx, 1, agree)
+			return
+		}
+		m.ModelShadowComparisons.Add(ctx, 1, disagree)
+		logger.DebugContext(ctx, "shadow topic model disagrees", "component", "model_shadow",
+			"decided", d.Primary, "decided_crime", d.Crime, "shadow", s.Primary, "shadow_crime", s.Crime)
 	}
 }
 

@@ -2,6 +2,7 @@ package topicmodel
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/north-cloud/classifier/internal/rules"
@@ -9,16 +10,21 @@ import (
 
 // Decision defaults (DecideConfig).
 const (
-	// SecondaryMinDefault is the probability a topic other than the
-	// primary needs to be kept.
+	// SecondaryMinDefault is the probability a topic of the model other
+	// than the primary needs to be kept.
 	SecondaryMinDefault = 0.35
 	// RuleWeightDefault is what each distinct keyword a rule finds adds to
-	// its topic's logit (twice that in the title) when the topic is one of
-	// the model's.
-	RuleWeightDefault = 0.5
-	// CrimeShareDefault is the share of the evidence a crime topic needs
-	// against the primary section's to be kept beside it.
-	CrimeShareDefault = 0.5
+	// its topic's logit when the topic is one of the model's.
+	RuleWeightDefault = 0.25
+	// CrimeWeightDefault is the logit each distinct keyword of a crime
+	// topic adds, once one of its rules passed its threshold.
+	CrimeWeightDefault = 4.0
+	// CrimeMinDefault is the probability a crime topic needs to be kept.
+	CrimeMinDefault = 0.5
+	// SectionFloorDefault is the probability at which a section stays the
+	// primary topic beside a more probable crime topic: any section the
+	// model found evidence of.
+	SectionFloorDefault = 1e-9
 )
 
 // DecideConfig tunes Decide. The zero value takes every default.
@@ -30,10 +36,29 @@ type DecideConfig struct {
 	// logit of its topic when that topic is one of the model's; a negative
 	// value turns the rules' evidence off. Defaults to RuleWeightDefault.
 	RuleWeight float64
-	// CrimeShare is how large a crime rule's evidence must be against the
-	// primary section's evidence for the crime topic to be kept beside a
-	// section that is not crime. Defaults to CrimeShareDefault.
-	CrimeShare float64
+	// CrimeWeight is the logit each distinct keyword of a crime topic adds
+	// once a rule of that topic passed its threshold: crime competes with
+	// the sections in one softmax. Defaults to CrimeWeightDefault.
+	CrimeWeight float64
+	// CrimeMin is the probability a crime topic needs to be kept. Defaults
+	// to CrimeMinDefault.
+	CrimeMin float64
+	// SectionFloor: a crime topic is the primary topic only when no topic
+	// of the model reaches this probability; otherwise the best section is
+	// primary and crime is kept beside it. Defaults to SectionFloorDefault.
+	SectionFloor float64
+	// CrimeBeside raises CrimeMin beside the sections whose reports borrow
+	// crime's words (a striker's shot, a game's heist, a hacker in a
+	// review): beside primary topic t a crime topic needs CrimeBeside[t],
+	// and, with a model that has a crime topic, crime words in the title.
+	// Nil takes CrimeBesideDefault; an empty map turns it off.
+	CrimeBeside map[string]float64
+}
+
+// CrimeBesideDefault is DecideConfig.CrimeBeside's default: beside sports,
+// entertainment, technology and science, crime needs to be almost certain.
+func CrimeBesideDefault() map[string]float64 {
+	return map[string]float64{"sports": 0.9, "entertainment": 0.9, "technology": 0.9, "science": 0.9}
 }
 
 func (c DecideConfig) withDefaults() DecideConfig {
@@ -43,11 +68,18 @@ func (c DecideConfig) withDefaults() DecideConfig {
 	if c.RuleWeight == 0 {
 		c.RuleWeight = RuleWeightDefault
 	}
-	if c.RuleWeight < 0 {
-		c.RuleWeight = 0
+	c.RuleWeight = max(c.RuleWeight, 0)
+	if c.CrimeWeight == 0 {
+		c.CrimeWeight = CrimeWeightDefault
 	}
-	if c.CrimeShare == 0 {
-		c.CrimeShare = CrimeShareDefault
+	if c.CrimeMin == 0 {
+		c.CrimeMin = CrimeMinDefault
+	}
+	if c.SectionFloor == 0 {
+		c.SectionFloor = SectionFloorDefault
+	}
+	if c.CrimeBeside == nil {
+		c.CrimeBeside = CrimeBesideDefault()
 	}
 	return c
 }
@@ -65,104 +97,129 @@ type Decision struct {
 	// Confidence is the primary topic's probability (0..1).
 	Confidence float64
 	// Topics are the kept topics, the primary first, with their
-	// probabilities (a crime or other rule-only topic: its rule's score).
+	// probabilities (a topic only the rules know: its rule's score).
 	Topics []TopicScore
 	// Crime is set when a crime subcategory is kept; Subcategory is the
 	// first kept one.
 	Crime       bool
 	Subcategory string
-	// Reasons say, in words, why each topic was kept or dropped.
-	Reasons []string
 }
 
 // Decide decides a document's topics from the model's view of it (nil
 // scorer: no model) and the rules' explanation of it (rules.Engine.Explain:
 // every rule that found a keyword, Matched telling which passed).
 //
-// The primary topic is the model's most probable topic once the rules'
-// keywords are added as evidence; another topic of the model is kept when its
-// probability reaches SecondaryMin. A topic the model does not know (a crime
-// subcategory, or an operator's own topic) is kept when its rule passed its
-// threshold, and a crime topic beside a primary section that is not crime
-// only when its rule's evidence is at least CrimeShare of the section's.
-// With no model, or a model that found nothing, the rules decide: the
-// topic whose rules found the most keywords is primary.
+// With a model: each topic of the model gets its logit plus RuleWeight per
+// distinct keyword its rules found; each crime subcategory one of whose
+// rules passed its threshold competes beside them with CrimeWeight per
+// distinct keyword its rules found. One softmax (at the model's temperature)
+// turns them into probabilities. The primary topic is the most probable;
+// another topic of the model is kept at SecondaryMin, a crime topic at
+// CrimeMin. So crime words in a sports report, where the section's evidence
+// is far larger, do not flag it; a report that is about crime is flagged.
+// A topic neither the model nor crime covers (an operator's own topic) is
+// kept when its rule passed its threshold. Nothing found: no topic.
+//
+// With no model, or a model that found nothing, the rules decide as they
+// did alone: every rule that passed its threshold, in the engine's order.
 func Decide(s *Scorer, sc Scores, explained []rules.Match, cfg DecideConfig) Decision {
 	cfg = cfg.withDefaults()
-	var d Decision
-	modelTopic := map[string]int{}
-	if s != nil {
-		for i, t := range s.m.Topics {
-			modelTopic[t] = i
-		}
-	}
-	// Each topic's rule evidence: distinct keywords found by its rules.
 	evidence := map[string]float64{}
-	passed := map[string]rules.Match{}
-	for _, m := range explained {
+	passed := map[string]*rules.Match{}
+	for i := range explained {
+		m := &explained[i]
 		t := m.Topic()
 		evidence[t] += float64(m.UniqueMatches)
-		if m.Matched {
-			if _, ok := passed[t]; !ok {
-				passed[t] = m
-			}
+		if m.Matched && passed[t] == nil {
+			passed[t] = m // the engine's order: best rule first
 		}
 	}
-	if s != nil && (sc.Found > 0 || anyIn(evidence, modelTopic)) {
-		logits := slices.Clone(sc.Logits)
-		for t, e := range evidence {
-			if i, ok := modelTopic[t]; ok && !rules.IsCrimeSubcategory(t) {
-				logits[i] += cfg.RuleWeight * e
+	var d Decision
+	modelTopics := map[string]bool{}
+	if s != nil && (sc.Found > 0 || anyIn(evidence, s.m.Topics)) {
+		topics := slices.Clone(s.m.Topics)
+		z := slices.Clone(sc.Logits)
+		unit := s.EvidenceScale()
+		// A model topic named crime is the crime family: the crime rules'
+		// evidence adds to it, and it is reported as the subcategory the
+		// crime rules found most of.
+		crimeAt := slices.Index(topics, CrimeTopic)
+		for i, t := range topics {
+			modelTopics[t] = true
+			if i != crimeAt {
+				z[i] += unit * cfg.RuleWeight * evidence[t]
 			}
 		}
-		probs := softmax(logits, s.temp)
-		best := 0
-		for i, p := range probs {
-			if p > probs[best] {
-				best = i
-			}
-		}
-		d.Primary, d.Confidence = s.m.Topics[best], probs[best]
-		d.Topics = append(d.Topics, TopicScore{Topic: d.Primary, Score: probs[best]})
-		for i, p := range probs {
-			if i != best && p >= cfg.SecondaryMin {
-				d.Topics = append(d.Topics, TopicScore{Topic: s.m.Topics[i], Score: p})
-			}
-		}
-		slices.SortStableFunc(d.Topics[1:], func(a, b TopicScore) int { return cmp.Compare(b.Score, a.Score) })
-	}
-	// Topics only the rules know, best rule first (priority, then score:
-	// the engine's order).
-	var ruleOnly []rules.Match
-	for _, m := range explained {
-		t := m.Topic()
-		if _, ok := modelTopic[t]; ok || !m.Matched || passed[t].Rule != m.Rule {
-			continue
-		}
-		ruleOnly = append(ruleOnly, m)
-	}
-	if d.Primary == "" {
-		// No model view: the rules decide.
-		d.Primary, d.Confidence = rulePrimary(explained, evidence)
-		if d.Primary == "" {
-			return d
-		}
-		d.Topics = append(d.Topics, TopicScore{Topic: d.Primary, Score: d.Confidence})
-	}
-	sectionEvidence := evidence[d.Primary]
-	for _, m := range ruleOnly {
-		t := m.Topic()
-		if slices.ContainsFunc(d.Topics, func(x TopicScore) bool { return x.Topic == t }) {
-			continue
-		}
-		if rules.IsCrimeSubcategory(t) && !rules.IsCrimeSubcategory(d.Primary) && s != nil && sc.Found > 0 {
-			// Beside a section, crime needs evidence of its own that is
-			// not small against the section's.
-			section := sectionEvidence + float64(sc.Found)*d.Confidence
-			if evidence[t] < cfg.CrimeShare*section {
-				d.Reasons = append(d.Reasons, t+": dropped, crime evidence small beside "+d.Primary)
+		for _, t := range crimeCandidates(explained, passed, modelTopics) {
+			if crimeAt >= 0 {
+				z[crimeAt] += unit * cfg.CrimeWeight * evidence[t]
 				continue
 			}
+			topics = append(topics, t)
+			z = append(z, unit*cfg.CrimeWeight*evidence[t])
+		}
+		if crimeAt >= 0 {
+			topics[crimeAt] = crimeSubcategory(explained, evidence)
+		}
+		isSection := func(i int) bool { return i < len(s.m.Topics) && i != crimeAt }
+		best, section := 0, -1
+		for i := range z {
+			if z[i] > z[best] {
+				best = i
+			}
+			if isSection(i) && (section < 0 || z[i] > z[section]) {
+				section = i
+			}
+		}
+		// Compared as logits: a section's probability can underflow to 0.
+		if section >= 0 && best != section && (z[section]-z[best])/s.temp >= math.Log(cfg.SectionFloor) {
+			best = section
+		}
+		p := softmax(z, s.temp)
+		d.Primary, d.Confidence = topics[best], p[best]
+		d.Topics = append(d.Topics, TopicScore{Topic: d.Primary, Score: p[best]})
+		var rest []TopicScore
+		crimeMin := cfg.CrimeMin
+		if v, ok := cfg.CrimeBeside[d.Primary]; ok {
+			crimeMin = max(crimeMin, v)
+			if crimeAt >= 0 && sc.TitleLogits != nil && sc.TitleLogits[crimeAt] <= 0 {
+				crimeMin = 2 // a headline that is not about crime: not crime
+			}
+		}
+		for i, t := range topics {
+			min := cfg.SecondaryMin
+			if !isSection(i) {
+				min = crimeMin
+			}
+			if i != best && p[i] >= min {
+				rest = append(rest, TopicScore{Topic: t, Score: p[i]})
+			}
+		}
+		slices.SortStableFunc(rest, func(a, b TopicScore) int { return cmp.Compare(b.Score, a.Score) })
+		d.Topics = append(d.Topics, rest...)
+		for _, t := range topics {
+			modelTopics[t] = true // decided above, kept or not
+		}
+		if crimeAt >= 0 {
+			for t := range passed {
+				if rules.IsCrimeSubcategory(t) {
+					modelTopics[t] = true // crime was decided as a whole
+				}
+			}
+		}
+	} else if m := rulePrimary(explained); m != nil {
+		d.Primary, d.Confidence = m.Topic(), m.Score
+		d.Topics = append(d.Topics, TopicScore{Topic: d.Primary, Score: m.Score})
+	}
+	if d.Primary == "" {
+		return d
+	}
+	// Topics only the rules know: kept when a rule passed, best rule first.
+	for i := range explained {
+		m := &explained[i]
+		t := m.Topic()
+		if !m.Matched || modelTopics[t] || passed[t] != m || slices.ContainsFunc(d.Topics, func(x TopicScore) bool { return x.Topic == t }) {
+			continue
 		}
 		d.Topics = append(d.Topics, TopicScore{Topic: t, Score: m.Score})
 	}
@@ -177,35 +234,61 @@ func Decide(s *Scorer, sc Scores, explained []rules.Match, cfg DecideConfig) Dec
 	return d
 }
 
-// rulePrimary is, among the rules that passed their threshold, the topic
-// whose rules found the most distinct keywords (then the highest priority,
-// then the best score), with that rule's score: the decision when no model
-// has a view, as the rules alone decided before there was a model.
-func rulePrimary(explained []rules.Match, evidence map[string]float64) (string, float64) {
-	var best *rules.Match
+// CrimeTopic is the model topic that stands for crime as a whole (a
+// lexicon's [crime] section): it is decided like a section but reported as
+// the crime subcategory the crime rules found most keywords of
+// (DefaultCrimeSubcategory when they found none), and it is never the
+// primary topic while a section reaches SectionFloor.
+const CrimeTopic = "crime"
+
+// DefaultCrimeSubcategory is the crime topic of a document the model calls
+// crime when no crime rule found a keyword in it.
+const DefaultCrimeSubcategory = "criminal_justice"
+
+// crimeSubcategory is the crime subcategory whose rules found the most
+// distinct keywords (the engine's order breaks ties: priority, score).
+func crimeSubcategory(explained []rules.Match, evidence map[string]float64) string {
+	best := ""
 	for i := range explained {
-		m := &explained[i]
-		if m.Matched && (best == nil || better(m, best, evidence)) {
-			best = m
+		t := explained[i].Topic()
+		if rules.IsCrimeSubcategory(t) && (best == "" || evidence[t] > evidence[best]) {
+			best = t
 		}
 	}
-	if best == nil {
-		return "", 0
+	if best == "" {
+		return DefaultCrimeSubcategory
 	}
-	return best.Topic(), best.Score
+	return best
 }
 
-func better(a, b *rules.Match, evidence map[string]float64) bool {
-	return cmp.Or(
-		cmp.Compare(evidence[a.Topic()], evidence[b.Topic()]),
-		cmp.Compare(a.Rule.Priority, b.Rule.Priority),
-		cmp.Compare(a.Score, b.Score),
-	) > 0
+// crimeCandidates are the crime subcategories the model does not know one
+// of whose rules passed its threshold, in the engine's order.
+func crimeCandidates(explained []rules.Match, passed map[string]*rules.Match, model map[string]bool) []string {
+	var out []string
+	for i := range explained {
+		t := explained[i].Topic()
+		if rules.IsCrimeSubcategory(t) && !model[t] && passed[t] == &explained[i] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
-func anyIn(evidence map[string]float64, topics map[string]int) bool {
-	for t := range evidence {
-		if _, ok := topics[t]; ok {
+// rulePrimary is the first rule that passed its threshold in the engine's
+// order (priority, then score): the decision when no model has a view, as
+// the rules alone decided before there was a model.
+func rulePrimary(explained []rules.Match) *rules.Match {
+	for i := range explained {
+		if explained[i].Matched {
+			return &explained[i]
+		}
+	}
+	return nil
+}
+
+func anyIn(evidence map[string]float64, topics []string) bool {
+	for _, t := range topics {
+		if evidence[t] > 0 {
 			return true
 		}
 	}

@@ -19,10 +19,16 @@ import (
 //go:embed lexicon.txt
 var defaultLexicon string
 
+// crimeLexicon is the default model's [crime] section (CrimeTopic), kept in
+// its own file: the words of crime reporting, written by hand.
+//
+//go:embed lexicon_crime.txt
+var crimeLexicon string
+
 // DefaultLexicon is the model the classifier uses when no trained model is
-// active: the embedded lexicon.txt, compiled.
+// active: the embedded lexicon.txt and lexicon_crime.txt, compiled.
 func DefaultLexicon() (*Model, error) {
-	return ParseLexicon(strings.NewReader(defaultLexicon))
+	return ParseLexicon(strings.NewReader(defaultLexicon + "\n" + crimeLexicon))
 }
 
 // Lexicon defaults, overridden by directives in the file.

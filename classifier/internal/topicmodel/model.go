@@ -50,6 +50,13 @@ type Model struct {
 	Temperature float64 `json:"temperature"`
 	// Norm is NormNone or NormL2 ("" is NormNone).
 	Norm string `json:"norm,omitempty"`
+	// Base, when set, is a model whose logits for the topics both models
+	// have are added to this one's before the temperature: a model trained
+	// on top of the shipped lexicon (TrainConfig.Base) keeps what the
+	// lexicon knows where the labels are thin. A base has no base.
+	Base *Model `json:"base,omitempty"`
+	// BaseWeight scales the base's logits (learned with the weights).
+	BaseWeight float64 `json:"base_weight,omitempty"`
 }
 
 // Validate reports what makes m unusable, wrapping ErrInvalidModel.
@@ -67,6 +74,14 @@ func (m *Model) Validate() error {
 		return fmt.Errorf("topic model: temperature %v: %w", m.Temperature, ErrInvalidModel)
 	case m.Norm != "" && m.Norm != NormNone && m.Norm != NormL2:
 		return fmt.Errorf("topic model: norm %q (want %q or %q): %w", m.Norm, NormNone, NormL2, ErrInvalidModel)
+	}
+	if m.Base != nil {
+		if m.Base.Base != nil {
+			return fmt.Errorf("topic model: a base model with a base of its own: %w", ErrInvalidModel)
+		}
+		if err := m.Base.Validate(); err != nil {
+			return fmt.Errorf("base: %w", err)
+		}
 	}
 	seen := make(map[string]bool, c)
 	for _, t := range m.Topics {
@@ -95,6 +110,10 @@ type Scorer struct {
 	m       Model
 	matcher rules.Matcher
 	temp    float64
+	// base is the compiled Base; baseTopic[c] is topic c's index in it (-1
+	// when the base does not have it).
+	base      *Scorer
+	baseTopic []int
 }
 
 // Compile builds m's matcher (of the kind given; "" is the rule engine's
@@ -115,8 +134,35 @@ func Compile(m *Model, kind rules.MatcherKind) (*Scorer, error) {
 	if s.temp == 0 {
 		s.temp = 1
 	}
+	if m.Base != nil {
+		if s.base, err = Compile(m.Base, k); err != nil {
+			return nil, err
+		}
+		s.baseTopic = make([]int, len(m.Topics))
+		for i, t := range m.Topics {
+			s.baseTopic[i] = slices.Index(m.Base.Topics, t)
+		}
+	}
 	return s, nil
 }
+
+// EvidenceScale is what one unit of the rules' evidence (a weight of the
+// hand-written lexicon's scale) is worth in this model's logits: 1 for a
+// lexicon, the learned BaseWeight for a model trained on one, and
+// UnbasedEvidenceScale for a model trained without a base.
+func (s *Scorer) EvidenceScale() float64 {
+	switch {
+	case s.m.Kind == "lexicon":
+		return 1
+	case s.base != nil:
+		return s.m.BaseWeight
+	}
+	return UnbasedEvidenceScale
+}
+
+// UnbasedEvidenceScale is EvidenceScale for a trained model without a base:
+// about what training on the news sets gave BaseWeight.
+const UnbasedEvidenceScale = 0.15
 
 // Topics are the model's topics, in the order of Scores.Probs.
 func (s *Scorer) Topics() []string { return s.m.Topics }
@@ -160,6 +206,8 @@ type Scores struct {
 	Probs []float64
 	// Logits are the scores before the temperature and the softmax.
 	Logits []float64
+	// TitleLogits are what the terms found in the title added to Logits.
+	TitleLogits []float64
 	// Found is how many of the model's terms were found (title and body
 	// counted apart); zero means the model saw nothing to go on.
 	Found int
@@ -167,12 +215,47 @@ type Scores struct {
 
 // Score returns the topic probabilities of a document.
 func (s *Scorer) Score(title, body string) Scores {
-	return s.scores(s.Features(title, body))
+	return s.withBase(s.scores(s.Features(title, body)), title, body)
 }
 
 func (s *Scorer) scores(f Features) Scores {
-	z := s.logits(f)
-	return Scores{Logits: z, Probs: softmax(slices.Clone(z), s.temp), Found: f.Found()}
+	z, title := s.logits(f)
+	return Scores{Logits: z, TitleLogits: title, Probs: softmax(slices.Clone(z), s.temp), Found: f.Found()}
+}
+
+// withBase adds the base model's logits of a document to sc (its own
+// scores), for the topics the base has.
+func (s *Scorer) withBase(sc Scores, title, body string) Scores {
+	if s.base == nil {
+		return sc
+	}
+	b := s.base.Score(title, body)
+	for i, j := range s.baseTopic {
+		if j >= 0 {
+			sc.Logits[i] += s.m.BaseWeight * b.Logits[j]
+			sc.TitleLogits[i] += s.m.BaseWeight * b.TitleLogits[j]
+		}
+	}
+	sc.Found += b.Found
+	sc.Probs = softmax(slices.Clone(sc.Logits), s.temp)
+	return sc
+}
+
+// BaseLogits are the base model's logits of a document for this model's
+// topics (0 where the base lacks one), before BaseWeight; nil without a
+// base.
+func (s *Scorer) BaseLogits(title, body string) []float64 {
+	if s.base == nil {
+		return nil
+	}
+	b := s.base.Score(title, body)
+	out := make([]float64, len(s.baseTopic))
+	for i, j := range s.baseTopic {
+		if j >= 0 {
+			out[i] = b.Logits[j]
+		}
+	}
+	return out
 }
 
 // scale is the factor a document's weights are multiplied by under the
@@ -184,9 +267,12 @@ func (s *Scorer) scale(f Features) float64 {
 	return 1
 }
 
-func (s *Scorer) logits(f Features) []float64 {
+// logits returns a document's logits and the part of them its title's
+// terms added.
+func (s *Scorer) logits(f Features) (out, title []float64) {
 	c := len(s.m.Topics)
-	out := slices.Clone(s.m.Bias)
+	out = slices.Clone(s.m.Bias)
+	title = make([]float64, c)
 	k := s.scale(f)
 	for _, t := range f.Body {
 		row := s.m.Body[t*c : (t+1)*c]
@@ -198,9 +284,10 @@ func (s *Scorer) logits(f Features) []float64 {
 		row := s.m.Title[t*c : (t+1)*c]
 		for j, w := range row {
 			out[j] += k * float64(w)
+			title[j] += k * float64(w)
 		}
 	}
-	return out
+	return out, title
 }
 
 // softmax turns z into probabilities at a temperature, in place.
@@ -257,5 +344,15 @@ func (s *Scorer) Explain(title, body string, limit int) (Scores, []Contribution)
 		}
 		out = append(out, cs...)
 	}
-	return s.scores(f), out
+	if s.base != nil {
+		_, bc := s.base.Explain(title, body, limit)
+		for _, c := range bc {
+			if slices.Contains(s.m.Topics, c.Topic) {
+				c.Field = "lexicon " + c.Field
+				c.Logit *= s.m.BaseWeight
+				out = append(out, c)
+			}
+		}
+	}
+	return s.withBase(s.scores(f), title, body), out
 }

@@ -187,6 +187,36 @@ func TestCrimeNeedsCrimeContext(t *testing.T) {
 	}
 }
 
+// A model with a crime topic decides crime as a whole: the crime rules'
+// evidence adds to it, it is reported as the subcategory the rules found
+// most of, it is never primary while a section has evidence, and beside
+// sports, entertainment and technology it needs crime in the headline.
+func TestCrimeFamilyTopic(t *testing.T) {
+	t.Parallel()
+	s := mustLexicon(t, testLexicon+"[entertainment]\n3 film\n2 director\n[crime]\n1.5 arrested\n1.5 charged\n1 police\n1 stabbed\n0.5 shot\n")
+	e := crimeEngine(t)
+	crime := decide(t, s, e, "Man arrested after stabbing", "Police said the man was charged; another man was stabbed and shot in the attack.")
+	if !crime.Crime || crime.Subcategory != "violent_crime" || crime.Primary != "violent_crime" {
+		t.Errorf("crime report: %+v, want violent_crime primary", crime)
+	}
+	for _, x := range crime.Topics {
+		if x.Topic == CrimeTopic {
+			t.Errorf("the crime family reported as a topic: %+v", crime.Topics)
+		}
+	}
+	review := decide(t, s, e, "Director's new film dazzles", "In the film a detective is shot and the police arrested the wrong man.")
+	if review.Crime || review.Primary != "entertainment" {
+		t.Errorf("film review: %+v, want entertainment without crime", review)
+	}
+	star := decide(t, s, e, "Film director arrested and charged", "Police said the film director was arrested and charged after a fight.")
+	if !star.Crime || star.Subcategory != DefaultCrimeSubcategory && star.Subcategory != "violent_crime" {
+		t.Errorf("director arrested: %+v, want a crime flag", star)
+	}
+	if star.Primary != "entertainment" {
+		t.Errorf("director arrested: primary %q, want the section entertainment", star.Primary)
+	}
+}
+
 // A rule-only topic (one the model does not know) is kept when its rule
 // passes its threshold; a secondary model topic only above SecondaryMin.
 func TestSecondaryTopics(t *testing.T) {

@@ -53,6 +53,10 @@ type TrainConfig struct {
 	HoldOut float64
 	// Seed makes the shuffles repeatable.
 	Seed uint64
+	// Base, when set, is a model (the shipped lexicon) whose logits are
+	// added to the trained model's: training learns what the base does not
+	// already say, and the trained model carries the base with it.
+	Base *Model
 	// Progress, when set, is told after each pass of the final training.
 	Progress func(epoch, epochs int, loss float64)
 }
@@ -124,7 +128,7 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 		return nil, fmt.Errorf("train: %d topic: %w", len(topics), ErrTooFewExamples)
 	}
 	slices.Sort(topics)
-	m := &Model{Kind: "trained", Topics: topics, Stemming: !cfg.Unstemmed, Norm: NormL2, Temperature: 1}
+	m := &Model{Kind: "trained", Topics: topics, Stemming: !cfg.Unstemmed, Norm: NormL2, Temperature: 1, Base: cfg.Base}
 	m.Terms = vocabulary(examples, m, cfg.MinDocs, cfg.MaxTerms)
 	m.Body = make([]float32, len(m.Terms)*len(topics))
 	m.Title = make([]float32, len(m.Terms)*len(topics))
@@ -135,7 +139,7 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 	}
 	data := make([]trainDoc, len(examples))
 	for i, e := range examples {
-		data[i] = trainDoc{f: s.Features(e.Title, e.Body), y: slices.Index(topics, e.Label)}
+		data[i] = trainDoc{f: s.Features(e.Title, e.Body), y: slices.Index(topics, e.Label), offset: s.BaseLogits(e.Title, e.Body)}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -212,8 +216,9 @@ func vocabulary(examples []Example, m *Model, minDocs, maxTerms int) []string {
 }
 
 type trainDoc struct {
-	f Features
-	y int
+	f      Features
+	y      int
+	offset []float64 // the base model's logits; nil without one
 }
 
 // learner is multinomial logistic regression trained by Adagrad. Feature t
@@ -225,13 +230,19 @@ type learner struct {
 	w      []float64 // (2*nTerms) x c
 	g      []float64 // Adagrad's sums of squared gradients
 	b, gb  []float64
+	// a scales the base model's logits; ga is its Adagrad sum.
+	a, ga float64
 }
 
 func newLearner(nTerms, c int, cfg TrainConfig) *learner {
 	return &learner{cfg: cfg, c: c, nTerms: nTerms,
 		w: make([]float64, 2*nTerms*c), g: make([]float64, 2*nTerms*c),
-		b: make([]float64, c), gb: make([]float64, c)}
+		b: make([]float64, c), gb: make([]float64, c), a: baseWeightStart}
 }
+
+// baseWeightStart is where the base's weight starts: small, as a base's
+// logits (sums of hand-set weights) are far larger than a trained model's.
+const baseWeightStart = 0.1
 
 // features lists a document's feature indices and their common value.
 func (l *learner) features(f Features, buf []int) ([]int, float64) {
@@ -246,8 +257,11 @@ func (l *learner) features(f Features, buf []int) ([]int, float64) {
 	return buf, v
 }
 
-func (l *learner) logits(feats []int, v float64, out []float64) []float64 {
+func (l *learner) logits(feats []int, v float64, offset []float64, out []float64) []float64 {
 	out = append(out[:0], l.b...)
+	for j, x := range offset {
+		out[j] += l.a * x
+	}
 	for _, f := range feats {
 		row := l.w[f*l.c : (f+1)*l.c]
 		for j, x := range row {
@@ -276,16 +290,24 @@ func (l *learner) run(ctx context.Context, data []trainDoc, rng *rand.Rand, prog
 			d := data[i]
 			var v float64
 			feats, v = l.features(d.f, feats)
-			z = l.logits(feats, v, z)
+			z = l.logits(feats, v, d.offset, z)
 			p := softmax(z, 1)
 			loss -= math.Log(max(p[d.y], 1e-12))
+			var ga float64
 			for j := range l.c {
 				grad[j] = p[j]
 				if j == d.y {
 					grad[j]--
 				}
+				if d.offset != nil {
+					ga += grad[j] * d.offset[j]
+				}
 				l.gb[j] += grad[j] * grad[j]
 				l.b[j] -= l.cfg.LearningRate * grad[j] / (math.Sqrt(l.gb[j]) + eps)
+			}
+			if d.offset != nil {
+				l.ga += ga * ga
+				l.a -= l.cfg.LearningRate * ga / (math.Sqrt(l.ga) + eps)
 			}
 			for _, f := range feats {
 				row, acc := l.w[f*l.c:(f+1)*l.c], l.g[f*l.c:(f+1)*l.c]
@@ -314,7 +336,7 @@ func fitTemperature(l *learner, held []trainDoc) float64 {
 	for i, d := range held {
 		var v float64
 		feats, v = l.features(d.f, feats)
-		logits[i] = l.logits(feats, v, nil)
+		logits[i] = l.logits(feats, v, d.offset, nil)
 	}
 	best, bestNLL := 1.0, math.Inf(1)
 	z := make([]float64, l.c)
@@ -341,4 +363,7 @@ func (l *learner) export(m *Model) {
 		}
 	}
 	copy(m.Bias, l.b)
+	if m.Base != nil {
+		m.BaseWeight = l.a
+	}
 }

@@ -73,6 +73,11 @@ type Message struct {
 	// wrote the row, so the publisher continues the document's trace;
 	// empty (NULL) when the classifier does not trace.
 	Traceparent string
+	// PrimaryTopic is the decided primary section (the first of Topics)
+	// and PrimaryTopicConfidence its probability, 0..1; empty (NULL both)
+	// when the document got no topic.
+	PrimaryTopic           string
+	PrimaryTopicConfidence float64
 }
 
 // DocRef names a document: its raw index and id.
@@ -135,6 +140,8 @@ func columns() []column {
 		{name: "duplicate_of_id", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.ID }) }, dest: func(e *Entry) any { return &e.dupID }},
 		{name: "duplicate_kind", written: true, value: func(m *Message) any { return dupField(m, func(d *DocRef) string { return d.Kind }) }, dest: func(e *Entry) any { return &e.dupKind }},
 		{name: "traceparent", written: true, value: func(m *Message) any { return nullIfEmpty(m.Traceparent) }, dest: func(e *Entry) any { return nullString{&e.Traceparent} }},
+		{name: "primary_topic", written: true, value: func(m *Message) any { return nullIfEmpty(m.PrimaryTopic) }, dest: func(e *Entry) any { return nullString{&e.PrimaryTopic} }},
+		{name: "primary_topic_confidence", written: true, value: confidenceValue, dest: func(e *Entry) any { return nullFloat{&e.PrimaryTopicConfidence} }},
 		{name: "status", dest: func(e *Entry) any { return &e.Status }},
 		{name: "retry_count", dest: func(e *Entry) any { return &e.RetryCount }},
 		{name: "max_retries", dest: func(e *Entry) any { return &e.MaxRetries }},
@@ -152,6 +159,15 @@ func versionValue(m *Message) any {
 		return 1
 	}
 	return m.Version
+}
+
+// confidenceValue is the primary topic's confidence, NULL without a
+// primary topic.
+func confidenceValue(m *Message) any {
+	if m.PrimaryTopic == "" {
+		return nil
+	}
+	return m.PrimaryTopicConfidence
 }
 
 // nullArray is NULL for no values, the array otherwise.
@@ -244,5 +260,17 @@ func (n nullString) Scan(src any) error {
 		return err
 	}
 	*n.s = ns.String
+	return nil
+}
+
+// nullFloat scans a nullable float into a float64 (0 for NULL).
+type nullFloat struct{ f *float64 }
+
+func (n nullFloat) Scan(src any) error {
+	var nf sql.NullFloat64
+	if err := nf.Scan(src); err != nil {
+		return err
+	}
+	*n.f = nf.Float64
 	return nil
 }

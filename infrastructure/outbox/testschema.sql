@@ -44,6 +44,9 @@ CREATE TABLE classified_outbox (
     duplicate_of_id VARCHAR(512),
     duplicate_kind VARCHAR(16),
     traceparent VARCHAR(55),
+    primary_topic VARCHAR(64),
+    primary_topic_confidence REAL
+        CHECK (primary_topic_confidence IS NULL OR (primary_topic_confidence >= 0 AND primary_topic_confidence <= 1)),
     CONSTRAINT outbox_status_valid CHECK (status IN ('pending', 'publishing', 'published', 'failed')),
     CONSTRAINT outbox_version_positive CHECK (version >= 1),
     CONSTRAINT unique_outbox_content_index_version UNIQUE (content_id, index_name, version)

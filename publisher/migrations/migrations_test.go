@@ -112,8 +112,8 @@ func TestMigrationsDownAndUp(t *testing.T) {
 	}
 	defer func() { _ = m.Close() }()
 	v, dirty, err := m.Version()
-	if err != nil || dirty || v != 10 {
-		t.Fatalf("version %d dirty %v %v, want 10", v, dirty, err)
+	if err != nil || dirty || v != 11 {
+		t.Fatalf("version %d dirty %v %v, want 11", v, dirty, err)
 	}
 	if err := m.Down(int(v)); err != nil {
 		t.Fatalf("down: %v", err)
@@ -170,8 +170,8 @@ func TestMigration005IdentityPerIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = m.Close() }()
-	if err := m.Down(6); err != nil { // 010, 009, 008, 007, 006, then 005
-		t.Fatalf("down 010, 009, 008, 007, 006 and 005: %v", err)
+	if err := m.Down(7); err != nil { // 011, 010, 009, 008, 007, 006, then 005
+		t.Fatalf("down 011, 010, 009, 008, 007, 006 and 005: %v", err)
 	}
 	var title string
 	if err := db.QueryRow(`SELECT string_agg(content_id || '=' || title, ',' ORDER BY content_id) FROM classified_outbox`).Scan(&title); err != nil ||

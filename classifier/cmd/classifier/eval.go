@@ -550,6 +550,11 @@ func evalCommand(ctx context.Context, args []string) error {
 	loadBase := trainFlags(fl, &trainCfg)
 	var decide topicmodel.DecideConfig
 	decideFlags(fl, &decide)
+	var sf SectionFloors
+	fl.Float64Var(&sf.Top1, "min-top1", 0.75, "labelled news with -floors: the least top-1 over all documents")
+	fl.Float64Var(&sf.Exact, "min-exact", 0, "labelled news with -floors: the least exact share over all documents")
+	fl.Float64Var(&sf.None, "max-none", 0.10, "labelled news with -floors: the most documents with no topic")
+	fl.Float64Var(&sf.CrimeFlags, "max-crime-flags", 0.02, "labelled news with -floors: the most crime flags in sports, sci/tech and entertainment sections")
 	// Flags may come before or after the file.
 	var files []string
 	for {
@@ -580,7 +585,11 @@ func evalCommand(ctx context.Context, args []string) error {
 		if err := loadBase(); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		return evalSections(ctx, sectionEval{file: files[0], rules: *rulesFrom, opts: opts, model: *modelFrom,
+		var floorsP *SectionFloors
+		if *floors {
+			floorsP = &sf
+		}
+		return evalSections(ctx, sectionEval{floors: floorsP, file: files[0], rules: *rulesFrom, opts: opts, model: *modelFrom,
 			cv: *cv, train: *trainFile, seed: *seed, trainCfg: trainCfg, decide: decide, misses: *misses})
 	}
 	f, err := os.Open(files[0])

@@ -309,7 +309,7 @@ func serve(ctx context.Context, _ []string) error {
 			PollStatus: poll.IndexStatus, SourceStats: sourceStats,
 			Priorities: priorityStore, Reprocess: reprocessor,
 		},
-		modelapi.Deps{Store: modelRepo, InUse: models.InUse, Logger: log}); err != nil {
+		modelapi.Deps{Store: modelRepo, InUse: models.InUse, Base: defaultModel.Model(), Logger: log}); err != nil {
 		return err
 	}
 

@@ -54,6 +54,9 @@ const (
 type Deps struct {
 	// Store holds the models. Required.
 	Store Store
+	// Base is the model a trained model learns on top of (the shipped
+	// lexicon, topicmodel.TrainConfig.Base); nil trains without one.
+	Base *topicmodel.Model
 	// InUse, when set, reports the models this replica serves now
 	// (modelstore.Models.InUse), shown by GET /models.
 	InUse func() modelstore.InUse
@@ -205,7 +208,7 @@ func (h *handler) train(c *gin.Context) {
 	tctx, cancel := context.WithTimeout(c.Request.Context(), h.TrainTimeout)
 	defer cancel()
 	start := time.Now()
-	m, err := topicmodel.Train(tctx, examples, topicmodel.TrainConfig{})
+	m, err := topicmodel.Train(tctx, examples, topicmodel.TrainConfig{Base: h.Base})
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -79,7 +79,7 @@ func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.Classified
 			IsCrimeRelated: d.IsCrimeRelated, CrimeSubcategory: d.CrimeSubcategory,
 			Title: d.Title, Body: d.RawText, URL: d.URL, PublishedDate: d.PublishedDate,
 			Version: d.Version, ChangedFields: d.ChangedFields, CanonicalURL: d.CanonicalURL,
-			Traceparent: tp,
+			Traceparent: tp, PrimaryTopic: d.PrimaryTopic, PrimaryTopicConfidence: d.PrimaryTopicConfidence,
 		}
 		if d.DuplicateOf != nil {
 			msgs[i].DuplicateOf = &outbox.DocRef{Index: d.DuplicateOf.Index, ID: d.DuplicateOf.ID, Kind: d.DuplicateOf.Kind}

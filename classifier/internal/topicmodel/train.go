@@ -25,7 +25,7 @@ const (
 	MinDocsDefault      = 2
 	MaxTermsDefault     = 200_000
 	EpochsDefault       = 12
-	L2Default           = 1e-6
+	L2Default           = 1e-3
 	LearningRateDefault = 0.4
 	HoldOutDefault      = 0.1
 )

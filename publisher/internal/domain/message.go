@@ -13,24 +13,27 @@ import (
 // as the map (TestMessageEncodesLikeToPublishMessage holds them equal): a
 // field added to the map is added here too, in its place.
 type Message struct {
-	Body             string           `json:"body"`
-	CanonicalURL     *string          `json:"canonical_url"`
-	ChangedFields    []string         `json:"changed_fields"`
-	ContentType      string           `json:"content_type"`
-	CrimeSubcategory *string          `json:"crime_subcategory"`
-	DuplicateOf      *outbox.DocRef   `json:"duplicate_of"`
-	ID               string           `json:"id"`
-	Index            string           `json:"index"`
-	IsCrimeRelated   bool             `json:"is_crime_related"`
-	PublishedDate    *time.Time       `json:"published_date"`
-	Publisher        MessagePublisher `json:"publisher"`
-	QualityScore     int              `json:"quality_score"`
-	Source           string           `json:"source"`
-	Title            string           `json:"title"`
-	Topics           []string         `json:"topics"`
-	Traceparent      string           `json:"traceparent,omitempty"`
-	URL              string           `json:"url"`
-	Version          int              `json:"version"`
+	Body             string         `json:"body"`
+	CanonicalURL     *string        `json:"canonical_url"`
+	ChangedFields    []string       `json:"changed_fields"`
+	ContentType      string         `json:"content_type"`
+	CrimeSubcategory *string        `json:"crime_subcategory"`
+	DuplicateOf      *outbox.DocRef `json:"duplicate_of"`
+	ID               string         `json:"id"`
+	Index            string         `json:"index"`
+	IsCrimeRelated   bool           `json:"is_crime_related"`
+	PrimaryTopic     string         `json:"primary_topic,omitempty"`
+	// PrimaryTopicConfidence is present exactly when PrimaryTopic is.
+	PrimaryTopicConfidence *float64         `json:"primary_topic_confidence,omitempty"`
+	PublishedDate          *time.Time       `json:"published_date"`
+	Publisher              MessagePublisher `json:"publisher"`
+	QualityScore           int              `json:"quality_score"`
+	Source                 string           `json:"source"`
+	Title                  string           `json:"title"`
+	Topics                 []string         `json:"topics"`
+	Traceparent            string           `json:"traceparent,omitempty"`
+	URL                    string           `json:"url"`
+	Version                int              `json:"version"`
 }
 
 // MessagePublisher is the message's "publisher" object.
@@ -50,17 +53,23 @@ func (o *OutboxEntry) Message(now time.Time) Message {
 	if o.CanonicalURL != "" {
 		canonical = &o.CanonicalURL
 	}
+	var confidence *float64
+	if o.PrimaryTopic != "" {
+		confidence = &o.PrimaryTopicConfidence
+	}
 	return Message{
-		Body:             o.Body,
-		CanonicalURL:     canonical,
-		ChangedFields:    o.ChangedFields,
-		ContentType:      o.ContentType,
-		CrimeSubcategory: o.CrimeSubcategory,
-		DuplicateOf:      o.DuplicateOf,
-		ID:               o.ContentID,
-		Index:            o.IndexName,
-		IsCrimeRelated:   o.IsCrimeRelated,
-		PublishedDate:    o.PublishedDate,
+		PrimaryTopic:           o.PrimaryTopic,
+		PrimaryTopicConfidence: confidence,
+		Body:                   o.Body,
+		CanonicalURL:           canonical,
+		ChangedFields:          o.ChangedFields,
+		ContentType:            o.ContentType,
+		CrimeSubcategory:       o.CrimeSubcategory,
+		DuplicateOf:            o.DuplicateOf,
+		ID:                     o.ContentID,
+		Index:                  o.IndexName,
+		IsCrimeRelated:         o.IsCrimeRelated,
+		PublishedDate:          o.PublishedDate,
 		Publisher: MessagePublisher{
 			Channel:     o.RoutingKey(),
 			OutboxID:    o.ID,

@@ -27,7 +27,8 @@ func TestMessageEncodesLikeToPublishMessage(t *testing.T) {
 			IsCrimeRelated: true, CrimeSubcategory: &sub, Title: `"Quoted" <b>title</b> & more`, Body: "line\nnext\u2028é",
 			URL: "https://example.com/b?x=1&y=2", PublishedDate: &published, Version: 3, ChangedFields: []string{"topics"},
 			CanonicalURL: "https://example.com/b", DuplicateOf: &outbox.DocRef{Index: "a_raw_content", ID: "a-1", Kind: "content"},
-			Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}},
+			Traceparent:  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+			PrimaryTopic: "crime", PrimaryTopicConfidence: 0.8125}}},
 		"empty lists": {Entry: outbox.Entry{Message: outbox.Message{Topics: []string{}, ChangedFields: []string{}}}},
 	}
 	for name, e := range entries {

@@ -58,6 +58,9 @@ func (o *OutboxEntry) ShouldRetry() bool {
 // changes its outcome (changed_fields names what changed); canonical_url is
 // the article's URL in canonical form; duplicate_of names the document
 // whose text this one copies ({index, id, kind}), null for an original.
+// primary_topic and primary_topic_confidence, beside the spec's fields and
+// present only when the document got a topic, are the classifier's primary
+// section (the first of topics) and its probability, 0..1.
 // traceparent, beside the spec's fields and present only when the document
 // was traced, is the W3C trace context of its publication: a consumer that
 // continues it sees the document's trace from the raw index on (the worker
@@ -92,6 +95,10 @@ func (o *OutboxEntry) ToPublishMessage(now time.Time) map[string]any {
 	}
 	if o.Traceparent != "" {
 		m["traceparent"] = o.Traceparent
+	}
+	if o.PrimaryTopic != "" {
+		m["primary_topic"] = o.PrimaryTopic
+		m["primary_topic_confidence"] = o.PrimaryTopicConfidence
 	}
 	return m
 }

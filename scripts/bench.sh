@@ -18,6 +18,8 @@
 #       publisher      publisher/internal/worker (Drain100k, PublishLag)
 #       rules          classifier/internal/rules (Match, MatchStemming, Reload) and
 #                      classifier/internal/api (RuleEditReachesPlayground)
+#       topics         classifier/internal/topicmodel (Decide per document, the
+#                      default model's heap)
 #       index-manager  index-manager/internal/api (ListIndices200)
 #       drain          e2e ClassifierDrain (20-200 KB pages), ClassifierDrain100KB
 #                      (and ClassifierDrainTuned with BENCH_DRAIN_TUNED=1)
@@ -47,7 +49,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-all_groups="publisher rules index-manager drain latency backfill replicas clusters"
+all_groups="publisher rules topics index-manager drain latency backfill replicas clusters"
 only=${BENCH_ONLY:-$all_groups}
 only=${only//,/ }
 runs=${BENCH_RUNS:-3}
@@ -128,6 +130,7 @@ run_group() {
     run_go classifier ./internal/rules/ . "$suffix"
     run_go classifier ./internal/api/ '^BenchmarkRuleEditReachesPlayground$' "$suffix"
     ;;
+  topics) run_go classifier ./internal/topicmodel/ . "$suffix" ;;
   index-manager) run_go index-manager ./internal/api/ . "$suffix" ;;
   drain)
     if [[ -n $suffix ]]; then

@@ -621,7 +621,7 @@ func evalCommand(ctx context.Context, args []string) error {
 	}
 	var scorer *topicmodel.Scorer
 	if m != nil {
-		if scorer, err = topicmodel.Compile(m, engine.Kind()); err != nil {
+		if scorer, err = topicmodel.Compile(m, topicmodel.MatcherDefault); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
 	}

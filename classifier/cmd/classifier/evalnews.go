@@ -275,7 +275,7 @@ func crossValidate(ctx context.Context, engine *rules.Engine, decide topicmodel.
 		if err != nil {
 			return nil, fmt.Errorf("fold %d: %w", f+1, err)
 		}
-		s, err := topicmodel.Compile(m, engine.Kind())
+		s, err := topicmodel.Compile(m, topicmodel.MatcherDefault)
 		if err != nil {
 			return nil, fmt.Errorf("fold %d: %w", f+1, err)
 		}
@@ -545,7 +545,7 @@ func scoreNews(engine *rules.Engine, m *topicmodel.Model, decide topicmodel.Deci
 	var s *topicmodel.Scorer
 	if m != nil {
 		var err error
-		if s, err = topicmodel.Compile(m, engine.Kind()); err != nil {
+		if s, err = topicmodel.Compile(m, topicmodel.MatcherDefault); err != nil {
 			return nil, err
 		}
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/north-cloud/classifier/internal/sourcestats"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/breaker"
@@ -177,7 +178,7 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	models, err := modelstore.NewModels(defaultModel, engine.Kind())
+	models, err := modelstore.NewModels(defaultModel, topicmodel.MatcherDefault)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
@@ -25,6 +26,16 @@ type ClassifyResponse struct {
 	// RulesVersion is the rule-set version the pipeline's engine held, when
 	// known.
 	RulesVersion *int64 `json:"rules_version,omitempty"`
+	// Explanation says why the document got its topics: what the model
+	// said, which words pushed which topic and by how much, and what the
+	// rules found (when the pipeline can explain).
+	Explanation *topicmodel.Explanation `json:"explanation,omitempty"`
+}
+
+// DecisionExplainer is a Pipeline that can explain its topic decision;
+// *pipeline.Pipeline is one.
+type DecisionExplainer interface {
+	ExplainDecision(index, id, title, body string) topicmodel.Explanation
 }
 
 // POST /classify: the body is a raw document as the crawler writes it to
@@ -55,5 +66,10 @@ func (h *handler) classify(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "classification failed")
 		return
 	}
-	c.JSON(http.StatusOK, ClassifyResponse{Document: out, RulesVersion: h.rulesVersion()})
+	resp := ClassifyResponse{Document: out, RulesVersion: h.rulesVersion()}
+	if x, ok := h.Pipeline.(DecisionExplainer); ok {
+		e := x.ExplainDecision("", doc.ID, out.Title, out.RawText)
+		resp.Explanation = &e
+	}
+	c.JSON(http.StatusOK, resp)
 }

@@ -43,6 +43,21 @@ func TestClassifyEndpoint(t *testing.T) {
 	if out.RulesVersion == nil {
 		t.Error("rules_version missing")
 	}
+	// The explanation says why: the decision equals the document's, the
+	// model's view and the words that pushed the crime topic are there.
+	x := out.Explanation
+	if x == nil || x.Decision.Primary != d.PrimaryTopic || x.Decision.Crime != d.IsCrimeRelated || x.Model == nil || len(x.Rules) == 0 {
+		t.Fatalf("explanation %+v for document topics %v (primary %q)", x, d.Topics, d.PrimaryTopic)
+	}
+	pushed := false
+	for _, c := range x.Contributions {
+		if c.Logit > 0 && (c.Term == "gunman" || c.Term == "shot dead" || c.Term == "homicid") {
+			pushed = true
+		}
+	}
+	if !pushed {
+		t.Errorf("no crime word among the contributions: %+v", x.Contributions)
+	}
 	var after int
 	if err := b.db.QueryRow(`SELECT count(*) FROM classification_history`).Scan(&after); err != nil {
 		t.Fatal(err)

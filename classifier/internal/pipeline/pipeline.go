@@ -249,6 +249,15 @@ func (p *Pipeline) Decide(index, id, title, body string) topicmodel.Decision {
 	return d
 }
 
+// ExplainDecision decides the topics of a title and body as Classify does
+// (the body bounded as the pipeline bounds it) and says why: for the
+// playground.
+func (p *Pipeline) ExplainDecision(index, id, title, body string) topicmodel.Explanation {
+	body = bounded(body)
+	model, _ := p.cfg.Model(index, id)
+	return topicmodel.Explain(model, title, body, p.explain(index, id, title, body), p.cfg.Decide)
+}
+
 func (p *Pipeline) decideWith(model *topicmodel.Scorer, title, body string, explained []rules.Match) topicmodel.Decision {
 	var scores topicmodel.Scores
 	if model != nil {
@@ -272,14 +281,14 @@ func (p *Pipeline) explain(index, id, title, body string) []rules.Match {
 	return p.cfg.Topics.Match(title, body)
 }
 
-// DefaultModel is the shipped default topic model, compiled with the rule
-// engine's default matcher.
+// DefaultModel is the shipped default topic model, compiled with
+// topicmodel.MatcherDefault.
 func DefaultModel() (*topicmodel.Scorer, error) {
 	m, err := topicmodel.DefaultLexicon()
 	if err != nil {
 		return nil, err
 	}
-	return topicmodel.Compile(m, rules.MatcherKindDefault)
+	return topicmodel.Compile(m, topicmodel.MatcherDefault)
 }
 
 // bounded returns at most MaxAnalysedBytes of s (admitted, so valid UTF-8),

@@ -86,23 +86,80 @@ func (c DecideConfig) withDefaults() DecideConfig {
 
 // TopicScore is a kept topic and its probability.
 type TopicScore struct {
-	Topic string
-	Score float64
+	Topic string  `json:"topic"`
+	Score float64 `json:"score"`
 }
 
 // Decision is what a classified document carries about its topics.
 type Decision struct {
 	// Primary is the document's section: "" when nothing was found.
-	Primary string
+	Primary string `json:"primary_topic"`
 	// Confidence is the primary topic's probability (0..1).
-	Confidence float64
+	Confidence float64 `json:"confidence"`
 	// Topics are the kept topics, the primary first, with their
 	// probabilities (a topic only the rules know: its rule's score).
-	Topics []TopicScore
+	Topics []TopicScore `json:"topics"`
 	// Crime is set when a crime subcategory is kept; Subcategory is the
 	// first kept one.
-	Crime       bool
-	Subcategory string
+	Crime       bool   `json:"is_crime_related"`
+	Subcategory string `json:"crime_subcategory,omitempty"`
+}
+
+// Explanation says why a document got its decision: what the model alone
+// said, which of its terms pushed which topic and by how much, and what the
+// rules found.
+type Explanation struct {
+	Decision Decision `json:"decision"`
+	// Model is the deciding model's own view (before the rules' evidence):
+	// its kind and each topic's probability; nil when the rules decided
+	// alone.
+	Model *ModelView `json:"model,omitempty"`
+	// Contributions are the terms found, the largest pushes first, at most
+	// a few per topic.
+	Contributions []Contribution `json:"contributions"`
+	// Rules are the rules that found a keyword, whether they passed their
+	// threshold (matched) and what they found.
+	Rules []RuleView `json:"rules"`
+}
+
+// ModelView is a model's probabilities for one document.
+type ModelView struct {
+	Kind   string       `json:"kind"`
+	Topics []TopicScore `json:"topics"`
+}
+
+// RuleView is one rule's view of a document.
+type RuleView struct {
+	Rule     string   `json:"rule"`
+	Topic    string   `json:"topic"`
+	Matched  bool     `json:"matched"`
+	Keywords []string `json:"keywords_found"`
+}
+
+// ExplainContributionsPerTopic bounds Explanation.Contributions per topic.
+const ExplainContributionsPerTopic = 5
+
+// Explain decides a document as Decide does and says why.
+func Explain(s *Scorer, title, body string, explained []rules.Match, cfg DecideConfig) Explanation {
+	var e Explanation
+	var sc Scores
+	if s != nil {
+		sc, e.Contributions = s.Explain(title, body, ExplainContributionsPerTopic)
+		e.Model = &ModelView{Kind: s.m.Kind}
+		for i, t := range s.m.Topics {
+			e.Model.Topics = append(e.Model.Topics, TopicScore{Topic: t, Score: sc.Probs[i]})
+		}
+		slices.SortStableFunc(e.Model.Topics, func(a, b TopicScore) int { return cmp.Compare(b.Score, a.Score) })
+	}
+	if e.Contributions == nil {
+		e.Contributions = []Contribution{}
+	}
+	e.Decision = Decide(s, sc, explained, cfg)
+	e.Rules = []RuleView{}
+	for _, m := range explained {
+		e.Rules = append(e.Rules, RuleView{Rule: m.Rule.Name, Topic: m.Topic(), Matched: m.Matched, Keywords: m.MatchedKeywords})
+	}
+	return e
 }
 
 // Decide decides a document's topics from the model's view of it (nil

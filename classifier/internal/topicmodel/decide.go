@@ -174,8 +174,9 @@ func Explain(s *Scorer, title, body string, explained []rules.Match, cfg DecideC
 // another topic of the model is kept at SecondaryMin, a crime topic at
 // CrimeMin. So crime words in a sports report, where the section's evidence
 // is far larger, do not flag it; a report that is about crime is flagged.
-// A topic neither the model nor crime covers (an operator's own topic) is
-// kept when its rule passed its threshold. Nothing found: no topic.
+// A topic neither the model (nor its base) nor crime covers (an operator's
+// own topic) is kept when its rule passed its threshold. Nothing found: no
+// topic.
 //
 // With no model, or a model that found nothing, the rules decide as they
 // did alone: every rule that passed its threshold, in the engine's order.
@@ -261,6 +262,16 @@ func Decide(s *Scorer, sc Scores, explained []rules.Match, cfg DecideConfig) Dec
 			for t := range passed {
 				if rules.IsCrimeSubcategory(t) {
 					modelTopics[t] = true // crime was decided as a whole
+				}
+			}
+		}
+		if s.base != nil {
+			// The sections of the base that the trained model left out
+			// were left out on purpose (the operator's labels name the
+			// sections): their rules do not bring them back.
+			for _, t := range s.base.m.Topics {
+				if !rules.IsCrimeSubcategory(t) && t != CrimeTopic {
+					modelTopics[t] = true
 				}
 			}
 		}

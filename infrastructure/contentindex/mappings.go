@@ -90,6 +90,7 @@ func ClassifiedMapping() map[string]any {
 		// beside the spec's topics and topic_scores).
 		"primary_topic":            map[string]any{"type": "keyword"},
 		"primary_topic_confidence": map[string]any{"type": "float"},
+		"topic_disputed":           map[string]any{"type": "boolean"},
 		"is_crime_related":         map[string]any{"type": "boolean"},
 		"crime_subcategory":        map[string]any{"type": "keyword"},
 		"source_reputation":        map[string]any{"type": "float"},

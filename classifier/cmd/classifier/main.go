@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/dedup"
+	"github.com/north-cloud/classifier/internal/labels"
 	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/modelapi"
 	"github.com/north-cloud/classifier/internal/modelstore"
@@ -300,6 +301,11 @@ func serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
+	labelStore := labels.NewStore(db)
+	labelFinder, err := labels.NewFinder(labels.FinderConfig{ES: es})
+	if err != nil {
+		return err
+	}
 	// The playground runs on the active engine only, so its requests are
 	// not counted as shadow-mode comparisons.
 	if err := mountAPI(srv.Router(),
@@ -310,7 +316,8 @@ func serve(ctx context.Context, _ []string) error {
 			PollStatus: poll.IndexStatus, SourceStats: sourceStats,
 			Priorities: priorityStore, Reprocess: reprocessor,
 		},
-		modelapi.Deps{Store: modelRepo, InUse: models.InUse, Base: defaultModel.Model(), Logger: log}); err != nil {
+		modelapi.Deps{Store: modelRepo, InUse: models.InUse, Base: defaultModel.Model(), Labels: labelStore, Logger: log},
+		labels.Deps{Store: labelStore, Finder: labelFinder, Topics: labelTopics(models, engine), Logger: log}); err != nil {
 		return err
 	}
 
@@ -359,4 +366,23 @@ func serve(ctx context.Context, _ []string) error {
 		components = append(components, lifecycle.Named("dlq_retry", retrier))
 	}
 	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout, components...)
+}
+
+// labelTopics are the topics an operator may label with: the deciding
+// model's (the crime family as its subcategories) and the rules'.
+func labelTopics(models *modelstore.Models, engine *rules.Engine) func() []string {
+	return func() []string {
+		var out []string
+		if m, _ := models.For("", ""); m != nil {
+			for _, t := range m.Topics() {
+				if t != topicmodel.CrimeTopic {
+					out = append(out, t)
+				}
+			}
+		}
+		for _, r := range engine.Rules() {
+			out = append(out, r.Topic)
+		}
+		return out
+	}
 }

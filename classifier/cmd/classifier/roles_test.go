@@ -10,6 +10,7 @@ import (
 	"github.com/north-cloud/classifier/internal/api"
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/deadletter"
+	"github.com/north-cloud/classifier/internal/labels"
 	"github.com/north-cloud/classifier/internal/modelapi"
 	"github.com/north-cloud/classifier/internal/modelstore"
 	"github.com/north-cloud/classifier/internal/openapi"
@@ -22,6 +23,7 @@ import (
 	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/auth/authtest"
+	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/openapi/openapitest"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -72,6 +74,11 @@ func mounted(t *testing.T) (*gin.Engine, *auth.Authenticator, *sql.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	es, prefix := testenv.Elasticsearch(t)
+	finder, err := labels.NewFinder(labels.FinderConfig{ES: es, Pattern: prefix + "*" + contentindex.ClassifiedSuffix})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "classifier"}, log, http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +87,8 @@ func mounted(t *testing.T) (*gin.Engine, *auth.Authenticator, *sql.DB) {
 		api.Deps{Store: rulestore.NewRepository(db), Engine: engine, Pipeline: pipe, Logger: log},
 		opsapi.Deps{DeadLetters: deadletter.NewRepository(db), Sources: reputation.NewRepository(db),
 			History: storage.NewHistoryRepository(db), Logger: log},
-		modelapi.Deps{Store: modelstore.NewRepository(db), Logger: log}); err != nil {
+		modelapi.Deps{Store: modelstore.NewRepository(db), Logger: log},
+		labels.Deps{Store: labels.NewStore(db), Finder: finder, Logger: log}); err != nil {
 		t.Fatal(err)
 	}
 	return srv.Router(), authn, db

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/api"
+	"github.com/north-cloud/classifier/internal/labels"
 	"github.com/north-cloud/classifier/internal/modelapi"
 	"github.com/north-cloud/classifier/internal/opsapi"
 	"github.com/north-cloud/infrastructure/audit"
@@ -27,7 +28,7 @@ func apiPolicy() auth.Policy {
 // mountAPI adds the classifier's /api/v1 routes to router: the audit log,
 // the rules API and the operations API, behind the bearer token, the role
 // policy and the audit middleware (audit.Group). g.Policy is set here.
-func mountAPI(router gin.IRouter, g audit.GroupConfig, rulesDeps api.Deps, opsDeps opsapi.Deps, modelDeps modelapi.Deps) error {
+func mountAPI(router gin.IRouter, g audit.GroupConfig, rulesDeps api.Deps, opsDeps opsapi.Deps, modelDeps modelapi.Deps, labelDeps labels.Deps) error {
 	g.Policy = apiPolicy()
 	v1, err := audit.Group(router, "/api/v1", g)
 	if err != nil {
@@ -40,6 +41,9 @@ func mountAPI(router gin.IRouter, g audit.GroupConfig, rulesDeps api.Deps, opsDe
 		return fmt.Errorf("mount api: %w", err)
 	}
 	if err := modelapi.Register(v1, modelDeps); err != nil {
+		return fmt.Errorf("mount api: %w", err)
+	}
+	if err := labels.Register(v1, labelDeps); err != nil {
 		return fmt.Errorf("mount api: %w", err)
 	}
 	return nil

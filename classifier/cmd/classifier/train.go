@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/labels"
 	"github.com/north-cloud/classifier/internal/modelstore"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/topicmodel"
@@ -89,6 +90,7 @@ func trainCommand(ctx context.Context, args []string) error {
 	cv := fl.Int("cv", 5, "score by K-fold cross-validation first (0: skip)")
 	rulesFrom := fl.String("rules", "", "rules beside the model in the cross-validation: none, db, migrations or a JSON file (default: db with -name, none otherwise)")
 	seed := fl.Uint64("seed", 1, "the seed of the folds and of training")
+	fromLabels := fl.Bool("from-labels", false, "train on the operators' labels stored in CLASSIFIER_DATABASE_URL (the dashboard's Labelling page), besides any files")
 	var cfg topicmodel.TrainConfig
 	loadBase := trainFlags(fl, &cfg)
 	var files []string
@@ -102,9 +104,9 @@ func trainCommand(ctx context.Context, args []string) error {
 		files = append(files, fl.Arg(0))
 		args = fl.Args()[1:]
 	}
-	if len(files) == 0 || (*out == "") == (*name == "") {
+	if (len(files) == 0 && !*fromLabels) || (*out == "") == (*name == "") {
 		fl.Usage()
-		return errors.New("train: want one or more labelled files and exactly one of -o and -name")
+		return errors.New("train: want labelled files or -from-labels, and exactly one of -o and -name")
 	}
 	cfg.Seed = *seed
 	if err := loadBase(); err != nil {
@@ -123,6 +125,14 @@ func trainCommand(ctx context.Context, args []string) error {
 			return fmt.Errorf("train: %w", err)
 		}
 		items = append(items, its...)
+	}
+	if *fromLabels {
+		stored, err := storedLabels(ctx)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		items = append(items, stored...)
+		files = append(files, "labels")
 	}
 	examples := topicmodel.Examples(items)
 	fmt.Fprintf(os.Stderr, "train: %d documents, per topic %v\n", len(examples), topicmodel.PerTopic(examples))
@@ -161,6 +171,29 @@ func trainCommand(ctx context.Context, args []string) error {
 	}
 	return storeModel(ctx, os.Stdout, modelstore.NewModel{Name: *name, Model: m, TrainedOn: trained, Scores: scores,
 		CreatedBy: "classifier train"})
+}
+
+// storedLabels are the operators' labels (table topic_labels) as labelled
+// documents.
+func storedLabels(ctx context.Context) ([]NewsItem, error) {
+	dsn := strings.TrimSpace(os.Getenv("CLASSIFIER_DATABASE_URL"))
+	if dsn == "" {
+		return nil, errors.New("-from-labels: CLASSIFIER_DATABASE_URL is not set")
+	}
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ex, err := labels.NewStore(db).Examples(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NewsItem, len(ex))
+	for i, e := range ex {
+		out[i] = NewsItem{ID: fmt.Sprint("label-", i+1), Label: e.Label, Title: e.Title, Text: e.Body}
+	}
+	return out, nil
 }
 
 func writeModel(path string, m *topicmodel.Model) error {

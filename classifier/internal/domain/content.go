@@ -147,14 +147,18 @@ type ClassifiedContent struct {
 	// PrimaryTopicConfidence its probability, 0..1 (package topicmodel);
 	// additions beside the spec's topics and topic_scores. Empty and 0
 	// when no topic was found.
-	PrimaryTopic           string    `json:"primary_topic,omitempty"`
-	PrimaryTopicConfidence float64   `json:"primary_topic_confidence,omitempty"`
-	IsCrimeRelated         bool      `json:"is_crime_related"`
-	CrimeSubcategory       *string   `json:"crime_subcategory,omitempty"`
-	SourceReputation       float64   `json:"source_reputation"`
-	Confidence             float64   `json:"confidence"`
-	ClassifierVersion      string    `json:"classifier_version"`
-	ClassifiedAt           time.Time `json:"classified_at"`
+	PrimaryTopic           string  `json:"primary_topic,omitempty"`
+	PrimaryTopicConfidence float64 `json:"primary_topic_confidence,omitempty"`
+	// TopicDisputed is set when the rules and the model disagree on the
+	// document's topics (topicmodel.Decision.Disputed): a candidate for an
+	// operator's label.
+	TopicDisputed     bool      `json:"topic_disputed,omitempty"`
+	IsCrimeRelated    bool      `json:"is_crime_related"`
+	CrimeSubcategory  *string   `json:"crime_subcategory,omitempty"`
+	SourceReputation  float64   `json:"source_reputation"`
+	Confidence        float64   `json:"confidence"`
+	ClassifierVersion string    `json:"classifier_version"`
+	ClassifiedAt      time.Time `json:"classified_at"`
 
 	// ProcessingStrategy is how the document was classified, from its URL's
 	// class (admission.AssessURL): "standard" from title and text,

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/modelstore"
+	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/httpserver"
@@ -57,6 +58,11 @@ type Deps struct {
 	// Base is the model a trained model learns on top of (the shipped
 	// lexicon, topicmodel.TrainConfig.Base); nil trains without one.
 	Base *topicmodel.Model
+	// Labels, when set, are the operators' stored labels, which
+	// POST /models/train?from=labels trains on.
+	Labels interface {
+		Examples(ctx context.Context) ([]topicmodel.Example, error)
+	}
 	// InUse, when set, reports the models this replica serves now
 	// (modelstore.Models.InUse), shown by GET /models.
 	InUse func() modelstore.InUse
@@ -117,7 +123,7 @@ func (h *handler) fail(c *gin.Context, err error) {
 		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, "topic model not found")
 	case errors.Is(err, modelstore.ErrConflict):
 		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, err.Error())
-	case errors.Is(err, modelstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, modelstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || rulestore.IsUnavailable(err):
 		h.Logger.WarnContext(c.Request.Context(), "model database unavailable", slog.Any("error", err))
 		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the model database is unavailable; retry later")
 	default:
@@ -188,23 +194,14 @@ func (h *handler) train(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "name (query) is required, 1..100 characters")
 		return
 	}
-	items, err := topicmodel.ReadLabelled(c.Request.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpserver.WriteError(c, http.StatusRequestEntityTooLarge, httpserver.CodeBodyTooLarge,
-				fmt.Sprintf("the labelled documents are over %d bytes", h.MaxTrainBytes))
-			return
-		}
-		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "labelled NDJSON: "+err.Error())
+	examples, ok := h.examples(c)
+	if !ok {
 		return
 	}
-	if len(items) > h.MaxTrainDocuments {
-		httpserver.WriteError(c, http.StatusRequestEntityTooLarge, httpserver.CodeBodyTooLarge,
-			fmt.Sprintf("%d documents, over %d", len(items), h.MaxTrainDocuments))
-		return
+	via := "api"
+	if c.Query("from") == "labels" {
+		via = "labels"
 	}
-	examples := topicmodel.Examples(items)
 	tctx, cancel := context.WithTimeout(c.Request.Context(), h.TrainTimeout)
 	defer cancel()
 	start := time.Now()
@@ -216,13 +213,55 @@ func (h *handler) train(c *gin.Context) {
 	ctx, cancelDB := h.ctx(c)
 	defer cancelDB()
 	s, err := h.Store.Create(ctx, modelstore.NewModel{Name: name, Model: m, CreatedBy: auth.Subject(c),
-		TrainedOn: map[string]any{"documents": len(examples), "per_topic": topicmodel.PerTopic(examples), "via": "api",
+		TrainedOn: map[string]any{"documents": len(examples), "per_topic": topicmodel.PerTopic(examples), "via": via,
 			"seconds": time.Since(start).Seconds()}})
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, s)
+}
+
+// examples are what POST /models/train learns from: the labelled NDJSON
+// body, or with ?from=labels the stored labels. False after an error
+// answer.
+func (h *handler) examples(c *gin.Context) ([]topicmodel.Example, bool) {
+	switch c.Query("from") {
+	case "":
+	case "labels":
+		if h.Labels == nil {
+			httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "this replica has no label store")
+			return nil, false
+		}
+		ctx, cancel := h.ctx(c)
+		defer cancel()
+		ex, err := h.Labels.Examples(ctx)
+		if err != nil {
+			h.fail(c, err)
+			return nil, false
+		}
+		return ex, true
+	default:
+		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "from must be labels, or absent to train on the body")
+		return nil, false
+	}
+	items, err := topicmodel.ReadLabelled(c.Request.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpserver.WriteError(c, http.StatusRequestEntityTooLarge, httpserver.CodeBodyTooLarge,
+				fmt.Sprintf("the labelled documents are over %d bytes", h.MaxTrainBytes))
+			return nil, false
+		}
+		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "labelled NDJSON: "+err.Error())
+		return nil, false
+	}
+	if len(items) > h.MaxTrainDocuments {
+		httpserver.WriteError(c, http.StatusRequestEntityTooLarge, httpserver.CodeBodyTooLarge,
+			fmt.Sprintf("%d documents, over %d", len(items), h.MaxTrainDocuments))
+		return nil, false
+	}
+	return topicmodel.Examples(items), true
 }
 
 type candidateRequest struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/dbtest"
+	"github.com/north-cloud/classifier/internal/labels"
 	"github.com/north-cloud/classifier/internal/modelapi"
 	"github.com/north-cloud/classifier/internal/modelstore"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -92,6 +93,33 @@ func TestTrainShadowPromoteRollbackOverHTTP(t *testing.T) {
 	}
 	if code, _ = do(t, r, http.MethodGet, fmt.Sprintf("/api/v1/models/%d", id), ""); code != http.StatusNotFound {
 		t.Fatalf("get deleted: %d", code)
+	}
+}
+
+// POST /models/train?from=labels trains on the operators' stored labels.
+func TestTrainFromLabels(t *testing.T) {
+	t.Parallel()
+	db, _ := dbtest.Migrated(t)
+	store := labels.NewStore(db)
+	r := router(t, modelapi.Deps{Store: modelstore.NewRepository(db), Labels: store})
+	if code, m := do(t, r, http.MethodPost, "/api/v1/models/train?name=from-labels&from=labels", ""); code != http.StatusBadRequest {
+		t.Fatalf("no labels yet: %d %v, want 400", code, m)
+	}
+	words := map[string]string{"sports": "striker goal league coach", "business": "shares profit merger investors"}
+	for topic, w := range words {
+		for i := range 4 {
+			if _, _, err := store.Put(t.Context(), labels.Label{Index: "x_raw_content", ContentID: fmt.Sprint(topic, i), Label: topic,
+				Title: strings.Fields(w)[i], Body: w}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	code, m := do(t, r, http.MethodPost, "/api/v1/models/train?name=from-labels&from=labels", "")
+	if code != http.StatusCreated || m["trained_on"].(map[string]any)["via"] != "labels" || m["trained_on"].(map[string]any)["documents"].(float64) != 8 {
+		t.Fatalf("train from labels: %d %v", code, m)
+	}
+	if code, _ := do(t, r, http.MethodPost, "/api/v1/models/train?name=x&from=elsewhere", ""); code != http.StatusBadRequest {
+		t.Errorf("from=elsewhere: %d", code)
 	}
 }
 

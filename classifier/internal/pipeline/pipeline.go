@@ -212,6 +212,7 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 		out.TopicScores = append(out.TopicScores, domain.TopicScore{Topic: t.Topic, Score: t.Score})
 	}
 	out.PrimaryTopic, out.PrimaryTopicConfidence = decision.Primary, decision.Confidence
+	out.TopicDisputed = decision.Disputed
 	if decision.Crime {
 		sub := decision.Subcategory
 		out.IsCrimeRelated, out.CrimeSubcategory = true, &sub

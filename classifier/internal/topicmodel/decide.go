@@ -103,6 +103,10 @@ type Decision struct {
 	// first kept one.
 	Crime       bool   `json:"is_crime_related"`
 	Subcategory string `json:"crime_subcategory,omitempty"`
+	// Disputed is set when a rule that passed its threshold names a topic
+	// of the model that the decision did not keep: the rules and the model
+	// disagree, so an operator's label is worth most here.
+	Disputed bool `json:"disputed"`
 }
 
 // Explanation says why a document got its decision: what the model alone
@@ -255,6 +259,11 @@ func Decide(s *Scorer, sc Scores, explained []rules.Match, cfg DecideConfig) Dec
 		}
 		slices.SortStableFunc(rest, func(a, b TopicScore) int { return cmp.Compare(b.Score, a.Score) })
 		d.Topics = append(d.Topics, rest...)
+		for t := range passed {
+			if modelTopics[t] && !rules.IsCrimeSubcategory(t) && !slices.ContainsFunc(d.Topics, func(x TopicScore) bool { return x.Topic == t }) {
+				d.Disputed = true
+			}
+		}
 		for _, t := range topics {
 			modelTopics[t] = true // decided above, kept or not
 		}

@@ -396,7 +396,7 @@ var (
 	// ShortDefaultFloors: the short items at the shipped defaults.
 	ShortDefaultFloors = SectionFloors{Top1: 0.80, None: 0.02, CrimeFlags: 0.02}
 	// FullDefaultFloors: the full articles at the shipped defaults.
-	FullDefaultFloors = SectionFloors{Top1: 0.91, Exact: 0.88, None: 0.01, CrimeFlags: 0.04}
+	FullDefaultFloors = SectionFloors{Top1: 0.93, Exact: 0.90, None: 0.01, CrimeFlags: 0.02}
 	// ShortTrainedFloors: the short items, classifier train cross-validated.
 	ShortTrainedFloors = SectionFloors{Top1: 0.85, None: 0.01, CrimeFlags: 0.02}
 )

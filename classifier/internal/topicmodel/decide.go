@@ -18,7 +18,7 @@ const (
 	RuleWeightDefault = 0.25
 	// CrimeWeightDefault is the logit each distinct keyword of a crime
 	// topic adds, once one of its rules passed its threshold.
-	CrimeWeightDefault = 4.0
+	CrimeWeightDefault = 1.5
 	// CrimeMinDefault is the probability a crime topic needs to be kept.
 	CrimeMinDefault = 0.5
 	// SectionFloorDefault is the probability at which a section stays the
@@ -212,18 +212,25 @@ func Decide(s *Scorer, sc Scores, explained []rules.Match, cfg DecideConfig) Dec
 				z[i] += unit * cfg.RuleWeight * evidence[t]
 			}
 		}
+		// With a crime family the crime rules' evidence counts once, at its
+		// largest: a keyword many crime rules list is one keyword.
+		crimeRules := 0.0
 		for _, t := range crimeCandidates(explained, passed, modelTopics) {
 			if crimeAt >= 0 {
-				z[crimeAt] += unit * cfg.CrimeWeight * evidence[t]
+				crimeRules = max(crimeRules, unit*cfg.CrimeWeight*evidence[t])
 				continue
 			}
 			topics = append(topics, t)
 			z = append(z, unit*cfg.CrimeWeight*evidence[t])
 		}
 		if crimeAt >= 0 {
+			z[crimeAt] += crimeRules
 			topics[crimeAt] = crimeSubcategory(explained, evidence)
 		}
 		isSection := func(i int) bool { return i < len(s.m.Topics) && i != crimeAt }
+		// found is whether topic i has evidence of its own (more than its
+		// bias): only such a section stays primary beside crime.
+		found := func(i int) bool { return i >= len(s.m.Topics) || z[i] > s.m.Bias[i] }
 		best, section := 0, -1
 		for i := range z {
 			if z[i] > z[best] {
@@ -234,7 +241,7 @@ func Decide(s *Scorer, sc Scores, explained []rules.Match, cfg DecideConfig) Dec
 			}
 		}
 		// Compared as logits: a section's probability can underflow to 0.
-		if section >= 0 && best != section && (z[section]-z[best])/s.temp >= math.Log(cfg.SectionFloor) {
+		if section >= 0 && best != section && found(section) && (z[section]-z[best])/s.temp >= math.Log(cfg.SectionFloor) {
 			best = section
 		}
 		p := softmax(z, s.temp)

@@ -555,17 +555,9 @@ func evalCommand(ctx context.Context, args []string) error {
 	fl.Float64Var(&sf.Exact, "min-exact", 0, "labelled news with -floors: the least exact share over all documents")
 	fl.Float64Var(&sf.None, "max-none", 0.10, "labelled news with -floors: the most documents with no topic")
 	fl.Float64Var(&sf.CrimeFlags, "max-crime-flags", 0.02, "labelled news with -floors: the most crime flags in sports, sci/tech and entertainment sections")
-	// Flags may come before or after the file.
-	var files []string
-	for {
-		if err := fl.Parse(args); err != nil {
-			return err
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		files = append(files, fl.Arg(0))
-		args = fl.Args()[1:]
+	files, err := parseInterspersed(fl, args)
+	if err != nil {
+		return err
 	}
 	if len(files) != 1 {
 		fl.Usage()
@@ -781,4 +773,20 @@ func loadRulesFromFile(path string) ([]rules.Rule, error) {
 		out = append(out, r.EngineRule())
 	}
 	return out, nil
+}
+
+// parseInterspersed parses fl from args, flags before or after the
+// positional arguments, which it returns.
+func parseInterspersed(fl *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return nil, err
+		}
+		if fl.NArg() == 0 {
+			return files, nil
+		}
+		files = append(files, fl.Arg(0))
+		args = fl.Args()[1:]
+	}
 }

@@ -65,12 +65,9 @@ func newsData(t *testing.T, name string) []NewsItem {
 	return items
 }
 
-// The shipped defaults (the migrations' rules and the lexicon) hold their
-// regression floors on both labelled news sets (docs/classification.md
-// gives the figures and the goals).
-func TestSectionEvalShippedDefaults(t *testing.T) {
-	t.Parallel()
-	short, full := newsData(t, "news-short-dev.ndjson.gz"), newsData(t, "news-full-dev.ndjson.gz")
+// shippedEngine is a rule engine over the rules the migrations install.
+func shippedEngine(t *testing.T) *rules.Engine {
+	t.Helper()
 	testenv.Env(t, "POSTGRES_ADMIN_URL", "postgres")
 	ruleSet, err := loadEvalRules(t.Context(), "migrations")
 	if err != nil {
@@ -80,6 +77,16 @@ func TestSectionEvalShippedDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return engine
+}
+
+// The shipped defaults (the migrations' rules and the lexicon) hold their
+// regression floors on both labelled news sets (docs/classification.md
+// gives the figures and the goals).
+func TestSectionEvalShippedDefaults(t *testing.T) {
+	t.Parallel()
+	short, full := newsData(t, "news-short-dev.ndjson.gz"), newsData(t, "news-full-dev.ndjson.gz")
+	engine := shippedEngine(t)
 	lexicon, err := topicmodel.DefaultLexicon()
 	if err != nil {
 		t.Fatal(err)
@@ -110,15 +117,7 @@ func TestSectionEvalShippedDefaults(t *testing.T) {
 func TestSectionEvalTrained(t *testing.T) {
 	t.Parallel()
 	short := newsData(t, "news-short-dev.ndjson.gz")
-	testenv.Env(t, "POSTGRES_ADMIN_URL", "postgres")
-	ruleSet, err := loadEvalRules(t.Context(), "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := rules.NewEngineWithOptions(rules.DefaultOptions(), ruleSet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := shippedEngine(t)
 	base, err := topicmodel.DefaultLexicon()
 	if err != nil {
 		t.Fatal(err)

@@ -93,16 +93,9 @@ func trainCommand(ctx context.Context, args []string) error {
 	fromLabels := fl.Bool("from-labels", false, "train on the operators' labels stored in CLASSIFIER_DATABASE_URL (the dashboard's Labelling page), besides any files")
 	var cfg topicmodel.TrainConfig
 	loadBase := trainFlags(fl, &cfg)
-	var files []string
-	for {
-		if err := fl.Parse(args); err != nil {
-			return err
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		files = append(files, fl.Arg(0))
-		args = fl.Args()[1:]
+	files, err := parseInterspersed(fl, args)
+	if err != nil {
+		return err
 	}
 	if (len(files) == 0 && !*fromLabels) || (*out == "") == (*name == "") {
 		fl.Usage()

@@ -1107,6 +1107,151 @@ describe('dashboard', { concurrency: false }, () => {
     }, { timeout: 60_000, interval: 1000 })
   })
 
+  test('label documents from the Labelling queue: each leaves the queue, is counted, measured and exported; train a model from them; a viewer may only look', async () => {
+    const token = () => page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Labelling' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Labelling' }).waitFor()
+    const queue = page.getByTestId('label-queue')
+    const candidates = queue.locator('li[data-candidate]')
+    // The loader's generated documents, classified: many have no topic or a low confidence.
+    await waitFor('candidates in the labelling queue', async () => {
+      if ((await candidates.count()) >= 4) return true
+      await page.getByRole('button', { name: 'Reload the queue' }).click()
+      return false
+    }, { timeout: 90_000, interval: 2000 })
+    // The finder reads every classified index: this run's documents first when the queue holds some.
+    const pick = async (skip) => {
+      const ours = queue.locator(`li[data-index^="${h.prefix}"]`)
+      const from = (await ours.count()) > skip.size ? ours : candidates
+      for (let i = 0; i < (await from.count()); i++) {
+        const li = from.nth(i)
+        const key = `${await li.getAttribute('data-index')}/${await li.getAttribute('data-candidate')}`
+        if (!skip.has(key)) return { index: await li.getAttribute('data-index'), id: await li.getAttribute('data-candidate'), key }
+      }
+      throw new Error('no candidate left to label')
+    }
+    const rowOf = (c) => queue.locator(`li[data-candidate=${JSON.stringify(c.id)}][data-index=${JSON.stringify(c.index)}]`)
+    const labelOne = async (c, topic) => {
+      const row = rowOf(c)
+      const shown = await row.getByTestId('candidate-predicted').innerText()
+      await row.locator(`button[data-topic="${topic}"]`).click()
+      await row.waitFor({ state: 'detached' })
+      return shown
+    }
+
+    // The first: labelled with the first topic offered (the classifier's suggestion when it had one).
+    const first = await pick(new Set())
+    const firstRow = rowOf(first)
+    const buttons = firstRow.locator('button[data-topic]')
+    const topicsOffered = await buttons.evaluateAll((bs) => bs.map((b) => b.dataset.topic))
+    assert.ok(topicsOffered.length >= 2, `topics offered: ${topicsOffered}`)
+    const suggested = await firstRow.getByTestId('candidate-predicted').innerText()
+    if (suggested !== 'no topic') assert.equal(suggested.split(',')[0], topicsOffered[0], 'the suggestion comes first')
+    // Topics every candidate offers (the available ones; a suggestion may be the document's own).
+    const offered = await candidates.evaluateAll((lis) => lis.map((li) => [...li.querySelectorAll('button[data-topic]')].map((b) => b.dataset.topic)))
+    const common = topicsOffered.filter((t) => offered.every((o) => o.includes(t)))
+    assert.ok(common.length >= 2, `topics every candidate offers: ${common}`)
+    const topic = common[0]
+    assert.deepEqual(await axeViolations(page), [])
+    await shot('labelling-queue')
+    await labelOne(first, topic)
+
+    // In the labels, counted; what the classifier had said kept with it.
+    await page.getByTestId('label-counts').locator(`li[data-label="${topic}"] [data-testid="label-count"]`).filter({ hasText: /^1$/ }).waitFor()
+    await page.getByTestId('labels-table').locator(`tr[data-content-id=${JSON.stringify(first.id)}] [data-testid="label-value"]`).filter({ hasText: topic }).waitFor()
+    const listed = await h.api('classifier', 'GET', '/api/v1/labels?limit=50', undefined, await token())
+    assert.equal(listed.status, 200)
+    const stored = listed.body.labels.find((l) => l.content_id === first.id && l.index === first.index)
+    assert.ok(stored, 'the label is stored')
+    assert.equal(stored.label, topic)
+    assert.equal(listed.body.per_label[topic], 1)
+    const predicted = stored.predicted_topic || 'none'
+    // Out of the queue for good: the classifier leaves labelled documents out.
+    await page.reload()
+    await candidates.first().waitFor()
+    assert.equal(await rowOf(first).count(), 0, 'the labelled document is not offered again')
+
+    // The quality panel counts it: its row of the confusion matrix, under what the classifier had decided, and its topic's row.
+    await page.getByTestId('confusion-matrix').locator(`tr[data-label="${topic}"] td[data-predicted="${predicted}"]`).filter({ hasText: /^1$/ }).waitFor()
+    await page.getByTestId('topic-quality').locator(`tr[data-topic="${topic}"] [data-testid="topic-labelled"]`).filter({ hasText: /^1$/ }).waitFor()
+    await page.getByTestId('label-weeks').locator('tbody tr').first().waitFor()
+
+    // The export holds it, in the format classifier train reads: fetched with the page's session, and saved by the button.
+    const exportedLabels = await page.evaluate(async () => {
+      const { token } = JSON.parse(localStorage.getItem('nc-session'))
+      const res = await fetch('/api/classifier/api/v1/labels/export', { headers: { Authorization: `Bearer ${token}` } })
+      return { status: res.status, type: res.headers.get('content-type'), text: await res.text() }
+    })
+    assert.equal(exportedLabels.status, 200)
+    assert.match(exportedLabels.type, /ndjson/)
+    const lines = exportedLabels.text.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    const line = lines.find((l) => l.id === `${first.index}/${first.id}`)
+    assert.ok(line, `the export has ${first.index}/${first.id}: ${exportedLabels.text.slice(0, 300)}`)
+    assert.equal(line.label, topic)
+    assert.ok(line.text.length > 0 && typeof line.title === 'string')
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-labels').click()])
+    assert.match(file.suggestedFilename(), /^topic-labels-.*\.ndjson$/)
+    assert.equal(readFileSync(await file.path(), 'utf8'), exportedLabels.text)
+
+    // One label is too few to train on: the classifier's refusal is shown.
+    await page.getByTestId('train-shortfall').waitFor()
+    await page.getByTestId('train-from-labels').click()
+    await page.getByTestId('train-error').filter({ hasText: 'Training refused:' }).waitFor()
+
+    // Two topics of two labels each: a model is trained and listed, stored inactive.
+    const other = common.find((t) => t !== topic)
+    const done = new Set([first.key])
+    for (const t of [topic, other, other]) {
+      const c = await pick(done)
+      done.add(c.key)
+      await labelOne(c, t)
+    }
+    await page.getByTestId('label-counts').locator(`li[data-label="${other}"] [data-testid="label-count"]`).filter({ hasText: /^2$/ }).waitFor()
+    await page.getByTestId('label-counts').locator(`li[data-label="${topic}"] [data-testid="label-count"]`).filter({ hasText: /^2$/ }).waitFor()
+    await page.getByTestId('topic-quality').locator(`tr[data-topic="${other}"] [data-testid="topic-labelled"]`).filter({ hasText: /^2$/ }).waitFor()
+    assert.equal(await page.getByTestId('train-shortfall').count(), 0)
+    const modelName = `${h.prefix}-labels`
+    await page.getByLabel('Model name').fill(modelName)
+    await page.getByTestId('train-from-labels').click()
+    await page.getByTestId('train-result').filter({ hasText: `“${modelName}”` }).filter({ hasText: 'inactive' }).waitFor({ timeout: 60_000 })
+    await page.getByTestId('models-table').locator(`tr[data-model="${modelName}"]`).waitFor()
+    assert.deepEqual(await axeViolations(page), [])
+    await shot('labelling')
+
+    // Deleting a label (confirmed) takes it out of the counts.
+    const last = [...done].at(-1)
+    const lastId = last.slice(last.indexOf('/') + 1)
+    const lastRow = page.getByTestId('labels-table').locator(`tr[data-content-id=${JSON.stringify(lastId)}]`)
+    await lastRow.getByRole('button', { name: /^Delete the label of / }).click()
+    await page.getByTestId('confirm-dialog').getByRole('button', { name: 'Delete' }).click()
+    await lastRow.waitFor({ state: 'detached' })
+    await page.getByTestId('label-counts').locator(`li[data-label="${other}"] [data-testid="label-count"]`).filter({ hasText: /^1$/ }).waitFor()
+    assert.equal(h.sql('classifier', 'SELECT count(*) FROM topic_labels'), '3')
+
+    // A viewer sees the queue, the labels and the figures, and none of the actions.
+    const login = await h.api('index-manager', 'POST', '/api/v1/auth/login', { username: h.viewer, password: h.password })
+    assert.equal(login.status, 200)
+    const operatorSession = await page.evaluate(() => localStorage.getItem('nc-session'))
+    await page.evaluate((s) => localStorage.setItem('nc-session', JSON.stringify(s)), { token: login.body.token, expiresAt: login.body.expires_at, user: h.viewer })
+    try {
+      await goto('/labelling')
+      await page.getByTestId('labelling-read-only').filter({ hasText: 'need the operator role' }).waitFor()
+      await candidates.first().waitFor()
+      await page.getByTestId('labels-table').locator('tbody tr').first().waitFor()
+      assert.equal(await queue.locator('button[data-topic]').count(), 0)
+      assert.equal(await page.getByTestId('train-from-labels').count(), 0)
+      assert.equal(await page.getByRole('button', { name: /^Delete the label of / }).count(), 0)
+      // VIEWER_MESSAGE_BODIES=hide: no snippet (the start of a body).
+      assert.equal(await page.getByTestId('candidate-snippet').count(), 0)
+      const refused = await h.api('classifier', 'POST', '/api/v1/labels', { index: first.index, id: first.id, label: topic }, login.body.token)
+      assert.equal(refused.status, 403)
+    } finally {
+      await page.evaluate((s) => localStorage.setItem('nc-session', s), operatorSession)
+      await goto('/labelling')
+      await page.getByRole('heading', { level: 1, name: 'Labelling' }).waitFor()
+    }
+  })
+
   test('dark mode', async () => {
     await page.getByRole('link', { name: 'Index Manager' }).click()
     await page.getByRole('button', { name: 'Switch to dark mode' }).click()
@@ -1125,6 +1270,10 @@ describe('dashboard', { concurrency: false }, () => {
       ['rules', '/rules', () => page.getByTestId('rules-table').waitFor()],
       ['dlq', '/dlq', () => page.getByTestId('dlq-entries').getByTestId('stat-value').filter({ hasText: /\d/ }).waitFor()],
       ['outbox', '/outbox', () => page.getByTestId('outbox-table').waitFor()],
+      ['labelling', '/labelling', async () => {
+        for (const id of ['labels-table', 'confusion-matrix', 'models-table']) await page.getByTestId(id).waitFor()
+        await page.getByTestId('label-queue').or(page.getByText('Nothing to label')).waitFor()
+      }],
       ['sources', `/sources?q=${h.prefix}&sort=-rejected`, () => page.locator(`tr[data-source="${metro}"]`).waitFor()],
       ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
       ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
@@ -1208,6 +1357,9 @@ describe('dashboard', { concurrency: false }, () => {
     await off.goto(`${base}/indices?tab=query`)
     await off.getByTestId('feature-off').filter({ hasText: 'query_explorer=off' }).waitFor()
     assert.equal(await off.getByRole('tab', { name: 'Query Explorer' }).count(), 0)
+    await off.goto(`${base}/labelling`)
+    await off.getByTestId('feature-off').filter({ hasText: 'turned off by DASHBOARD_FEATURES (labelling=off)' }).waitFor()
+    assert.equal(await off.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Labelling' }).count(), 0)
     await off.goto(`${base}/outbox`)
     await off.getByTestId('outbox-table').waitFor()
     assert.equal(await off.getByTestId('export-csv').count(), 0)
@@ -1217,6 +1369,11 @@ describe('dashboard', { concurrency: false }, () => {
     assert.equal(res.status, 403)
     assert.equal(body.error.code, 'feature_disabled')
     assert.match(body.error.message, /live_tail=off/)
+    // Labelling's changes are refused at the server, before the read-only rule; its reads pass.
+    const label = await fetch(`${base}/api/classifier/api/v1/labels`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: '{}' })
+    assert.equal(label.status, 403)
+    assert.equal((await label.json()).error.code, 'feature_disabled')
+    assert.equal((await fetch(`${base}/api/classifier/api/v1/labels/stats`, { headers: { Authorization: `Bearer ${token}` } })).status, 200)
     await off.close()
   })
 })

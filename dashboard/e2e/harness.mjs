@@ -178,7 +178,7 @@ export class Harness {
     this.dashboard = await this.service('dashboard', 'DASHBOARD_ADDR', upstreams)
     // The second dashboard is read-only and has every feature turned off.
     this.readOnlyDashboard = await this.service('dashboard', 'DASHBOARD_ADDR', {
-      ...upstreams, DASHBOARD_READ_ONLY: 'true', DASHBOARD_FEATURES: 'live_tail=off,reprocess=off,query_explorer=off,exports=off,rules_edit=off',
+      ...upstreams, DASHBOARD_READ_ONLY: 'true', DASHBOARD_FEATURES: 'live_tail=off,reprocess=off,query_explorer=off,exports=off,rules_edit=off,labelling=off',
     }, 'dashboard-read-only')
     this.url = `http://${this.dashboard.addr}`
     return this

@@ -31,11 +31,16 @@ const (
 	// FeatureRulesEdit is creating, editing, enabling, disabling and
 	// deleting rules (the dry run and the playground stay).
 	FeatureRulesEdit Feature = "rules_edit"
+	// FeatureLabelling is the Labelling view: labelling documents, deleting
+	// labels and training a model from them (the classifier's POST and
+	// DELETE under /api/v1/labels and POST /api/v1/models/train?from=labels).
+	// The reads stay open, as every feature's.
+	FeatureLabelling Feature = "labelling"
 )
 
 // Features lists every feature, in the order /api/features names them.
 func Features() []Feature {
-	return []Feature{FeatureLiveTail, FeatureReprocess, FeatureQueryExplorer, FeatureExports, FeatureRulesEdit}
+	return []Feature{FeatureLiveTail, FeatureReprocess, FeatureQueryExplorer, FeatureExports, FeatureRulesEdit, FeatureLabelling}
 }
 
 // FeatureSet says which features are on. The zero value has every feature
@@ -135,25 +140,31 @@ func nonNil(s []string) []string {
 }
 
 // featureRoute is an API route behind the proxy that only one feature
-// uses: methods (empty: every method but GET and HEAD) on a path pattern
-// after the proxy's prefix ("*" is one segment).
+// uses: every method but GET and HEAD on a path pattern after the proxy's
+// prefix ("*" is one segment), and, when query is set ("name=value"), only
+// with that query parameter (the first of its name, as the services read it).
 type featureRoute struct {
 	feature Feature
 	prefix  string
 	pattern string
+	query   string
 }
 
 // featureRoutes are the proxied routes a disabled feature closes. Reads
 // stay open (other views show reprocess history and rules); the reads sent
 // by POST (the rules dry run, the playground) too.
 var featureRoutes = []featureRoute{
-	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess"},
-	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*"},
-	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*/cancel"},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules"},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*"},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/enable"},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/disable"},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess", ""},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*", ""},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*/cancel", ""},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules", ""},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*", ""},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/enable", ""},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/disable", ""},
+	{FeatureLabelling, "/api/classifier", "/api/v1/labels", ""},
+	{FeatureLabelling, "/api/classifier", "/api/v1/labels/*", ""},
+	// Training on a body stays: only training on the stored labels is the view's.
+	{FeatureLabelling, "/api/classifier", "/api/v1/models/train", "from=labels"},
 }
 
 // featureGate refuses with 403 feature_disabled, naming the flag, a
@@ -172,7 +183,7 @@ func featureGate(prefix string, s FeatureSet, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && readByPost(prefix, r)) {
 			for _, fr := range routes {
-				if matchPath(fr.pattern, strings.TrimPrefix(r.URL.EscapedPath(), prefix)) {
+				if matchPath(fr.pattern, strings.TrimPrefix(r.URL.EscapedPath(), prefix)) && fr.matchQuery(r) {
 					featureDisabled(w, fr.feature)
 					return
 				}
@@ -180,6 +191,16 @@ func featureGate(prefix string, s FeatureSet, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// matchQuery reports whether r carries the route's query parameter (always
+// when the route names none).
+func (fr featureRoute) matchQuery(r *http.Request) bool {
+	if fr.query == "" {
+		return true
+	}
+	name, value, _ := strings.Cut(fr.query, "=")
+	return r.URL.Query().Get(name) == value
 }
 
 // featureDisabled answers 403 naming the flag that turned f off.

@@ -56,6 +56,9 @@ func TestFeaturesServedAndEnforced(t *testing.T) {
 		{"POST", "/api/classifier/api/v1/sources/demo_news/reprocess", "reprocess"},
 		{"DELETE", "/api/classifier/api/v1/sources/demo_news/reprocess/t1", "reprocess"},
 		{"GET", "/api/live", "live_tail"},
+		{"POST", "/api/classifier/api/v1/labels", "labelling"},
+		{"DELETE", "/api/classifier/api/v1/labels/12", "labelling"},
+		{"POST", "/api/classifier/api/v1/models/train?name=m&from=labels", "labelling"},
 	}
 	passed := []struct{ method, path string }{
 		{"GET", "/api/classifier/api/v1/rules"},
@@ -64,12 +67,15 @@ func TestFeaturesServedAndEnforced(t *testing.T) {
 		{"GET", "/api/classifier/api/v1/sources/demo_news/reprocess"},
 		{"POST", "/api/classifier/api/v1/dlq/requeue"},
 		{"POST", "/api/index-manager/api/v1/indices/x/_query"},
+		{"GET", "/api/classifier/api/v1/labels/candidates"},
+		{"GET", "/api/classifier/api/v1/labels/export"},
+		{"POST", "/api/classifier/api/v1/models/train?name=m"},
 	}
 	raw, err := os.ReadFile("openapi.yaml")
 	must(t, err)
 	doc, err := openapi.Load(raw)
 	must(t, err)
-	for _, off := range []string{"live_tail=off,rules_edit=off,reprocess=off,exports=off,query_explorer=off", ""} {
+	for _, off := range []string{"live_tail=off,rules_edit=off,reprocess=off,exports=off,query_explorer=off,labelling=off", ""} {
 		features, err := server.ParseFeatures(off)
 		must(t, err)
 		b := setupCfg(t, func(c *server.Config) { c.Features = features })
@@ -114,8 +120,8 @@ func TestFeaturesServedAndEnforced(t *testing.T) {
 				t.Errorf("DASHBOARD_FEATURES=%q: %s %s = %d, want forwarded", off, c.method, c.path, res.StatusCode)
 			}
 		}
-		if n := len(*b.upstreams["classifier"]); off != "" && n != 5 {
-			t.Errorf("the classifier saw %d requests, want only the 5 that pass", n)
+		if n := len(*b.upstreams["classifier"]); off != "" && n != 8 {
+			t.Errorf("the classifier saw %d requests, want only the 8 that pass", n)
 		}
 	}
 }

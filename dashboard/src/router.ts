@@ -12,6 +12,7 @@ export const routes = [
       { path: 'rules', name: 'rules', component: () => import('@/views/intelligence/RulesManagementView.vue'), meta: { title: 'Rules' } },
       { path: 'dlq', name: 'dlq', component: () => import('@/views/DeadLetterView.vue'), meta: { title: 'Dead letters' } },
       { path: 'outbox', name: 'outbox', component: () => import('@/views/OutboxView.vue'), meta: { title: 'Outbox' } },
+      { path: 'labelling', name: 'labelling', component: () => import('@/views/LabellingView.vue'), meta: { title: 'Labelling' } },
       { path: 'sources', name: 'sources', component: () => import('@/views/SourcesView.vue'), meta: { title: 'Sources' } },
       { path: 'documents/:index/:id', name: 'document', component: () => import('@/views/DocumentView.vue'), meta: { title: 'Document' } },
       { path: 'find', name: 'find', component: () => import('@/views/FindView.vue'), meta: { title: 'Find a document' } },

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -175,8 +176,13 @@ func (f *Finder) Document(ctx context.Context, rawIndex, id string) (Document, e
 	res, err := es.Get(contentindex.ClassifiedIndexFor(rawIndex), id, es.Get.WithContext(ctx),
 		es.Get.WithSourceIncludes("title", "raw_text", "primary_topic", "primary_topic_confidence"))
 	if err := esclient.CheckResponse("label document", res, err); err != nil {
-		if esclient.IsNotFound(err) {
+		var re *esclient.ResponseError
+		switch {
+		case esclient.IsNotFound(err):
 			return Document{}, fmt.Errorf("label document %s/%s: %w", rawIndex, id, ErrNotFound)
+		case errors.As(err, &re) && re.Status == http.StatusBadRequest:
+			// An index name Elasticsearch refuses (upper case, a space).
+			return Document{}, fmt.Errorf("label document %s/%s: %w: %w", rawIndex, id, ErrInvalid, err)
 		}
 		return Document{}, err
 	}

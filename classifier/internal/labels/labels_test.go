@@ -190,6 +190,8 @@ func TestBadLabelRequests(t *testing.T) {
 		{http.MethodPost, "/api/v1/labels", map[string]string{"index": b.raw, "label": "sports"}, http.StatusBadRequest},
 		{http.MethodPost, "/api/v1/labels", map[string]string{"index": b.raw, "id": "nope", "label": "sports"}, http.StatusNotFound},
 		{http.MethodPost, "/api/v1/labels", map[string]string{"index": "not-raw", "id": "low", "label": "sports"}, http.StatusBadRequest},
+		{http.MethodPost, "/api/v1/labels", map[string]string{"index": "Bad Name_raw_content", "id": "low", "label": "sports"}, http.StatusNotFound},
+		{http.MethodPost, "/api/v1/labels", map[string]string{"index": "nosuch_raw_content", "id": "low", "label": "sports"}, http.StatusNotFound},
 		{http.MethodPost, "/api/v1/labels", map[string]any{"index": b.raw, "id": "low", "label": 3}, http.StatusBadRequest},
 		{http.MethodGet, "/api/v1/labels/candidates?limit=0", nil, http.StatusBadRequest},
 		{http.MethodGet, "/api/v1/labels/candidates?limit=101", nil, http.StatusBadRequest},

@@ -4,6 +4,7 @@ import type {
   DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
   RuleTestResponse, SourceListResponse, SourceReputation, SourceStatsResponse, PollStatusResponse,
   ReprocessRequest, ReprocessTask, ReprocessTaskList, SourcePriority, SourcePriorityLevel,
+  LabelCandidatesResponse, LabelInput, LabelListResponse, LabelStats, TopicLabel, TopicModelListResponse, TopicModelSummary,
 } from '@/types/classifier'
 import type { AuditFilter, AuditListResponse } from '@/types/audit'
 
@@ -52,6 +53,20 @@ export function createClassifierApi(http: HttpClient) {
     /** Asks to cancel a running task (202; it ends as cancelled after its current page); 409 once it has ended. */
     cancelReprocessTask: (source: string, id: string) =>
       http.post<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess/${seg(id)}/cancel`, {}),
+    /** Documents worth a label (no topic, low confidence, disputed), already labelled ones left out; limit 1..100. */
+    labelCandidates: (limit = 20) => http.get<LabelCandidatesResponse>('/api/v1/labels/candidates', { limit }),
+    /** Labels a document (201; 200 when it relabels); 400 for a bad label, 404 when the document is not found. */
+    putLabel: (input: LabelInput) => http.post<TopicLabel>('/api/v1/labels', input),
+    /** The latest labels, with the total and the count per label. */
+    listLabels: (limit = 50) => http.get<LabelListResponse>('/api/v1/labels', { limit }),
+    deleteLabel: (id: number) => http.delete<void>(`/api/v1/labels/${seg(id)}`),
+    /** Every label as labelled NDJSON ({"id","label","title","text"} a line), what `classifier train` reads. */
+    exportLabels: () => http.text('/api/v1/labels/export'),
+    /** The classifier's decisions at labelling time against the labels: per topic, confusion, per week. */
+    labelStats: () => http.get<LabelStats>('/api/v1/labels/stats'),
+    /** Trains a model on the stored labels, stored inactive (201); 400 when there are too few labels. */
+    trainFromLabels: (name: string) => http.post<TopicModelSummary>('/api/v1/models/train', undefined, { name, from: 'labels' }),
+    listModels: () => http.get<TopicModelListResponse>('/api/v1/models'),
     stats: (window = '1h', interval = '1m') => http.get<ClassificationStats>('/api/v1/stats', { window, interval }),
     /** Prometheus text of the classifier's /metrics. */
     metrics: () => http.text('/metrics'),

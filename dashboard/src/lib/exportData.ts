@@ -44,7 +44,12 @@ export async function collectPages<T>(
 
 /** Saves text as a file through the browser. */
 export function download(filename: string, text: string, format: ExportFormat): void {
-  const url = URL.createObjectURL(new Blob([text], { type: format === 'csv' ? 'text/csv;charset=utf-8' : 'application/json' }))
+  downloadText(filename, text, format === 'csv' ? 'text/csv;charset=utf-8' : 'application/json')
+}
+
+/** Saves text of a media type as a file through the browser. */
+export function downloadText(filename: string, text: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }))
   const a = document.createElement('a')
   a.href = url
   a.download = filename

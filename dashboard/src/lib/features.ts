@@ -3,7 +3,7 @@
 // disabled feature's navigation entry and buttons are hidden and its page
 // says so; the server refuses its routes with 403 feature_disabled.
 
-export const FEATURES = ['live_tail', 'reprocess', 'query_explorer', 'exports', 'rules_edit'] as const
+export const FEATURES = ['live_tail', 'reprocess', 'query_explorer', 'exports', 'rules_edit', 'labelling'] as const
 export type Feature = (typeof FEATURES)[number]
 export type FeatureFlags = Record<Feature, boolean>
 
@@ -17,6 +17,7 @@ export const FEATURE_LABELS: Record<Feature, string> = {
   query_explorer: 'The Query Explorer',
   exports: 'Exports',
   rules_edit: 'Editing rules',
+  labelling: 'Labelling',
 }
 
 /** Reads GET /api/features' body; a flag it does not name stays on. */

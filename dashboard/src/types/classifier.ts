@@ -318,3 +318,99 @@ export interface ReprocessTask {
 export interface ReprocessTaskList {
   tasks: ReprocessTask[]
 }
+
+/** Why a document is offered for a label (GET /api/v1/labels/candidates). */
+export type LabelReason = 'no_topic' | 'low_confidence' | 'disputed'
+
+/** A classified document worth an operator's label. */
+export interface LabelCandidate {
+  /** The raw index the document came from (what POST /labels names). */
+  index: string
+  id: string
+  title: string
+  /** The first 300 characters of the document's text. */
+  snippet: string
+  /** The topic the classifier decided; "" when it found none. */
+  primary_topic: string
+  confidence: number
+  topics: string[]
+  reason: LabelReason
+}
+
+export interface LabelCandidatesResponse {
+  candidates: LabelCandidate[]
+  /** The topics an operator may choose from. */
+  topics_available: string[]
+}
+
+/** An operator's label of one document (POST /api/v1/labels answers it). */
+export interface TopicLabel {
+  id: number
+  /** The raw index. */
+  index: string
+  content_id: string
+  label: string
+  title: string
+  /** What the classifier had decided when the label was given ("" for no topic). */
+  predicted_topic: string
+  predicted_confidence: number
+  labelled_by: string
+  labelled_at: string
+}
+
+export interface LabelInput {
+  index: string
+  id: string
+  label: string
+}
+
+export interface LabelListResponse {
+  labels: TopicLabel[]
+  total: number
+  per_label: Record<string, number>
+}
+
+/** The classifier's decisions at labelling time measured against one topic's labels. */
+export interface LabelTopicStats {
+  topic: string
+  labelled: number
+  predicted: number
+  correct: number
+  precision: number
+  recall: number
+}
+
+export interface LabelWeek {
+  /** The week's first day, YYYY-MM-DD. */
+  week: string
+  labelled: number
+  correct: number
+}
+
+export interface LabelStats {
+  labelled: number
+  topics: LabelTopicStats[]
+  /** confusion[label][predicted topic, or "none"] = labels. */
+  confusion: Record<string, Record<string, number>>
+  weeks: LabelWeek[]
+}
+
+/** A stored topic model (GET /api/v1/models). */
+export interface TopicModelSummary {
+  id: number
+  name: string
+  status: string
+  rollout_percent: number
+  topics: string[]
+  terms: number
+  trained_on?: Record<string, unknown> | null
+  scores?: unknown
+  created_by?: string
+  created_at: string
+  status_at?: string
+}
+
+export interface TopicModelListResponse {
+  models: TopicModelSummary[]
+  serving?: { active_model_id: number; candidate_model_id: number; rollout_percent: number }
+}

@@ -302,7 +302,7 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	labelStore := labels.NewStore(db)
-	labelFinder, err := labels.NewFinder(labels.FinderConfig{ES: es})
+	labelFinder, err := labels.NewFinder(labels.FinderConfig{ES: es, Pattern: labels.ClassifiedPattern(cfg.Poller.IndexPattern)})
 	if err != nil {
 		return err
 	}

@@ -197,6 +197,28 @@ func (f *Finder) Document(ctx context.Context, rawIndex, id string) (Document, e
 	return Document{Title: s.Title, Text: s.RawText, PrimaryTopic: s.PrimaryTopic, Confidence: s.Confidence}, nil
 }
 
+// ClassifiedPattern turns the poller's raw-index pattern
+// (CLASSIFIER_INDEX_PATTERN: names, wildcards, -exclusions, comma-separated)
+// into the pattern of their classified twins, so candidates come from the
+// indices this classifier classifies. "" is ClassifiedPatternDefault.
+func ClassifiedPattern(rawPattern string) string {
+	var out []string
+	for _, part := range strings.Split(rawPattern, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+		case strings.HasSuffix(part, contentindex.RawSuffix):
+			out = append(out, strings.TrimSuffix(part, contentindex.RawSuffix)+contentindex.ClassifiedSuffix)
+		case strings.HasSuffix(part, "*"):
+			out = append(out, part+contentindex.ClassifiedSuffix)
+		}
+	}
+	if len(out) == 0 {
+		return ClassifiedPatternDefault
+	}
+	return strings.Join(out, ",")
+}
+
 // RawIndexOf is the raw index of a classified index.
 func RawIndexOf(classifiedIndex string) string {
 	return strings.TrimSuffix(classifiedIndex, contentindex.ClassifiedSuffix) + contentindex.RawSuffix

@@ -204,3 +204,18 @@ func TestBadLabelRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestClassifiedPattern(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":                                    labels.ClassifiedPatternDefault,
+		"*_raw_content":                       "*_classified_content",
+		"news_raw_content, -old*_raw_content": "news_classified_content,-old*_classified_content",
+		"demo*":                               "demo*_classified_content",
+		"exact_name_without_suffix":           labels.ClassifiedPatternDefault,
+	} {
+		if got := labels.ClassifiedPattern(in); got != want {
+			t.Errorf("ClassifiedPattern(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -115,6 +115,21 @@ func stopAll(logger *slog.Logger, timeout time.Duration, components []NamedCompo
 		select {
 		case r = <-results:
 		case <-wait.C:
+			// A Stop that returned by now is reported as it returned: when
+			// its result and the timer are both ready, select may pick
+			// either.
+			returned := false
+			select {
+			case r = <-results:
+				returned = true
+				// Past the deadline, each later Stop (whose ctx is done) gets
+				// the grace to return.
+				wait.Reset(stopGrace)
+			default:
+			}
+			if returned {
+				break
+			}
 			hung := components[len(components)-1-i].Name
 			errs = append(errs, fmt.Errorf("stop %s: abandoned, still stopping after %s: %w", hung, timeout, context.DeadlineExceeded))
 			logger.Error("component did not stop before the shutdown deadline", slog.String("component", hung))

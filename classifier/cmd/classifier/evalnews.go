@@ -35,9 +35,6 @@ import (
 // NewsItem is one labelled news document (topicmodel.Labelled).
 type NewsItem = topicmodel.Labelled
 
-// family is the topics that count as section label.
-func family(label string) []string { return topicmodel.Family(label) }
-
 // readNews reads labelled news NDJSON, gzip-compressed when the name ends in
 // .gz.
 func readNews(path string) ([]NewsItem, error) {
@@ -148,7 +145,7 @@ func newSectionEvaluator(items []NewsItem) *sectionEvaluator {
 	// then to the first that names it at all.
 	for pass := range 2 {
 		for i, s := range e.sections {
-			for j, t := range family(s) {
+			for j, t := range topicmodel.Family(s) {
 				if _, ok := e.topicOf[t]; !ok && (pass == 1 || j == 0) {
 					e.topicOf[t] = i
 				}
@@ -171,7 +168,7 @@ func (e *sectionEvaluator) sectionOf(topic string) string {
 func (e *sectionEvaluator) add(it *NewsItem, doc *domain.ClassifiedContent) {
 	s := e.stats[it.Label]
 	s.Docs++
-	fam := family(it.Label)
+	fam := topicmodel.Family(it.Label)
 	predicted := "none"
 	if doc.PrimaryTopic != "" {
 		predicted = e.sectionOf(doc.PrimaryTopic)

@@ -83,6 +83,18 @@
 // keywords found, Keywords (distinct keywords) and Needed (how many it must
 // find), for the playground and the evaluation command.
 //
+// # Effects
+//
+// A rule's Effect says what it does to its topic once it passes its
+// threshold; the engine matches and scores every effect alike and carries
+// the effect in its snapshot (Match.Rule.Effect, "" spelled out as
+// EffectSupport), and the topic decision (package topicmodel) applies it:
+// EffectSupport counts the rule's keywords as evidence for its topic (the
+// only effect before effects existed, and the default), EffectExclude
+// vetoes its topic for the document (CrimeFamily, "crime", vetoes every
+// crime subcategory; Vetoes), and EffectOverride makes its topic the
+// primary one whatever the model says, unless an exclude rule vetoed it.
+//
 // # Matchers
 //
 // A Matcher finds which keywords occur in normalized text. Three implement

@@ -35,6 +35,57 @@ type Rule struct {
 	// keywords, however long its keyword list. Zero keeps the spec's
 	// threshold (score >= MinConfidence). See the package documentation.
 	MinKeywords int
+	// Effect is what the rule does to its topic when it passes its
+	// threshold: support it (EffectSupport, also ""), veto it
+	// (EffectExclude) or make it the primary topic whatever the model says
+	// (EffectOverride). The engine matches every effect alike; the topic
+	// decision (package topicmodel) applies it.
+	Effect Effect
+}
+
+// Effect is what a passing rule does to its topic in the topic decision.
+type Effect string
+
+// The effects a rule can have (Rule.Effect).
+const (
+	// EffectSupport adds the rule's keywords as evidence for its topic and,
+	// with no model, lets the first passing rule decide: the rules' only
+	// effect before effects existed, and the default.
+	EffectSupport Effect = "support"
+	// EffectExclude vetoes the rule's topic for a document it passes on:
+	// the topic is not kept, not primary and cannot flag the document as
+	// crime related; its keywords are never evidence for the topic. The
+	// topic CrimeFamily vetoes every crime subcategory.
+	EffectExclude Effect = "exclude"
+	// EffectOverride keeps the rule's topic and makes it the primary topic,
+	// with the rule's score as its confidence, whatever the model says;
+	// an exclude rule that passes on the same document still wins.
+	EffectOverride Effect = "override"
+)
+
+// Effects are the valid effects, the default first.
+var Effects = []Effect{EffectSupport, EffectExclude, EffectOverride}
+
+// CrimeFamily is the topic an exclude rule names to veto crime as a whole:
+// every crime subcategory (IsCrimeSubcategory) and a model's crime topic.
+const CrimeFamily = "crime"
+
+// ParseEffect returns the Effect named s, EffectSupport for "".
+func ParseEffect(s string) (Effect, error) {
+	switch e := Effect(s); e {
+	case "":
+		return EffectSupport, nil
+	case EffectSupport, EffectExclude, EffectOverride:
+		return e, nil
+	}
+	return "", fmt.Errorf("rules: unknown effect %q (want %q, %q or %q)", s, EffectSupport, EffectExclude, EffectOverride)
+}
+
+// Vetoes reports whether an exclude rule of topic excludeTopic vetoes
+// topic: its own topic, and with CrimeFamily every crime subcategory and
+// the family itself.
+func Vetoes(excludeTopic, topic string) bool {
+	return excludeTopic == topic || excludeTopic == CrimeFamily && IsCrimeSubcategory(topic)
 }
 
 // The thresholds a rule can be decided by (Rule.Threshold).
@@ -170,7 +221,8 @@ type Engine struct {
 // NewEngine builds an engine over rules with the matcher kind given ("" is
 // MatcherKindDefault) and the other DefaultOptions. It fails on an unknown
 // kind and on rule sets wrapping ErrInvalidRule: duplicate IDs,
-// MinConfidence outside 0..1 or a negative MinKeywords among enabled rules.
+// MinConfidence outside 0..1, a negative MinKeywords or an unknown Effect among
+// enabled rules.
 func NewEngine(kind MatcherKind, rules []Rule) (*Engine, error) {
 	opts := DefaultOptions()
 	opts.Matcher = kind
@@ -391,7 +443,12 @@ func compileRules(opts Options, rules []Rule, version uint64) (*snapshot, error)
 			return nil, fmt.Errorf("rules: rule %d %q: min_keywords %d is negative: %w",
 				r.ID, r.Name, r.MinKeywords, ErrInvalidRule)
 		}
+		effect, err := ParseEffect(string(r.Effect))
+		if err != nil {
+			return nil, fmt.Errorf("rules: rule %d %q: %w: %w", r.ID, r.Name, err, ErrInvalidRule)
+		}
 		c := compiledRule{rule: *r}
+		c.rule.Effect = effect // "" reads as support: the snapshot spells it out
 		c.rule.Keywords = slices.Clone(r.Keywords)
 		ruleIndex := int32(len(s.rules))
 		for _, kw := range r.Keywords {

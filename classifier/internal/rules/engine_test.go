@@ -208,6 +208,7 @@ func TestEngineRejectsInvalidRules(t *testing.T) {
 		"min_confidence above": {{ID: 1, Enabled: true, MinConfidence: 1.5, Keywords: []string{"a"}}},
 		"min_confidence below": {{ID: 1, Enabled: true, MinConfidence: -0.1, Keywords: []string{"a"}}},
 		"min_confidence NaN":   {{ID: 1, Enabled: true, MinConfidence: math.NaN(), Keywords: []string{"a"}}},
+		"unknown effect":       {{ID: 1, Enabled: true, Effect: "veto", Keywords: []string{"a"}}},
 	} {
 		if _, err := NewEngine(MatcherTokenIndex, rules); !errors.Is(err, ErrInvalidRule) {
 			t.Errorf("%s: err = %v, want ErrInvalidRule", name, err)
@@ -461,6 +462,47 @@ func TestEngineConcurrentUpdate(t *testing.T) {
 			}
 			t.Logf("results from set A %d, set B %d, version %d", sawA.Load(), sawB.Load(), e.Version())
 		})
+	}
+}
+
+// The snapshot carries each rule's effect to its matches, "" spelled out
+// as support, so the topic decision reads it from Match.Rule.
+func TestEngineCarriesEffect(t *testing.T) {
+	t.Parallel()
+	e, err := NewEngine(MatcherTokenIndex, []Rule{
+		{ID: 1, Name: "plain", Topic: "sports", Enabled: true, Keywords: []string{"goal"}},
+		{ID: 2, Name: "veto", Topic: CrimeFamily, Enabled: true, Effect: EffectExclude, Keywords: []string{"goal"}},
+		{ID: 3, Name: "force", Topic: "local_news", Enabled: true, Effect: EffectOverride, Keywords: []string{"goal"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Effect{"plain": EffectSupport, "veto": EffectExclude, "force": EffectOverride}
+	got := e.Match("", "a goal")
+	if len(got) != 3 {
+		t.Fatalf("matches %+v, want the three rules", got)
+	}
+	for _, m := range got {
+		if m.Rule.Effect != want[m.Rule.Name] {
+			t.Errorf("%s: effect %q, want %q", m.Rule.Name, m.Rule.Effect, want[m.Rule.Name])
+		}
+	}
+	for _, r := range e.Rules() {
+		if r.Effect != want[r.Name] {
+			t.Errorf("Rules() %s: effect %q, want %q", r.Name, r.Effect, want[r.Name])
+		}
+	}
+	for in, want := range map[string]Effect{"": EffectSupport, "support": EffectSupport, "exclude": EffectExclude, "override": EffectOverride} {
+		if got, err := ParseEffect(in); got != want || err != nil {
+			t.Errorf("ParseEffect(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseEffect("Exclude"); err == nil {
+		t.Error(`ParseEffect("Exclude"): no error`)
+	}
+	if !Vetoes(CrimeFamily, "drug_crime") || !Vetoes(CrimeFamily, CrimeFamily) || Vetoes(CrimeFamily, "sports") ||
+		!Vetoes("sports", "sports") || Vetoes("violent_crime", "drug_crime") {
+		t.Error("Vetoes: the crime family vetoes every crime subcategory, any other topic itself alone")
 	}
 }
 

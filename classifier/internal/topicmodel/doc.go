@@ -23,5 +23,8 @@
 // Decide turns probabilities and the rules' matches into the decision a
 // classified document carries: one primary topic with its confidence,
 // secondary topics only when they are really there, the crime fields, and
-// no topic only when nothing was found.
+// no topic only when nothing was found. Each rule's effect applies there:
+// a support rule's keywords are evidence for its topic, an exclude rule
+// vetoes its topic (crime: every crime subcategory) and an override rule
+// makes its topic the primary one, unless an exclude rule vetoed it.
 package topicmodel

@@ -36,7 +36,7 @@ func NewRepository(db *sql.DB) *Repository {
 	return &Repository{db: db}
 }
 
-const ruleColumns = `id, name, topic, keywords, min_confidence, priority, enabled, min_keywords, COALESCE(seed, ''), created_at, updated_at`
+const ruleColumns = `id, name, topic, keywords, min_confidence, priority, enabled, min_keywords, effect, COALESCE(seed, ''), created_at, updated_at`
 
 type scanner interface {
 	Scan(dest ...any) error
@@ -45,7 +45,7 @@ type scanner interface {
 func scanRule(s scanner) (Rule, error) {
 	var r Rule
 	var kws pq.StringArray
-	err := s.Scan(&r.ID, &r.Name, &r.Topic, &kws, &r.MinConfidence, &r.Priority, &r.Enabled, &r.MinKeywords, &r.Seed, &r.CreatedAt, &r.UpdatedAt)
+	err := s.Scan(&r.ID, &r.Name, &r.Topic, &kws, &r.MinConfidence, &r.Priority, &r.Enabled, &r.MinKeywords, &r.Effect, &r.Seed, &r.CreatedAt, &r.UpdatedAt)
 	if kws == nil {
 		kws = pq.StringArray{}
 	}
@@ -95,9 +95,14 @@ func (r *Repository) Get(ctx context.Context, id int64) (Rule, error) {
 	return rule, nil
 }
 
-// Create validates in and inserts it. It fails with a *ValidationError
-// (ErrInvalid) or ErrConflict when the name is taken.
+// Create validates in and inserts it (a nil Effect is support). It fails
+// with a *ValidationError (ErrInvalid) or ErrConflict when the name is
+// taken.
 func (r *Repository) Create(ctx context.Context, in Input) (Rule, error) {
+	if in.Effect == nil {
+		support := rules.EffectSupport
+		in.Effect = &support
+	}
 	in, err := Validate(in)
 	if err != nil {
 		return Rule{}, fmt.Errorf("create rule: %w", err)
@@ -105,28 +110,40 @@ func (r *Repository) Create(ctx context.Context, in Input) (Rule, error) {
 	op := fmt.Sprintf("create rule %q", in.Name)
 	return r.withinBudget(ctx, op, 0, in.Enabled, in.Keywords, func(tx *sql.Tx) (Rule, error) {
 		return scanRule(tx.QueryRowContext(ctx, `
-		INSERT INTO classification_rules (name, topic, keywords, min_confidence, priority, enabled, min_keywords)
-		VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, 0))
+		INSERT INTO classification_rules (name, topic, keywords, min_confidence, priority, enabled, min_keywords, effect)
+		VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, 0), $8)
 		RETURNING `+ruleColumns,
-			in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
+			in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords, string(*in.Effect)))
 	})
 }
 
-// Update validates in and replaces every editable field of rule id with it.
-// It fails with ErrNotFound, a *ValidationError (ErrInvalid) or ErrConflict.
+// Update validates in and replaces every editable field of rule id with it
+// (a nil MinKeywords or Effect keeps the rule's). It fails with
+// ErrNotFound, a *ValidationError (ErrInvalid) or ErrConflict.
 func (r *Repository) Update(ctx context.Context, id int64, in Input) (Rule, error) {
 	in, err := Validate(in)
 	if err != nil {
 		return Rule{}, fmt.Errorf("update rule %d: %w", id, err)
 	}
 	return r.withinBudget(ctx, fmt.Sprintf("update rule %d", id), id, in.Enabled, in.Keywords, func(tx *sql.Tx) (Rule, error) {
+		if in.Effect == nil {
+			// The rule keeps its effect, which must still suit the topic.
+			var current rules.Effect
+			if err := tx.QueryRowContext(ctx, `SELECT effect FROM classification_rules WHERE id = $1 FOR UPDATE`, id).Scan(&current); err != nil {
+				return Rule{}, err
+			}
+			if p := topicEffectProblem(in.Topic, current); p != "" {
+				return Rule{}, &ValidationError{Problems: []FieldError{{Field: "topic", Message: p}}}
+			}
+			in.Effect = &current
+		}
 		return scanRule(tx.QueryRowContext(ctx, `
 		UPDATE classification_rules
 		   SET name = $2, topic = $3, keywords = $4, min_confidence = $5, priority = $6, enabled = $7,
-		       min_keywords = COALESCE($8, LEAST(min_keywords, cardinality($4::text[])))
+		       min_keywords = COALESCE($8, LEAST(min_keywords, cardinality($4::text[]))), effect = $9
 		 WHERE id = $1
 		RETURNING `+ruleColumns,
-			id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords))
+			id, in.Name, in.Topic, pq.StringArray(in.Keywords), in.MinConfidence, in.Priority, in.Enabled, in.MinKeywords, string(*in.Effect)))
 	})
 }
 

@@ -57,6 +57,11 @@ type Rule struct {
 	// rule must find to match (it replaces min_confidence as the threshold
 	// under the engine's default scoring); 0 keeps the spec's threshold.
 	MinKeywords int `json:"min_keywords"`
+	// Effect is what the rule does to its topic once it passes its
+	// threshold (rules.Effect): support (the default), exclude (vetoes the
+	// topic; the topic crime vetoes every crime subcategory) or override
+	// (makes the topic primary, unless an exclude rule vetoed it).
+	Effect rules.Effect `json:"effect"`
 	// Threshold names the one threshold that decides the rule under the
 	// live engine's scoring (rules.Rule.Threshold): "min_keywords" or
 	// "min_confidence". It is derived, never stored: the rule API fills it
@@ -87,6 +92,7 @@ func (r Rule) EngineRule() rules.Rule {
 		Priority:      r.Priority,
 		Enabled:       r.Enabled,
 		MinKeywords:   r.MinKeywords,
+		Effect:        r.Effect,
 	}
 }
 
@@ -102,6 +108,11 @@ type Input struct {
 	// and leaves a rule's current value alone on Update, so a client that
 	// does not know the field never resets it.
 	MinKeywords *int
+	// Effect is the rule's effect; nil creates the rule as a support rule
+	// and leaves a rule's current effect alone on Update: a client that does
+	// not know the field never turns an exclude rule into one that supports
+	// the topic it vetoed.
+	Effect *rules.Effect
 }
 
 // Filter selects rules in List. Zero values select everything.
@@ -157,7 +168,9 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 const maxReportedProblems = 10
 
 // Validate checks in and returns it cleaned up (name, topic and keywords
-// trimmed), or a *ValidationError naming each offending field. Keywords are
+// trimmed), or a *ValidationError naming each offending field. The topic
+// crime is checked against the effect when in has one: Create gives a nil
+// effect its default first, Update the rule's current one. Keywords are
 // compared after rules.Normalize, the engine's own normalization, so
 // "Break-in" and "break in" are duplicates and "!!!" is empty.
 func Validate(in Input) (Input, error) {
@@ -184,6 +197,14 @@ func Validate(in Input) (Input, error) {
 		add("topic", "must be at most %d characters (got %d)", MaxTopicLength, n)
 	case !topicPattern.MatchString(in.Topic):
 		add("topic", "must be snake_case: a lowercase letter, then lowercase letters, digits or underscores (got %q)", in.Topic)
+	}
+
+	if in.Effect != nil {
+		if e, err := rules.ParseEffect(string(*in.Effect)); err != nil || *in.Effect == "" {
+			add("effect", "must be one of %s, %s or %s (got %q)", rules.EffectSupport, rules.EffectExclude, rules.EffectOverride, string(*in.Effect))
+		} else if p := topicEffectProblem(in.Topic, e); p != "" {
+			add("topic", "%s", p)
+		}
 	}
 
 	if math.IsNaN(in.MinConfidence) || in.MinConfidence < 0 || in.MinConfidence > 1 {
@@ -248,4 +269,16 @@ func Validate(in Input) (Input, error) {
 		problems = append(problems[:maxReportedProblems], FieldError{Field: "keywords", Message: fmt.Sprintf("and %d more problems", more)})
 	}
 	return in, &ValidationError{Problems: problems}
+}
+
+// topicEffectProblem says why a rule of topic cannot have effect, "" when
+// it can: the topic crime stands for the whole crime family, which only an
+// exclude rule can name (a support or override rule names the subcategory
+// it is about).
+func topicEffectProblem(topic string, effect rules.Effect) string {
+	if topic != rules.CrimeFamily || effect == rules.EffectExclude {
+		return ""
+	}
+	return fmt.Sprintf("%q names the whole crime family and is allowed only with effect %s (got %s); name a crime subcategory (violent_crime, property_crime, drug_crime, organized_crime, criminal_justice) instead",
+		rules.CrimeFamily, rules.EffectExclude, effect)
 }

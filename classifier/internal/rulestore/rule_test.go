@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
 )
+
+func effect(e rules.Effect) *rules.Effect { return &e }
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
@@ -39,6 +42,13 @@ func TestValidate(t *testing.T) {
 		{name: "min_keywords up to the keywords", modify: func(in *rulestore.Input) { n := len(in.Keywords); in.MinKeywords = &n }},
 		{name: "min_keywords above the keywords", modify: func(in *rulestore.Input) { n := len(in.Keywords) + 1; in.MinKeywords = &n }, wantFields: []string{"min_keywords"}, wantInMsg: "number of keywords"},
 		{name: "min_keywords negative", modify: func(in *rulestore.Input) { n := -1; in.MinKeywords = &n }, wantFields: []string{"min_keywords"}},
+		{name: "effect exclude", modify: func(in *rulestore.Input) { in.Effect = effect(rules.EffectExclude) }},
+		{name: "effect override", modify: func(in *rulestore.Input) { in.Effect = effect(rules.EffectOverride) }},
+		{name: "effect unknown", modify: func(in *rulestore.Input) { in.Effect = effect("veto") }, wantFields: []string{"effect"}, wantInMsg: `effect: must be one of support, exclude or override (got "veto")`},
+		{name: "effect empty", modify: func(in *rulestore.Input) { in.Effect = effect("") }, wantFields: []string{"effect"}},
+		{name: "crime family exclude", modify: func(in *rulestore.Input) { in.Topic, in.Effect = "crime", effect(rules.EffectExclude) }},
+		{name: "crime family support", modify: func(in *rulestore.Input) { in.Topic, in.Effect = "crime", effect(rules.EffectSupport) }, wantFields: []string{"topic"}, wantInMsg: "allowed only with effect exclude (got support)"},
+		{name: "crime family override", modify: func(in *rulestore.Input) { in.Topic, in.Effect = " crime ", effect(rules.EffectOverride) }, wantFields: []string{"topic"}, wantInMsg: "(got override)"},
 		{name: "priority out of range", modify: func(in *rulestore.Input) { in.Priority = 5000 }, wantFields: []string{"priority"}},
 		{name: "no keywords", modify: func(in *rulestore.Input) { in.Keywords = nil }, wantFields: []string{"keywords"}, wantInMsg: "at least one"},
 		{name: "empty keyword", modify: func(in *rulestore.Input) { in.Keywords = []string{"gun", " "} }, wantFields: []string{"keywords[1]"}, wantInMsg: "keywords[1]: is empty"},

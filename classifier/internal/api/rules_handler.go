@@ -21,7 +21,9 @@ import (
 // replaces the rest of the rule with the same defaults. One threshold
 // decides a rule (rules.Rule.Threshold): min_keywords when it is above zero
 // (under the default scoring), min_confidence otherwise; every answer names
-// it in threshold.
+// it in threshold. effect (rules.Effect: support, exclude, override)
+// defaults to support on create, and a PUT without it keeps the rule's,
+// as min_keywords; the topic crime takes effect exclude only.
 type ruleRequest struct {
 	Name          *string   `json:"name"`
 	Topic         *string   `json:"topic"`
@@ -30,6 +32,7 @@ type ruleRequest struct {
 	MinKeywords   *int      `json:"min_keywords"`
 	Priority      *int      `json:"priority"`
 	Enabled       *bool     `json:"enabled"`
+	Effect        *string   `json:"effect"`
 }
 
 // ruleRequestFields are the JSON fields POST and PUT /rules accept, for the
@@ -72,6 +75,10 @@ func (r ruleRequest) input() (rulestore.Input, error) {
 		in.MinConfidence = *r.MinConfidence
 	}
 	in.MinKeywords = r.MinKeywords
+	if r.Effect != nil {
+		e := rules.Effect(*r.Effect)
+		in.Effect = &e
+	}
 	if r.Priority != nil {
 		in.Priority = *r.Priority
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
@@ -27,8 +28,11 @@ type RuleMatch struct {
 	Topic         string  `json:"topic"`
 	Priority      int     `json:"priority"`
 	MinConfidence float64 `json:"min_confidence"`
-	Score         float64 `json:"score"`
-	Coverage      float64 `json:"coverage"`
+	// Effect is what the rule does to its topic (rules.Effect): an exclude
+	// rule's match vetoes the topic instead of adding it.
+	Effect   rules.Effect `json:"effect"`
+	Score    float64      `json:"score"`
+	Coverage float64      `json:"coverage"`
 	// Hits is the number of distinct keywords found (the engine counts
 	// presence, not repetitions); it equals UniqueMatches.
 	Hits          int `json:"hits"`
@@ -44,10 +48,11 @@ type RuleMatch struct {
 // operator sees why "economy" alone did not make an article Business and how
 // many keywords it lacked.
 type RuleExplanation struct {
-	RuleID   int64  `json:"rule_id"`
-	RuleName string `json:"rule_name"`
-	Topic    string `json:"topic"`
-	Priority int    `json:"priority"`
+	RuleID   int64        `json:"rule_id"`
+	RuleName string       `json:"rule_name"`
+	Topic    string       `json:"topic"`
+	Priority int          `json:"priority"`
+	Effect   rules.Effect `json:"effect"`
 	// Matched reports whether the rule passed its threshold (it is then in
 	// matches too).
 	Matched bool `json:"matched"`
@@ -93,11 +98,20 @@ type TestResponse struct {
 	Explanations []RuleExplanation `json:"explanations"`
 	// Engine is the matcher, stemming and scoring of the engine, when known.
 	Engine *EngineInfo `json:"engine,omitempty"`
-	// Topics are the matched topics in that order, each once.
+	// Topics are the topics the rules decide alone, each once, with their
+	// effects applied (topicmodel.Decide without a model): an override
+	// rule's topic first, then the matched support rules' topics in match
+	// order, none that an exclude rule vetoed.
 	Topics []string `json:"topics"`
-	// IsCrimeRelated and CrimeSubcategory are what the pipeline would set.
+	// IsCrimeRelated and CrimeSubcategory are what the pipeline would set
+	// from the rules alone.
 	IsCrimeRelated   bool    `json:"is_crime_related"`
 	CrimeSubcategory *string `json:"crime_subcategory"`
+	// Vetoed are the topics matched exclude rules vetoed, each with the
+	// first rule that vetoed it (crime: every crime subcategory).
+	Vetoed []topicmodel.Veto `json:"vetoed"`
+	// OverriddenBy names the matched override rule whose topic comes first.
+	OverriddenBy string `json:"overridden_by,omitempty"`
 	// RulesVersion is the rule-set version the engine held, when known.
 	RulesVersion *int64 `json:"rules_version,omitempty"`
 }
@@ -167,28 +181,25 @@ func (h *handler) testRules(c *gin.Context) {
 	for _, m := range explained {
 		resp.Explanations = append(resp.Explanations, explainRule(m, highlights(m.MatchedKeywords)))
 	}
-	seenTopic := make(map[string]bool)
 	for _, m := range matches {
-		rm := RuleMatch{
-			RuleID: m.Rule.ID, RuleName: m.Rule.Name, Topic: m.Rule.Topic,
+		resp.Matches = append(resp.Matches, RuleMatch{
+			RuleID: m.Rule.ID, RuleName: m.Rule.Name, Topic: m.Rule.Topic, Effect: effect(m.Rule),
 			Priority: m.Rule.Priority, MinConfidence: m.Rule.MinConfidence,
 			Score: m.Score, Coverage: m.Coverage, Hits: m.Hits, UniqueMatches: m.UniqueMatches,
 			MatchedKeywords: append([]string{}, m.MatchedKeywords...),
 			Highlights:      highlights(m.MatchedKeywords),
-		}
-		resp.Matches = append(resp.Matches, rm)
-		if !seenTopic[rm.Topic] {
-			seenTopic[rm.Topic] = true
-			resp.Topics = append(resp.Topics, rm.Topic)
-		}
-		if rules.IsCrimeSubcategory(rm.Topic) {
-			resp.IsCrimeRelated = true
-			if resp.CrimeSubcategory == nil {
-				topic := rm.Topic
-				resp.CrimeSubcategory = &topic
-			}
-		}
+		})
 	}
+	// The rules' own decision, as the pipeline makes it without a model.
+	decided := topicmodel.Explain(nil, title, body, explained, topicmodel.DecideConfig{})
+	for _, t := range decided.Decision.Topics {
+		resp.Topics = append(resp.Topics, t.Topic)
+	}
+	if decided.Decision.Crime {
+		sub := decided.Decision.Subcategory
+		resp.IsCrimeRelated, resp.CrimeSubcategory = true, &sub
+	}
+	resp.Vetoed, resp.OverriddenBy = decided.Vetoed, decided.OverriddenBy
 	c.JSON(http.StatusOK, resp)
 }
 
@@ -196,7 +207,7 @@ func (h *handler) testRules(c *gin.Context) {
 // form, with its reason in words.
 func explainRule(m rules.Match, hl []Highlight) RuleExplanation {
 	e := RuleExplanation{
-		RuleID: m.Rule.ID, RuleName: m.Rule.Name, Topic: m.Rule.Topic, Priority: m.Rule.Priority,
+		RuleID: m.Rule.ID, RuleName: m.Rule.Name, Topic: m.Rule.Topic, Priority: m.Rule.Priority, Effect: effect(m.Rule),
 		Matched: m.Matched, Score: m.Score, MinConfidence: m.Rule.MinConfidence, MinKeywords: m.Rule.MinKeywords,
 		Threshold: "min_confidence", KeywordsFound: append([]string{}, m.MatchedKeywords...),
 		Keywords: m.Keywords, KeywordsNeeded: m.Needed, KeywordsMissing: max(0, m.Needed-m.Hits), Highlights: hl,
@@ -223,7 +234,23 @@ func explainRule(m rules.Match, hl []Highlight) RuleExplanation {
 		e.Reason = fmt.Sprintf("No match: %s, score %.3f < min_confidence %.2f; with %d keywords the rule needs %d distinct keywords, %d more.",
 			found, m.Score, m.Rule.MinConfidence, m.Keywords, m.Needed, e.KeywordsMissing)
 	}
+	switch {
+	case m.Matched && e.Effect == rules.EffectExclude && m.Rule.Topic == rules.CrimeFamily:
+		e.Reason += " It is an exclude rule: every crime topic is vetoed."
+	case m.Matched && e.Effect == rules.EffectExclude:
+		e.Reason += fmt.Sprintf(" It is an exclude rule: %s is vetoed.", m.Rule.Topic)
+	case m.Matched && e.Effect == rules.EffectOverride:
+		e.Reason += fmt.Sprintf(" It is an override rule: %s is the primary topic unless an exclude rule vetoes it.", m.Rule.Topic)
+	}
 	return e
+}
+
+// effect is r's effect, "" read as support (rules.ParseEffect).
+func effect(r *rules.Rule) rules.Effect {
+	if e, err := rules.ParseEffect(string(r.Effect)); err == nil {
+		return e
+	}
+	return r.Effect
 }
 
 func plural(n int) string {

@@ -478,6 +478,51 @@ describe('dashboard', { concurrency: false }, () => {
     await page.keyboard.press('Escape')
   })
 
+  test('an exclude rule vetoes its topic: the form sets the effect, the table and the playground show it', async () => {
+    const topic = `e2etopic_${h.id}`
+    const vetoName = `E2E veto ${h.id}`
+    await page.getByRole('link', { name: 'Rules' }).click()
+    await page.getByRole('heading', { name: 'Rules' }).waitFor()
+    await page.getByRole('button', { name: 'New rule' }).click()
+    const form = page.getByTestId('modal')
+    await form.getByLabel('Name').fill(vetoName)
+    await form.getByLabel('Topic').fill(topic)
+    const kw = form.getByLabel('Keywords')
+    for (const k of ['video game', 'zorblax']) {
+      await kw.fill(k)
+      await kw.press('Enter')
+    }
+    await form.getByRole('radio', { name: 'it finds at least' }).check()
+    await form.getByLabel('Distinct matches needed').fill('2')
+    await form.getByLabel('Effect').selectOption('exclude')
+    await form.getByText('the topic is vetoed for the document').waitFor()
+    assert.deepEqual(await axeViolations(page), [])
+    await form.getByRole('button', { name: 'Create rule' }).click()
+    const row = page.locator(`tr[data-rule="${vetoName}"]`)
+    await row.waitFor()
+    assert.equal(h.sql('classifier', `SELECT effect FROM classification_rules WHERE name = '${vetoName}'`), 'exclude')
+    assert.equal((await row.getByTestId('rule-effect').innerText()).trim(), 'exclude')
+    // The support rule of the step before has no badge.
+    assert.equal(await page.locator(`tr[data-rule="E2E rule ${h.id}"] [data-testid="rule-effect"]`).count(), 0)
+
+    // Its keywords in a text the support rule matches: the topic is vetoed.
+    await page.getByTestId('playground-title').fill(`Zorblax pulls off a quantum heist in the video game ${h.id}`)
+    await page.getByTestId('playground-body').fill('The zorblax crew plans the quantum heist for months in this video game.')
+    await waitFor('the veto in the playground', async () => {
+      await page.getByRole('button', { name: 'Test rules' }).click()
+      await page.getByTestId('playground-result').waitFor()
+      return (await page.getByTestId('playground-vetoed').count()) === 1
+    }, { timeout: 30_000, interval: 1000 })
+    assert.equal((await page.getByTestId('playground-vetoed').innerText()).trim(), `${topic} vetoed by ${vetoName}`)
+    assert.equal(await page.getByTestId('playground-topic').filter({ hasText: topic }).count(), 0, 'the vetoed topic is not among the decided topics')
+    await shot('rules-exclude')
+
+    // Deleted, so later steps see the support rule alone.
+    await page.getByRole('button', { name: `Delete ${vetoName}` }).click()
+    await page.getByRole('button', { name: 'Delete rule' }).click()
+    await row.waitFor({ state: 'detached' })
+  })
+
   test('see a dead-letter entry and retry it', async () => {
     const id = await h.writeRawDocument(metro, { url: 'ftp://x', title: `Bad scheme ${h.id}` })
     deadLetterId = id

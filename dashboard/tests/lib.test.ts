@@ -8,7 +8,7 @@ import { formatBytes, formatDuration, formatNumber, formatRelative } from '@/lib
 import { indexTypeOf, validateIndexName } from '@/lib/indexName'
 import { checkSettings, refreshIntervalError } from '@/lib/indexSettings'
 import { filterIndices, summarizeIndices } from '@/lib/indices'
-import { topicsOf, validateRuleInput } from '@/lib/rules'
+import { ruleEffect, ruleEffects, topicsOf, validateRuleInput } from '@/lib/rules'
 import { matchesIdSearch, refreshInterval } from '@/lib/tables'
 import { useCursorPages } from '@/composables/useCursorPages'
 import { useSelection } from '@/composables/useSelection'
@@ -16,7 +16,7 @@ import { isExpired } from '@/auth/session'
 import { shouldRetry } from '@/queryClient'
 import { ApiError } from '@/api/http'
 import type { IndexSummary } from '@/types/indexManager'
-import type { Rule } from '@/types/classifier'
+import type { Rule, RuleEffect } from '@/types/classifier'
 
 describe('parseDocumentQuery', () => {
   it('turns text into a multi_match', () => {
@@ -132,6 +132,20 @@ describe('rules', () => {
     const p = validateRuleInput({ name: '', topic: 'Crime', keywords: [], min_confidence: 2, priority: 1.5 })
     expect(p).toHaveLength(5)
   })
+  it('takes the topic crime for exclude rules only, and a known effect', () => {
+    const base = { name: 'Sports and games context', topic: 'crime', keywords: ['derby', 'video game'] }
+    expect(validateRuleInput({ ...base, effect: 'exclude' })).toEqual([])
+    expect(validateRuleInput(base)).toEqual(['The topic crime (every crime subcategory) is for exclude rules only; name a crime subcategory otherwise'])
+    expect(validateRuleInput({ ...base, effect: 'override' })).toHaveLength(1)
+    expect(validateRuleInput({ ...base, topic: 'violent_crime', effect: 'override' })).toEqual([])
+    expect(validateRuleInput({ ...base, topic: 'sports', effect: 'veto' as RuleEffect })).toEqual(['Effect must be support, exclude or override'])
+  })
+  it('reads a rule without an effect as support, and has a help line per effect', () => {
+    expect(ruleEffect({})).toBe('support')
+    expect(ruleEffect({ effect: 'exclude' })).toBe('exclude')
+    expect(ruleEffects.map((e) => e.value)).toEqual(['support', 'exclude', 'override'])
+    for (const e of ruleEffects) expect(e.help.length).toBeGreaterThan(10)
+  })
   it('lists topics once', () => {
     const r = (topic: string) => ({ topic }) as Rule
     expect(topicsOf([r('b'), r('a'), r('b')])).toEqual(['a', 'b'])
@@ -211,7 +225,7 @@ describe('rule thresholds', () => {
   })
   it('checks min_keywords against the keywords, as the service does', async () => {
     const { validateRuleInput } = await import('@/lib/rules')
-    const base = { name: 'R', topic: 'crime', keywords: ['a', 'b'] }
+    const base = { name: 'R', topic: 'violent_crime', keywords: ['a', 'b'] }
     expect(validateRuleInput({ ...base, min_keywords: 2 })).toEqual([])
     expect(validateRuleInput({ ...base, min_keywords: 0 })).toEqual([])
     expect(validateRuleInput({ ...base, min_keywords: 3 })).toEqual(['Distinct keywords needed must be at most the number of keywords (2)'])

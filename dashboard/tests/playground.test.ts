@@ -3,7 +3,7 @@ import { flushPromises, mount } from '@vue/test-utils'
 import { QueryClient, VueQueryPlugin } from '@tanstack/vue-query'
 import type { RuleTestResponse } from '@/types/classifier'
 
-const response: RuleTestResponse = {
+const plain: RuleTestResponse = {
   matches: [{
     rule_id: 1, rule_name: 'Energy and commodities', topic: 'energy', priority: 45, min_confidence: 0.25, score: 0.26,
     coverage: 0.04, hits: 2, unique_matches: 2, matched_keywords: ['oil', 'oil prices'],
@@ -26,6 +26,20 @@ const response: RuleTestResponse = {
   engine: { matcher: 'aho_corasick', stemming: true, scoring: 'min_keywords' },
   topics: ['energy'], is_crime_related: false, crime_subcategory: null, rules_version: 7,
 }
+
+// A match report the crime rules flag, vetoed by an exclude rule for crime.
+const vetoed: RuleTestResponse = {
+  matches: [
+    { rule_id: 9, rule_name: 'Sports and games context', topic: 'crime', effect: 'exclude', priority: 200, min_confidence: 0.3, score: 0.5,
+      coverage: 0.3, hits: 2, unique_matches: 2, matched_keywords: ['derby', 'striker'], highlights: [] },
+    { rule_id: 1, rule_name: 'Violent crime', topic: 'violent_crime', effect: 'support', priority: 100, min_confidence: 0.25, score: 0.4,
+      coverage: 0.1, hits: 2, unique_matches: 2, matched_keywords: ['shot', 'killed'], highlights: [] },
+  ],
+  explanations: [],
+  topics: [], is_crime_related: false, crime_subcategory: null,
+  vetoed: [{ topic: 'crime', vetoed_by: 'Sports and games context' }],
+}
+let response = plain
 
 vi.mock('@/api/client', () => ({ classifierApi: { testRules: vi.fn(async () => response) } }))
 
@@ -52,5 +66,17 @@ describe('RulePlayground', () => {
       if (i > 0) expect(td.classes().some((c) => /^(px|pl)-/.test(c)), `cell ${i} padded on its left`).toBe(true)
       if (i < cells.length - 1) expect(td.classes().some((c) => /^(px|pr)-/.test(c)), `cell ${i} padded on its right`).toBe(true)
     })
+  })
+  it('names the exclude rule that vetoed a topic, with each rule\'s effect', async () => {
+    response = vetoed
+    const { default: RulePlayground } = await import('@/components/rules/RulePlayground.vue')
+    const w = mount(RulePlayground, { global: { plugins: [[VueQueryPlugin, { queryClient: new QueryClient() }]] } })
+    await w.get('[data-testid="playground-body"]').setValue('The striker shot and killed off the derby.')
+    await w.get('form').trigger('submit')
+    await flushPromises()
+    expect(w.get('[data-testid="playground-vetoed"]').text()).toBe('crime vetoed by Sports and games context')
+    expect(w.get('[data-testid="playground-matches"]').text()).toContain('exclude')
+    expect(w.get('[data-testid="playground-result"]').text()).not.toContain('crime:')
+    response = plain
   })
 })

@@ -1,4 +1,4 @@
-import type { Rule, RuleInput, RuleThreshold } from '@/types/classifier'
+import type { Rule, RuleEffect, RuleInput, RuleThreshold } from '@/types/classifier'
 
 /**
  * The threshold that decides a rule: the service's answer (threshold, under
@@ -30,7 +30,21 @@ export function validateRuleInput(r: RuleInput): string[] {
   else if (mk > r.keywords.length && r.keywords.length > 0) out.push(`Distinct keywords needed must be at most the number of keywords (${r.keywords.length})`)
   const p = r.priority ?? 0
   if (!Number.isInteger(p) || p < -1000 || p > 1000) out.push('Priority must be a whole number from -1000 to 1000')
+  if (r.effect !== undefined && !ruleEffects.some((e) => e.value === r.effect)) out.push('Effect must be support, exclude or override')
+  else if (r.topic === 'crime' && r.effect !== 'exclude') out.push('The topic crime (every crime subcategory) is for exclude rules only; name a crime subcategory otherwise')
   return out
+}
+
+/** The effects a rule can have, the default first, with a one-line help each (rules.Effect). */
+export const ruleEffects: { value: RuleEffect; label: string; help: string }[] = [
+  { value: 'support', label: 'Support', help: 'Its keywords count as evidence for the topic (the default).' },
+  { value: 'exclude', label: 'Exclude', help: 'When it matches, the topic is vetoed for the document; the topic crime vetoes every crime subcategory.' },
+  { value: 'override', label: 'Override', help: 'When it matches, the topic is kept and made primary whatever the model says; an exclude rule still wins.' },
+]
+
+/** A rule's effect; an older service that does not send one has support rules only. */
+export function ruleEffect(r: { effect?: RuleEffect }): RuleEffect {
+  return r.effect ?? 'support'
 }
 
 /** Rule topics for the filter, each once, sorted. */

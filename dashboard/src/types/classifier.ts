@@ -17,12 +17,22 @@ export interface Rule {
    * engine scores with min_keywords, otherwise min_confidence.
    */
   threshold?: RuleThreshold
+  /** What the rule does to its topic once it passes (absent from an older service: support). */
+  effect?: RuleEffect
   seed?: string
   created_at: string
   updated_at: string
 }
 
 export type RuleThreshold = 'min_keywords' | 'min_confidence'
+
+/**
+ * What a passing rule does to its topic (rules.Effect): support adds its
+ * keywords as evidence, exclude vetoes the topic for the document (the topic
+ * crime vetoes every crime subcategory), override makes the topic primary
+ * whatever the model says (an exclude rule still wins).
+ */
+export type RuleEffect = 'support' | 'exclude' | 'override'
 
 export interface RuleInput {
   name: string
@@ -33,6 +43,8 @@ export interface RuleInput {
   enabled?: boolean
   /** Omitted: a new rule gets 0, an updated rule keeps its value. */
   min_keywords?: number
+  /** Omitted: a new rule supports its topic, an updated rule keeps its effect. */
+  effect?: RuleEffect
 }
 
 export interface RuleListResponse {
@@ -68,6 +80,7 @@ export interface RuleMatch {
   topic: string
   priority: number
   min_confidence: number
+  effect?: RuleEffect
   score: number
   coverage: number
   hits: number
@@ -82,6 +95,7 @@ export interface RuleExplanation {
   rule_name: string
   topic: string
   priority: number
+  effect?: RuleEffect
   matched: boolean
   /** The spec's score and the rule's threshold on it. */
   score: number
@@ -111,10 +125,20 @@ export interface RuleTestResponse {
   /** Every rule that scored above zero, in the order of matches. */
   explanations?: RuleExplanation[]
   engine?: EngineInfo
+  /** The topics the rules decide alone, effects applied: none an exclude rule vetoed. */
   topics: string[]
   is_crime_related: boolean
   crime_subcategory: string | null
+  /** Topics matched exclude rules vetoed, each with the first rule that did (crime: every crime subcategory). */
+  vetoed?: RuleVeto[]
+  /** The matched override rule whose topic comes first. */
+  overridden_by?: string
   rules_version?: number
+}
+
+export interface RuleVeto {
+  topic: string
+  vetoed_by: string
 }
 
 export interface ClassifyResponse {

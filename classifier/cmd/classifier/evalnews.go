@@ -395,7 +395,9 @@ var (
 	// FullDefaultFloors: the full articles at the shipped defaults.
 	FullDefaultFloors = SectionFloors{Top1: 0.93, Exact: 0.90, None: 0.01, CrimeFlags: 0.02}
 	// ShortTrainedFloors: the short items, classifier train cross-validated.
-	ShortTrainedFloors = SectionFloors{Top1: 0.85, None: 0.01, CrimeFlags: 0.02}
+	ShortTrainedFloors = SectionFloors{Top1: 0.88, None: 0.01, CrimeFlags: 0.02}
+	// FullTrainedFloors: the full articles, classifier train cross-validated.
+	FullTrainedFloors = SectionFloors{Top1: 0.97, Exact: 0.92, None: 0.01, CrimeFlags: 0.02}
 )
 
 // crimeAverse reports whether section label is one where crime flags are
@@ -464,6 +466,8 @@ func trainFlags(fl *flag.FlagSet, c *topicmodel.TrainConfig) func() error {
 	fl.Float64Var(&c.L2, "l2", topicmodel.L2Default, "weight decay")
 	fl.Float64Var(&c.LearningRate, "lr", topicmodel.LearningRateDefault, "Adagrad's learning rate")
 	fl.IntVar(&c.MinDocs, "min-docs", topicmodel.MinDocsDefault, "documents a term must occur in to be learned")
+	fl.BoolVar(&c.Presence, "presence", false, "count a term found several times in a field once instead of 1 + ln(times)")
+	fl.Float64Var(&c.BaseWeight, "base-weight", 0, "fix the base model's weight (0: chosen by cross-validation from topicmodel.BaseWeightGrid)")
 	return func() error {
 		m, err := loadModel(*base)
 		if err != nil {

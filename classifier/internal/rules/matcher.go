@@ -18,6 +18,16 @@ type Matcher interface {
 	Match(text string) []int
 }
 
+// TermCounter is a Matcher that can also count how many times each keyword
+// occurs (the token index can; a topic model with term frequencies is
+// matched with it).
+type TermCounter interface {
+	Matcher
+	// MatchCounts is Match with counts[i], how many times the keyword of
+	// terms[i] occurs in text (overlapping phrases each counted).
+	MatchCounts(text string) (terms, counts []int)
+}
+
 // MatcherKind selects a Matcher implementation by configuration.
 type MatcherKind string
 
@@ -114,4 +124,21 @@ func (d *dictionary) expand(terms []int) []int {
 		out = append(out, d.inputs[t]...)
 	}
 	return out
+}
+
+// expandCounts is expand for a counting match: each keyword index gets its
+// term's count.
+func (d *dictionary) expandCounts(terms, counts []int) ([]int, []int) {
+	if d.inputs == nil || len(terms) == 0 {
+		return terms, counts
+	}
+	out := make([]int, 0, len(terms))
+	outCounts := make([]int, 0, len(terms))
+	for i, t := range terms {
+		for _, k := range d.inputs[t] {
+			out = append(out, k)
+			outCounts = append(outCounts, counts[i])
+		}
+	}
+	return out, outCounts
 }

@@ -134,6 +134,32 @@ func TestMatchersAgreeWithOracle(t *testing.T) {
 				t.Fatalf("iteration %d, %s: keywords %q, text %q: got %v, naive %v", iter, kind, keywords, text, got, want)
 			}
 		}
+		checkCounts(t, mustMatcher(t, MatcherTokenIndex, keywords).(TermCounter), keywords, text, want)
+	}
+}
+
+// checkCounts checks a counting match against Match's keywords (want,
+// sorted) and a count of every whole-token occurrence, overlaps included.
+func checkCounts(t *testing.T, m TermCounter, keywords []string, text string, want []int) {
+	t.Helper()
+	terms, counts := m.MatchCounts(text)
+	if len(terms) != len(counts) || !slices.Equal(sorted(slices.Clone(terms)), want) {
+		t.Fatalf("keywords %q, text %q: MatchCounts found %v (counts %v), Match %v", keywords, text, terms, counts, want)
+	}
+	padded := " " + text + " "
+	for i, k := range terms {
+		kw := " " + Normalize(keywords[k]) + " "
+		n := 0
+		for at := 0; ; at++ {
+			j := strings.Index(padded[at:], kw)
+			if j < 0 {
+				break
+			}
+			n, at = n+1, at+j
+		}
+		if counts[i] != n {
+			t.Fatalf("keywords %q, text %q: keyword %q counted %d, occurs %d times", keywords, text, keywords[k], counts[i], n)
+		}
 	}
 }
 

@@ -38,6 +38,9 @@ type phraseTail struct {
 type seenSet struct {
 	gen   uint32
 	stamp []uint32
+	// slot[t] is term t's place in the hits of a counting scan (allocated
+	// by the first one).
+	slot []int32
 }
 
 // linearPhraseScan is the group size up to which phrase candidates are
@@ -95,21 +98,45 @@ func NewTokenIndexMatcher(keywords []string) Matcher {
 }
 
 func (m *tokenIndexMatcher) Match(text string) []int {
+	terms, _ := m.scan(text, false)
+	return terms
+}
+
+// MatchCounts is Match with how many times each keyword occurs (TermCounter).
+func (m *tokenIndexMatcher) MatchCounts(text string) (terms, counts []int) {
+	return m.scan(text, true)
+}
+
+// scan walks text's tokens once, finding every keyword and, when counting,
+// how many times each occurs.
+func (m *tokenIndexMatcher) scan(text string, counting bool) (terms, counts []int) {
 	if len(m.entries) == 0 || text == "" {
-		return nil
+		return nil, nil
 	}
 	seen := m.scratch.Get().(*seenSet)
+	defer m.scratch.Put(seen)
 	seen.gen++
 	if seen.gen == 0 { // wrapped: old stamps could collide
 		clear(seen.stamp)
 		seen.gen = 1
 	}
-	var hits []int
+	if counting && seen.slot == nil {
+		seen.slot = make([]int32, len(seen.stamp))
+	}
+	var hits, n []int
 	mark := func(t int32) {
-		if seen.stamp[t] != seen.gen {
-			seen.stamp[t] = seen.gen
-			hits = append(hits, int(t))
+		if seen.stamp[t] == seen.gen {
+			if counting {
+				n[seen.slot[t]]++
+			}
+			return
 		}
+		seen.stamp[t] = seen.gen
+		if counting {
+			seen.slot[t] = int32(len(hits))
+			n = append(n, 1)
+		}
+		hits = append(hits, int(t))
 	}
 	for pos := 0; pos < len(text); {
 		end := strings.IndexByte(text[pos:], ' ')
@@ -156,8 +183,10 @@ func (m *tokenIndexMatcher) Match(text string) []int {
 			}
 		}
 	}
-	m.scratch.Put(seen)
-	return m.dict.expand(hits)
+	if !counting {
+		return m.dict.expand(hits), nil
+	}
+	return m.dict.expandCounts(hits, n)
 }
 
 // hasTokenPrefix reports whether text starts with the tokens of prefix,

@@ -25,6 +25,15 @@ const (
 	NormL2 = "l2"
 )
 
+// Term frequency (Model.TF).
+const (
+	// TFPresence counts a term once however often it occurs.
+	TFPresence = "presence"
+	// TFLog counts a term found n times in a field as 1 + ln(n): a long
+	// article's recurring subject outweighs a passing mention.
+	TFLog = "log"
+)
+
 // Model is a linear topic model over keyed terms. It is plain data: it is
 // stored as JSON (a row of topic_models, or a file) and compiled into a
 // Scorer to be used.
@@ -50,6 +59,9 @@ type Model struct {
 	Temperature float64 `json:"temperature"`
 	// Norm is NormNone or NormL2 ("" is NormNone).
 	Norm string `json:"norm,omitempty"`
+	// TF is how a term found several times in a field counts: TFPresence
+	// ("", once) or TFLog (1 + ln of its count). Trained models.
+	TF string `json:"tf,omitempty"`
 	// Base, when set, is a model whose logits for the topics both models
 	// have are added to this one's before the temperature: a model trained
 	// on top of the shipped lexicon (TrainConfig.Base) keeps what the
@@ -74,6 +86,8 @@ func (m *Model) Validate() error {
 		return fmt.Errorf("topic model: temperature %v: %w", m.Temperature, ErrInvalidModel)
 	case m.Norm != "" && m.Norm != NormNone && m.Norm != NormL2:
 		return fmt.Errorf("topic model: norm %q (want %q or %q): %w", m.Norm, NormNone, NormL2, ErrInvalidModel)
+	case m.TF != "" && m.TF != TFPresence && m.TF != TFLog:
+		return fmt.Errorf("topic model: tf %q (want %q or %q): %w", m.TF, TFPresence, TFLog, ErrInvalidModel)
 	}
 	if m.Base != nil {
 		if m.Base.Base != nil {
@@ -137,6 +151,9 @@ func Compile(m *Model, kind rules.MatcherKind) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topic model: %w", err)
 	}
+	if m.TF == TFLog {
+		k = rules.MatcherTokenIndex // the matcher that counts (rules.TermCounter)
+	}
 	matcher, err := rules.NewMatcher(k, m.Terms)
 	if err != nil {
 		return nil, fmt.Errorf("topic model: %w", err)
@@ -193,6 +210,17 @@ func (s *Scorer) Key(text string) string {
 // Features are the model's terms found in one document.
 type Features struct {
 	Title, Body []int
+	// TitleTF[i] and BodyTF[i] are what term Title[i] and Body[i] count
+	// for under the model's TF; nil: 1 each.
+	TitleTF, BodyTF []float64
+}
+
+// tf is what the i-th term of a field counts for.
+func tf(vals []float64, i int) float64 {
+	if vals == nil {
+		return 1
+	}
+	return vals[i]
 }
 
 // Found is how many terms were found in the title and body together.
@@ -202,13 +230,27 @@ func (f Features) Found() int { return len(f.Title) + len(f.Body) }
 // matcher pass over each.
 func (s *Scorer) Features(title, body string) Features {
 	var f Features
-	if k := s.Key(title); k != "" {
-		f.Title = s.matcher.Match(k)
-	}
-	if k := s.Key(body); k != "" {
-		f.Body = s.matcher.Match(k)
-	}
+	f.Title, f.TitleTF = s.match(s.Key(title))
+	f.Body, f.BodyTF = s.match(s.Key(body))
 	return f
+}
+
+// match finds the model's terms in keyed text and, under TFLog, what each
+// counts for.
+func (s *Scorer) match(keyed string) ([]int, []float64) {
+	if keyed == "" {
+		return nil, nil
+	}
+	c, ok := s.matcher.(rules.TermCounter)
+	if s.m.TF != TFLog || !ok {
+		return s.matcher.Match(keyed), nil
+	}
+	terms, counts := c.MatchCounts(keyed)
+	vals := make([]float64, len(counts))
+	for i, n := range counts {
+		vals[i] = 1 + math.Log(float64(n))
+	}
+	return terms, vals
 }
 
 // Scores are a document's topic probabilities.
@@ -241,10 +283,11 @@ func (s *Scorer) withBase(sc Scores, title, body string) Scores {
 		return sc
 	}
 	b := s.base.Score(title, body)
+	k := s.m.BaseWeight
 	for i, j := range s.baseTopic {
 		if j >= 0 {
-			sc.Logits[i] += s.m.BaseWeight * b.Logits[j]
-			sc.TitleLogits[i] += s.m.BaseWeight * b.TitleLogits[j]
+			sc.Logits[i] += k * b.Logits[j]
+			sc.TitleLogits[i] += k * b.TitleLogits[j]
 		}
 	}
 	sc.Found += b.Found
@@ -272,10 +315,22 @@ func (s *Scorer) BaseLogits(title, body string) []float64 {
 // scale is the factor a document's weights are multiplied by under the
 // model's normalization.
 func (s *Scorer) scale(f Features) float64 {
-	if s.m.Norm == NormL2 && f.Found() > 0 {
-		return 1 / math.Sqrt(float64(f.Found()))
+	if s.m.Norm != NormL2 || f.Found() == 0 {
+		return 1
 	}
-	return 1
+	return 1 / math.Sqrt(sumSquares(f.Title, f.TitleTF)+sumSquares(f.Body, f.BodyTF))
+}
+
+// sumSquares is the sum of the squares of what a field's terms count for.
+func sumSquares(terms []int, tfs []float64) float64 {
+	if tfs == nil {
+		return float64(len(terms))
+	}
+	var sum float64
+	for _, x := range tfs {
+		sum += x * x
+	}
+	return sum
 }
 
 // logits returns a document's logits and the part of them its title's
@@ -285,17 +340,17 @@ func (s *Scorer) logits(f Features) (out, title []float64) {
 	out = slices.Clone(s.m.Bias)
 	title = make([]float64, c)
 	k := s.scale(f)
-	for _, t := range f.Body {
-		row := s.m.Body[t*c : (t+1)*c]
-		for j, w := range row {
-			out[j] += k * float64(w)
+	for i, t := range f.Body {
+		v := k * tf(f.BodyTF, i)
+		for j, w := range s.m.Body[t*c : (t+1)*c] {
+			out[j] += v * float64(w)
 		}
 	}
-	for _, t := range f.Title {
-		row := s.m.Title[t*c : (t+1)*c]
-		for j, w := range row {
-			out[j] += k * float64(w)
-			title[j] += k * float64(w)
+	for i, t := range f.Title {
+		v := k * tf(f.TitleTF, i)
+		for j, w := range s.m.Title[t*c : (t+1)*c] {
+			out[j] += v * float64(w)
+			title[j] += v * float64(w)
 		}
 	}
 	return out, title
@@ -334,17 +389,17 @@ func (s *Scorer) Explain(title, body string, limit int) (Scores, []Contribution)
 	c := len(s.m.Topics)
 	k := s.scale(f)
 	perTopic := make([][]Contribution, c)
-	add := func(terms []int, w []float32, field string) {
-		for _, t := range terms {
+	add := func(terms []int, tfs []float64, w []float32, field string) {
+		for i, t := range terms {
 			for j := range c {
-				if x := k * float64(w[t*c+j]); x != 0 {
+				if x := k * tf(tfs, i) * float64(w[t*c+j]); x != 0 {
 					perTopic[j] = append(perTopic[j], Contribution{Term: s.m.Terms[t], Field: field, Topic: s.m.Topics[j], Logit: x})
 				}
 			}
 		}
 	}
-	add(f.Title, s.m.Title, "title")
-	add(f.Body, s.m.Body, "body")
+	add(f.Title, f.TitleTF, s.m.Title, "title")
+	add(f.Body, f.BodyTF, s.m.Body, "body")
 	var out []Contribution
 	for _, cs := range perTopic {
 		slices.SortFunc(cs, func(a, b Contribution) int {

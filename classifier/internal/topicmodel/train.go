@@ -22,12 +22,12 @@ type Example struct {
 
 // Training defaults (TrainConfig).
 const (
-	MinDocsDefault      = 2
+	MinDocsDefault      = 1
 	MaxTermsDefault     = 200_000
 	EpochsDefault       = 12
 	L2Default           = 1e-3
 	LearningRateDefault = 0.4
-	HoldOutDefault      = 0.1
+	FoldsDefault        = 3
 )
 
 // TrainConfig configures Train.
@@ -47,16 +47,22 @@ type TrainConfig struct {
 	L2 float64
 	// LearningRate is Adagrad's step. Defaults to LearningRateDefault.
 	LearningRate float64
-	// HoldOut is the share of the examples held out to fit the temperature
-	// (the model is then trained again on all of them). Defaults to
-	// HoldOutDefault; at most 0.5.
-	HoldOut float64
+	// Folds is how many folds the cross-validation that chooses the base's
+	// weight and fits the temperature makes (the model is then trained
+	// again on all the examples). Defaults to FoldsDefault; 2..10.
+	Folds int
 	// Seed makes the shuffles repeatable.
 	Seed uint64
 	// Base, when set, is a model (the shipped lexicon) whose logits are
 	// added to the trained model's: training learns what the base does not
 	// already say, and the trained model carries the base with it.
 	Base *Model
+	// BaseWeight, when above zero, fixes the base's weight instead of
+	// learning it.
+	BaseWeight float64
+	// Presence counts a term found several times in a field once instead
+	// of 1 + ln(times) (Model.TF).
+	Presence bool
 	// Progress, when set, is told after each pass of the final training.
 	Progress func(epoch, epochs int, loss float64)
 }
@@ -77,8 +83,8 @@ func (c *TrainConfig) setDefaults() {
 	if c.LearningRate == 0 {
 		c.LearningRate = LearningRateDefault
 	}
-	if c.HoldOut == 0 {
-		c.HoldOut = HoldOutDefault
+	if c.Folds == 0 {
+		c.Folds = FoldsDefault
 	}
 }
 
@@ -92,8 +98,8 @@ func (c *TrainConfig) validate() error {
 		return fmt.Errorf("train: Epochs %d: want 1..1000", c.Epochs)
 	case c.L2 < 0 || c.LearningRate <= 0:
 		return fmt.Errorf("train: L2 %v and LearningRate %v: want L2 >= 0 and LearningRate > 0", c.L2, c.LearningRate)
-	case c.HoldOut <= 0 || c.HoldOut > 0.5:
-		return fmt.Errorf("train: HoldOut %v: want 0 < HoldOut <= 0.5", c.HoldOut)
+	case c.Folds < 2 || c.Folds > 10:
+		return fmt.Errorf("train: Folds %d: want 2..10", c.Folds)
 	}
 	return nil
 }
@@ -128,7 +134,10 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 		return nil, fmt.Errorf("train: %d topic: %w", len(topics), ErrTooFewExamples)
 	}
 	slices.Sort(topics)
-	m := &Model{Kind: "trained", Topics: topics, Stemming: !cfg.Unstemmed, Norm: NormL2, Temperature: 1, Base: cfg.Base}
+	m := &Model{Kind: "trained", Topics: topics, Stemming: !cfg.Unstemmed, Norm: NormL2, TF: TFLog, Temperature: 1, Base: cfg.Base}
+	if cfg.Presence {
+		m.TF = TFPresence
+	}
 	m.Terms = vocabulary(examples, m, cfg.MinDocs, cfg.MaxTerms)
 	m.Body = make([]float32, len(m.Terms)*len(topics))
 	m.Title = make([]float32, len(m.Terms)*len(topics))
@@ -145,25 +154,38 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 		return nil, fmt.Errorf("train: %w", err)
 	}
 
-	// Fit the temperature on a held-out share, stratified by topic.
+	// Choose the base's weight (where there is a base) and fit the
+	// temperature by cross-validation: each weight's probes score the fold
+	// each left out; the weight with the fewest errors (then the lowest
+	// likelihood) wins, at the temperature that fits its scores best.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x70b1c))
-	order := rng.Perm(len(data))
-	var fit, held []trainDoc
-	seen := make([]int, len(topics))
-	for _, i := range order {
-		d := data[i]
-		seen[d.y]++
-		if float64(seen[d.y]) <= cfg.HoldOut*float64(counts[topics[d.y]]) {
-			held = append(held, d)
-		} else {
-			fit = append(fit, d)
+	folds := stratifiedFolds(data, len(topics), cfg.Folds, rng)
+	weights := []float64{cfg.BaseWeight}
+	if cfg.Base != nil && cfg.BaseWeight == 0 {
+		weights = BaseWeightGrid
+	}
+	temp, best := 1.0, heldOut{errors: math.MaxInt, nll: math.Inf(1)}
+	for _, w := range weights {
+		c := cfg
+		c.BaseWeight = w
+		var scored []scoredDoc
+		for k := range folds {
+			var fit []trainDoc
+			for j, f := range folds {
+				if j != k {
+					fit = append(fit, f...)
+				}
+			}
+			probe := newLearner(len(m.Terms), len(topics), c)
+			if err := probe.run(ctx, fit, rng, nil); err != nil {
+				return nil, err
+			}
+			scored = probe.score(folds[k], scored)
+		}
+		if t, h := fitTemperature(scored); h.better(best) {
+			temp, best, cfg.BaseWeight = t, h, w
 		}
 	}
-	probe := newLearner(len(m.Terms), len(topics), cfg)
-	if err := probe.run(ctx, fit, rng, nil); err != nil {
-		return nil, err
-	}
-	temp := fitTemperature(probe, held)
 
 	final := newLearner(len(m.Terms), len(topics), cfg)
 	if err := final.run(ctx, data, rng, cfg.Progress); err != nil {
@@ -230,42 +252,54 @@ type learner struct {
 	w      []float64 // (2*nTerms) x c
 	g      []float64 // Adagrad's sums of squared gradients
 	b, gb  []float64
-	// a scales the base model's logits; ga is its Adagrad sum.
-	a, ga float64
+	// a scales the base model's logits.
+	a float64
 }
 
 func newLearner(nTerms, c int, cfg TrainConfig) *learner {
 	return &learner{cfg: cfg, c: c, nTerms: nTerms,
 		w: make([]float64, 2*nTerms*c), g: make([]float64, 2*nTerms*c),
-		b: make([]float64, c), gb: make([]float64, c), a: baseWeightStart}
+		b: make([]float64, c), gb: make([]float64, c), a: cfg.BaseWeight}
 }
 
-// baseWeightStart is where the base's weight starts: small, as a base's
-// logits (sums of hand-set weights) are far larger than a trained model's.
-const baseWeightStart = 0.1
+// BaseWeightGrid are the weights of a base model's logits Train chooses
+// from (TrainConfig.BaseWeight): small, as a base's logits (sums of
+// hand-set weights) are far larger than a trained model's. The short items
+// of a wire feed lean on the lexicon (about 0.2), a long article's own words
+// say more (about 0.02).
+var BaseWeightGrid = []float64{0.02, 0.05, 0.1, 0.2}
 
-// features lists a document's feature indices and their common value.
-func (l *learner) features(f Features, buf []int) ([]int, float64) {
-	buf = append(buf[:0], f.Body...)
-	for _, t := range f.Title {
-		buf = append(buf, l.nTerms+t)
+// features lists a document's feature indices and their values: a term
+// found in the title is the term's body feature plus its title feature
+// (the title's weight is the body's plus what the title adds), each worth
+// what the term counts for (Model.TF) scaled to a unit norm over the terms
+// found.
+func (l *learner) features(f Features, idx []int, val []float64) ([]int, []float64) {
+	idx, val = idx[:0], val[:0]
+	norm := sumSquares(f.Body, f.BodyTF) + sumSquares(f.Title, f.TitleTF)
+	if norm == 0 {
+		return idx, val
 	}
-	v := 1.0
-	if len(buf) > 0 {
-		v = 1 / math.Sqrt(float64(len(buf)))
+	k := 1 / math.Sqrt(norm)
+	for i, t := range f.Body {
+		idx, val = append(idx, t), append(val, k*tf(f.BodyTF, i))
 	}
-	return buf, v
+	for i, t := range f.Title {
+		v := k * tf(f.TitleTF, i)
+		idx, val = append(idx, t, l.nTerms+t), append(val, v, v)
+	}
+	return idx, val
 }
 
-func (l *learner) logits(feats []int, v float64, offset []float64, out []float64) []float64 {
+func (l *learner) logits(idx []int, val []float64, offset []float64, out []float64) []float64 {
 	out = append(out[:0], l.b...)
 	for j, x := range offset {
 		out[j] += l.a * x
 	}
-	for _, f := range feats {
+	for i, f := range idx {
 		row := l.w[f*l.c : (f+1)*l.c]
 		for j, x := range row {
-			out[j] += v * x
+			out[j] += val[i] * x
 		}
 	}
 	return out
@@ -273,8 +307,8 @@ func (l *learner) logits(feats []int, v float64, offset []float64, out []float64
 
 func (l *learner) run(ctx context.Context, data []trainDoc, rng *rand.Rand, progress func(int, int, float64)) error {
 	const eps = 1e-8
-	var feats []int
-	var z []float64
+	var idx []int
+	var val, z []float64
 	grad := make([]float64, l.c)
 	order := make([]int, len(data))
 	for i := range order {
@@ -288,31 +322,22 @@ func (l *learner) run(ctx context.Context, data []trainDoc, rng *rand.Rand, prog
 		var loss float64
 		for _, i := range order {
 			d := data[i]
-			var v float64
-			feats, v = l.features(d.f, feats)
-			z = l.logits(feats, v, d.offset, z)
+			idx, val = l.features(d.f, idx, val)
+			z = l.logits(idx, val, d.offset, z)
 			p := softmax(z, 1)
 			loss -= math.Log(max(p[d.y], 1e-12))
-			var ga float64
 			for j := range l.c {
 				grad[j] = p[j]
 				if j == d.y {
 					grad[j]--
 				}
-				if d.offset != nil {
-					ga += grad[j] * d.offset[j]
-				}
 				l.gb[j] += grad[j] * grad[j]
 				l.b[j] -= l.cfg.LearningRate * grad[j] / (math.Sqrt(l.gb[j]) + eps)
 			}
-			if d.offset != nil {
-				l.ga += ga * ga
-				l.a -= l.cfg.LearningRate * ga / (math.Sqrt(l.ga) + eps)
-			}
-			for _, f := range feats {
+			for i, f := range idx {
 				row, acc := l.w[f*l.c:(f+1)*l.c], l.g[f*l.c:(f+1)*l.c]
 				for j := range l.c {
-					gj := v*grad[j] + l.cfg.L2*row[j]
+					gj := val[i]*grad[j] + l.cfg.L2*row[j]
 					acc[j] += gj * gj
 					row[j] -= l.cfg.LearningRate * gj / (math.Sqrt(acc[j]) + eps)
 				}
@@ -325,32 +350,74 @@ func (l *learner) run(ctx context.Context, data []trainDoc, rng *rand.Rand, prog
 	return nil
 }
 
-// fitTemperature is the temperature, on a grid, that minimizes the
-// negative log-likelihood of the held-out documents (1 when there are none).
-func fitTemperature(l *learner, held []trainDoc) float64 {
-	if len(held) == 0 {
-		return 1
+// heldOut is how well a probe predicts the held-out documents.
+type heldOut struct {
+	errors int     // documents whose most probable topic is not their label
+	nll    float64 // negative log-likelihood at the fitted temperature
+}
+
+// better: fewer errors, then a lower likelihood.
+func (h heldOut) better(than heldOut) bool {
+	return h.errors < than.errors || h.errors == than.errors && h.nll < than.nll
+}
+
+// stratifiedFolds deals the documents, shuffled, into k folds with each
+// topic spread evenly.
+func stratifiedFolds(data []trainDoc, topics, k int, rng *rand.Rand) [][]trainDoc {
+	folds := make([][]trainDoc, k)
+	next := make([]int, topics)
+	for _, i := range rng.Perm(len(data)) {
+		d := data[i]
+		folds[next[d.y]%k] = append(folds[next[d.y]%k], d)
+		next[d.y]++
 	}
-	logits := make([][]float64, len(held))
-	var feats []int
-	for i, d := range held {
-		var v float64
-		feats, v = l.features(d.f, feats)
-		logits[i] = l.logits(feats, v, d.offset, nil)
+	return folds
+}
+
+// scoredDoc is a held-out document's logits (before the temperature) and
+// its label.
+type scoredDoc struct {
+	z []float64
+	y int
+}
+
+// score appends the logits of docs to out.
+func (l *learner) score(docs []trainDoc, out []scoredDoc) []scoredDoc {
+	var idx []int
+	var val []float64
+	for _, d := range docs {
+		idx, val = l.features(d.f, idx, val)
+		out = append(out, scoredDoc{z: l.logits(idx, val, d.offset, nil), y: d.y})
+	}
+	return out
+}
+
+// fitTemperature is the temperature, on a grid, that minimizes the
+// negative log-likelihood of the held-out documents, and how well their
+// scores predict them (1 and zero when there are none).
+func fitTemperature(held []scoredDoc) (float64, heldOut) {
+	if len(held) == 0 {
+		return 1, heldOut{}
 	}
 	best, bestNLL := 1.0, math.Inf(1)
-	z := make([]float64, l.c)
+	z := make([]float64, len(held[0].z))
 	for t := 0.25; t <= 8; t *= 1.05 {
 		var nll float64
-		for i, d := range held {
-			copy(z, logits[i])
+		for _, d := range held {
+			copy(z, d.z)
 			nll -= math.Log(max(softmax(z, t)[d.y], 1e-12))
 		}
 		if nll < bestNLL {
 			best, bestNLL = t, nll
 		}
 	}
-	return math.Round(best*1000) / 1000
+	h := heldOut{nll: bestNLL}
+	for _, d := range held {
+		if slices.Index(d.z, slices.Max(d.z)) != d.y {
+			h.errors++
+		}
+	}
+	return math.Round(best*1000) / 1000, h
 }
 
 // export writes the learned weights into m.
@@ -359,7 +426,7 @@ func (l *learner) export(m *Model) {
 	for t := range l.nTerms {
 		for j := range c {
 			m.Body[t*c+j] = float32(l.w[t*c+j])
-			m.Title[t*c+j] = float32(l.w[(l.nTerms+t)*c+j])
+			m.Title[t*c+j] = float32(l.w[t*c+j] + l.w[(l.nTerms+t)*c+j])
 		}
 	}
 	copy(m.Bias, l.b)

@@ -148,6 +148,9 @@ func trainCommand(ctx context.Context, args []string) error {
 		s := cvScores(rep, *cv)
 		scores = &s
 	}
+	cfg.Probed = func(done, total int) {
+		fmt.Fprintf(os.Stderr, "train: choosing the lexicon's weight and the temperature, model %d/%d\n", done, total)
+	}
 	cfg.Progress = func(epoch, epochs int, loss float64) {
 		fmt.Fprintf(os.Stderr, "train: pass %d/%d, mean loss %.4f\n", epoch, epochs, loss)
 	}
@@ -156,7 +159,8 @@ func trainCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "train: %d terms, %d topics, temperature %.3g, in %s\n", len(m.Terms), len(m.Topics), m.Temperature, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "train: %d terms, %d topics, temperature %.3g, lexicon weight %.3g, in %s\n",
+		len(m.Terms), len(m.Topics), m.Temperature, m.BaseWeight, time.Since(start).Round(time.Millisecond))
 	trained := TrainedOn{Files: files, Documents: len(examples), PerTopic: topicmodel.PerTopic(examples),
 		Epochs: cfg.Epochs, L2: cfg.L2, Seed: cfg.Seed, Via: "classifier train"}
 	if *out != "" {

@@ -63,6 +63,9 @@ type TrainConfig struct {
 	// Presence counts a term found several times in a field once instead
 	// of 1 + ln(times) (Model.TF).
 	Presence bool
+	// Probed, when set, is told after each model of the cross-validation
+	// that chooses the base's weight and the temperature.
+	Probed func(done, total int)
 	// Progress, when set, is told after each pass of the final training.
 	Progress func(epoch, epochs int, loss float64)
 }
@@ -165,6 +168,7 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 		weights = BaseWeightGrid
 	}
 	temp, best := 1.0, heldOut{errors: math.MaxInt, nll: math.Inf(1)}
+	probed := 0
 	for _, w := range weights {
 		c := cfg
 		c.BaseWeight = w
@@ -181,6 +185,10 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 				return nil, err
 			}
 			scored = probe.score(folds[k], scored)
+			if cfg.Probed != nil {
+				probed++
+				cfg.Probed(probed, len(weights)*len(folds))
+			}
 		}
 		if t, h := fitTemperature(scored); h.better(best) {
 			temp, best, cfg.BaseWeight = t, h, w

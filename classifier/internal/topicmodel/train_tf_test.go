@@ -71,9 +71,14 @@ func TestTrainChoosesTheBaseWeightByCrossValidation(t *testing.T) {
 	right := map[string]string{"sports": "sports", "business": "business", "science": "science"}
 	wrong := map[string]string{"sports": "business", "business": "science", "science": "sports"}
 	weight := func(base *Model) float64 {
-		m, err := Train(context.Background(), train, TrainConfig{Seed: 3, Base: base})
+		var probes [][2]int
+		m, err := Train(context.Background(), train, TrainConfig{Seed: 3, Base: base,
+			Probed: func(done, total int) { probes = append(probes, [2]int{done, total}) }})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if n := len(BaseWeightGrid) * FoldsDefault; len(probes) != n || probes[n-1] != [2]int{n, n} {
+			t.Fatalf("progress %v, want 1..%d of %d", probes, n, n)
 		}
 		if m.Base != base || !slices.Contains(BaseWeightGrid, m.BaseWeight) {
 			t.Fatalf("base weight %v, want one of %v and the base carried", m.BaseWeight, BaseWeightGrid)

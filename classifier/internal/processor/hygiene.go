@@ -155,7 +155,7 @@ func rawKey(d *domain.ClassifiedContent) domain.DocKey {
 // outcomeOf is what subscribers are told about d.
 func outcomeOf(d *domain.ClassifiedContent) republish.Outcome {
 	o := republish.Outcome{
-		ContentType: d.ContentType, Topics: d.Topics, QualityScore: d.QualityScore,
+		ContentType: d.ContentType, Topics: d.Topics, PrimaryTopic: d.PrimaryTopic, QualityScore: d.QualityScore,
 		IsCrimeRelated: d.IsCrimeRelated, Title: d.Title, URL: d.URL, CanonicalURL: d.CanonicalURL,
 		TextHash: d.ContentHash,
 	}

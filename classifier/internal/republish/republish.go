@@ -34,15 +34,19 @@ import (
 // Outcome is what subscribers are told about a document: a change to any
 // of these fields is published again.
 type Outcome struct {
-	ContentType      string   `json:"content_type"`
-	Topics           []string `json:"topics"`
-	QualityScore     int      `json:"quality_score"`
-	IsCrimeRelated   bool     `json:"is_crime_related"`
-	CrimeSubcategory string   `json:"crime_subcategory"`
-	Title            string   `json:"title"`
-	URL              string   `json:"url"`
-	CanonicalURL     string   `json:"canonical_url"`
-	DuplicateOf      string   `json:"duplicate_of"`
+	ContentType string   `json:"content_type"`
+	Topics      []string `json:"topics"`
+	// PrimaryTopic is the document's section: a new primary among the same
+	// topics (the model retrained, a label learned) is news to subscribers
+	// that route on it. Its confidence is not part of the outcome.
+	PrimaryTopic     string `json:"primary_topic"`
+	QualityScore     int    `json:"quality_score"`
+	IsCrimeRelated   bool   `json:"is_crime_related"`
+	CrimeSubcategory string `json:"crime_subcategory"`
+	Title            string `json:"title"`
+	URL              string `json:"url"`
+	CanonicalURL     string `json:"canonical_url"`
+	DuplicateOf      string `json:"duplicate_of"`
 	// TextHash is the exact fingerprint of title and body: an edited body
 	// is a new outcome, without keeping the body here.
 	TextHash string `json:"text_hash"`

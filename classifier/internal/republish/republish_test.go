@@ -29,6 +29,12 @@ func TestChangedNamesTheFieldsThatDiffer(t *testing.T) {
 	if c := republish.Changed(a, b); !slices.Equal(c, []string{"topics", "is_crime_related"}) {
 		t.Fatalf("changed = %v", c)
 	}
+	// The same topics under a new primary section is a change.
+	a.Topics, a.IsCrimeRelated, a.PrimaryTopic = slices.Clone(b.Topics), true, "a"
+	b.PrimaryTopic = "b"
+	if c := republish.Changed(a, b); !slices.Equal(c, []string{"primary_topic"}) {
+		t.Fatalf("a new primary topic: changed = %v", c)
+	}
 }
 
 func TestSameOutcomeOnceChangedOutcomeAgainWithTheNextVersion(t *testing.T) {

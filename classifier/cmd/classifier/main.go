@@ -184,7 +184,8 @@ func serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	modelRepo := modelstore.NewRepository(db)
-	reloader := &modelstore.Reloader{Rules: ruleRepo, Target: updater, Repo: modelRepo, Models: models, Logger: log}
+	reloader := &modelstore.Reloader{Rules: ruleRepo, Target: updater, Repo: modelRepo, Models: models, Logger: log,
+		OnUnusable: metrics.ModelUnusableHook(ctx)}
 	watcher, err := rulestore.NewWatcher(rulestore.WatcherConfig{DatabaseURL: cfg.DB.URL, Meter: rt.Telemetry.Meter("classifier")},
 		reloader, reloader, log)
 	if err != nil {

@@ -89,6 +89,10 @@ type Reloader struct {
 	Repo   *Repository
 	Models *Models
 	Logger *slog.Logger
+	// OnUnusable, when set, is told of each reload that found a model in
+	// use (active or candidate) that cannot be read or compiled; the model
+	// loaded before stays in its place.
+	OnUnusable func(id int64, err error)
 
 	mu      sync.Mutex
 	pending *state
@@ -171,5 +175,8 @@ func (r *Reloader) slot(ctx context.Context, id int64, was, other *loaded) (*loa
 	}
 	r.Logger.ErrorContext(ctx, "stored topic model unusable; keeping the model in use",
 		slog.Int64("model_id", id), slog.Any("error", err))
+	if r.OnUnusable != nil {
+		r.OnUnusable(id, err)
+	}
 	return was, nil
 }

@@ -2,6 +2,7 @@ package modelstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -33,6 +34,7 @@ type bundle struct {
 	models *modelstore.Models
 	engine *rules.Engine
 	re     *modelstore.Reloader
+	db     *sql.DB
 	dbURL  string
 }
 
@@ -51,7 +53,7 @@ func setup(t *testing.T) bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := bundle{repo: modelstore.NewRepository(db), rules: rulestore.NewRepository(db), models: models, engine: engine, dbURL: url}
+	b := bundle{repo: modelstore.NewRepository(db), rules: rulestore.NewRepository(db), models: models, engine: engine, db: db, dbURL: url}
 	b.re = &modelstore.Reloader{Rules: b.rules, Target: engine, Repo: b.repo, Models: models, Logger: testenv.Logger(t)}
 	return b
 }
@@ -262,6 +264,44 @@ func TestWatcherReloadsModels(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("the rollback never reached the replica: %+v", b.models.InUse())
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestUnusableModelKeepsTheOneInUse(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	var unusable []int64
+	b.re.OnUnusable = func(id int64, err error) {
+		if err == nil {
+			t.Error("OnUnusable without an error")
+		}
+		unusable = append(unusable, id)
+	}
+	good, bad := b.create(t, "good", "sports"), b.create(t, "bad", "business")
+	if _, err := b.repo.SetCandidate(ctx, good.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.repo.Promote(ctx, good.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.reload(t)
+	// The stored bytes of the other model go bad (a bad restore, a hand
+	// edit); it is made the candidate beside the good one.
+	if _, err := b.db.ExecContext(ctx, `UPDATE topic_models SET model = 'not gzip' WHERE id = $1`, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.repo.SetCandidate(ctx, bad.ID, 100); err != nil {
+		t.Fatal(err)
+	}
+	b.reload(t)
+	if !slices.Equal(unusable, []int64{bad.ID}) {
+		t.Fatalf("unusable models reported %v, want [%d]", unusable, bad.ID)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if got, shadow := decides(t, b.models, id); got != "sports" || shadow != "" {
+			t.Fatalf("document %s decided by %q, shadow %q; want the good model alone", id, got, shadow)
 		}
 	}
 }

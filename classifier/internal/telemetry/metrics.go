@@ -47,6 +47,9 @@ type Metrics struct {
 	// and scored by the other (the active model and a candidate), by
 	// result: agree (same primary topic and crime flag) or disagree.
 	ModelShadowComparisons metric.Int64Counter
+	// ModelUnusable counts reloads that found a topic model in use that
+	// cannot be read or compiled (the model loaded before kept deciding).
+	ModelUnusable metric.Int64Counter
 
 	DLQEnqueued  metric.Int64Counter
 	DLQProcessed metric.Int64Counter
@@ -160,6 +163,7 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.ShadowDisagreements = counter("classifier_shadow_disagreements_total", "Documents on which the two rule engines of shadow mode or a matcher rollout disagreed, by side (current, candidate: the engine whose answer was used)")
 	m.ShadowComparisons = counter("classifier_shadow_comparisons_total", "Documents matched by both rule engines of shadow mode or a matcher rollout, by side (current, candidate: the engine whose answer was used)")
 
+	m.ModelUnusable = counter("classifier_topic_model_unusable_total", "Rule-set reloads that found a topic model in use (active or candidate) that cannot be read or compiled; the model loaded before keeps deciding (log: stored topic model unusable)")
 	m.ModelShadowComparisons = counter("classifier_topic_model_shadow_total", "Documents decided by one topic model and scored by the other (active and candidate), by result (agree: same primary topic and crime flag; disagree)")
 
 	m.DLQEnqueued = counter("classifier_dlq_enqueued_total", "Total documents added to DLQ")
@@ -278,6 +282,13 @@ func (m *Metrics) ShadowComparison(ctx context.Context, logger *slog.Logger) fun
 		logger.InfoContext(ctx, "shadow rule engine disagrees", "component", "rules_shadow", "side", string(c.Side),
 			"answered_topics", topicsOf(c.Answered), "other_topics", topicsOf(c.Other))
 	}
+}
+
+// ModelUnusableHook returns the model reloader's OnUnusable: each unusable
+// model counted.
+func (m *Metrics) ModelUnusableHook(ctx context.Context) func(id int64, err error) {
+	ctx = context.WithoutCancel(ctx)
+	return func(int64, error) { m.ModelUnusable.Add(ctx, 1) }
 }
 
 // ModelShadow returns the pipeline's OnModelShadow: each comparison of the

@@ -195,3 +195,17 @@ func TestLoopStress(t *testing.T) {
 		return &lifecycle.Loop{Name: "stress loop", Logger: logger, Step: lifecycle.Every(time.Millisecond, func(context.Context) {})}
 	})
 }
+
+// A component that has ended is stopped, whatever the state of the
+// caller's context: Stop does not pick at random between the two.
+func TestStopOfAnEndedComponentWithAnEndedContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i := range 200 {
+		var b lifecycle.Base
+		if err := b.Stop(ctx); err != nil {
+			t.Fatalf("stop %d of a component that never started, context ended: %v", i, err)
+		}
+	}
+}

@@ -222,9 +222,12 @@ type Poller struct {
 	lastFound time.Time
 	// claiming is the outcome of the claim in flight (claim.go), nil when
 	// none; claimingN is how many documents it carries. Touched by the
-	// loop only, and by Stop once the loop has ended.
+	// loop only, and by Stop (under stopMu) once the loop has ended.
 	claiming  chan claimOutcome
 	claimingN int
+	// stopMu serializes Stops' collection of the claim in flight: a second
+	// Stop waits for the first, then finds it collected.
+	stopMu sync.Mutex
 
 	// beforeClaim, when set (tests), runs between the search and the claim.
 	beforeClaim func(found []*domain.RawContent)
@@ -275,16 +278,22 @@ func (p *Poller) Stop(ctx context.Context) error {
 	if err := p.loop.Stop(ctx); err != nil {
 		return err
 	}
+	p.stopMu.Lock()
+	defer p.stopMu.Unlock()
 	if p.claiming == nil {
 		return nil
 	}
 	select {
 	case <-p.claiming:
-		p.claiming = nil
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("stop poller: claim in flight: %w", ctx.Err())
+		select { // select picks at random between two ready cases
+		case <-p.claiming:
+		default:
+			return fmt.Errorf("stop poller: claim in flight: %w", ctx.Err())
+		}
 	}
+	p.claiming, p.claimingN = nil, 0
+	return nil
 }
 
 // step polls once and returns the wait before the next poll: none when

@@ -1,0 +1,40 @@
+package poller
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// Two Stops at once, a claim in flight: both wait for it and both return
+// nil once it ends; the second does not wait on a claim the first collected.
+func TestConcurrentStopsCollectTheClaimOnce(t *testing.T) {
+	t.Parallel()
+	done := make(chan claimOutcome, 1)
+	p := &Poller{claiming: done, claimingN: 3}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errs := make(chan error, 2)
+	var started sync.WaitGroup
+	for range 2 {
+		started.Add(1)
+		go func() {
+			started.Done()
+			errs <- p.Stop(ctx)
+		}()
+	}
+	started.Wait()
+	done <- claimOutcome{} // the claim in flight ends
+	if err := <-errs; err != nil {
+		t.Fatalf("first Stop: %v", err)
+	}
+	// The claim has ended: the other Stop has nothing left to wait for,
+	// however soon its context ends.
+	cancel()
+	if err := <-errs; err != nil {
+		t.Fatalf("second Stop waited on a claim already collected: %v", err)
+	}
+	if p.claiming != nil {
+		t.Error("Stop left the claim in flight")
+	}
+}

@@ -67,7 +67,7 @@ type Model struct {
 	// on top of the shipped lexicon (TrainConfig.Base) keeps what the
 	// lexicon knows where the labels are thin. A base has no base.
 	Base *Model `json:"base,omitempty"`
-	// BaseWeight scales the base's logits (learned with the weights).
+	// BaseWeight scales the base's logits (chosen by Train from BaseWeightGrid).
 	BaseWeight float64 `json:"base_weight,omitempty"`
 }
 
@@ -176,7 +176,7 @@ func Compile(m *Model, kind rules.MatcherKind) (*Scorer, error) {
 
 // EvidenceScale is what one unit of the rules' evidence (a weight of the
 // hand-written lexicon's scale) is worth in this model's logits: 1 for a
-// lexicon, the learned BaseWeight for a model trained on one, and
+// lexicon, the chosen BaseWeight for a model trained on one, and
 // UnbasedEvidenceScale for a model trained without a base.
 func (s *Scorer) EvidenceScale() float64 {
 	switch {
@@ -189,7 +189,7 @@ func (s *Scorer) EvidenceScale() float64 {
 }
 
 // UnbasedEvidenceScale is EvidenceScale for a trained model without a base:
-// about what training on the news sets gave BaseWeight.
+// within the range Train chooses BaseWeight from (BaseWeightGrid).
 const UnbasedEvidenceScale = 0.15
 
 // Topics are the model's topics, in the order of Scores.Probs.

@@ -58,7 +58,7 @@ type TrainConfig struct {
 	// already say, and the trained model carries the base with it.
 	Base *Model
 	// BaseWeight, when above zero, fixes the base's weight instead of
-	// learning it.
+	// choosing it by cross-validation (BaseWeightGrid).
 	BaseWeight float64
 	// Presence counts a term found several times in a field once instead
 	// of 1 + ln(times) (Model.TF).
@@ -165,7 +165,7 @@ func Train(ctx context.Context, examples []Example, cfg TrainConfig) (*Model, er
 	folds := stratifiedFolds(data, len(topics), cfg.Folds, rng)
 	weights := []float64{cfg.BaseWeight}
 	if cfg.Base != nil && cfg.BaseWeight == 0 {
-		weights = BaseWeightGrid
+		weights = BaseWeightGrid()
 	}
 	temp, best := 1.0, heldOut{errors: math.MaxInt, nll: math.Inf(1)}
 	probed := 0
@@ -270,12 +270,12 @@ func newLearner(nTerms, c int, cfg TrainConfig) *learner {
 		b: make([]float64, c), gb: make([]float64, c), a: cfg.BaseWeight}
 }
 
-// BaseWeightGrid are the weights of a base model's logits Train chooses
-// from (TrainConfig.BaseWeight): small, as a base's logits (sums of
+// BaseWeightGrid returns the weights of a base model's logits Train
+// chooses from (TrainConfig.BaseWeight): small, as a base's logits (sums of
 // hand-set weights) are far larger than a trained model's. The short items
 // of a wire feed lean on the lexicon (about 0.2), a long article's own words
 // say more (about 0.02).
-var BaseWeightGrid = []float64{0.02, 0.05, 0.1, 0.2}
+func BaseWeightGrid() []float64 { return []float64{0.02, 0.05, 0.1, 0.2} }
 
 // features lists a document's feature indices and their values: a term
 // found in the title is the term's body feature plus its title feature

@@ -77,19 +77,19 @@ func TestTrainChoosesTheBaseWeightByCrossValidation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(BaseWeightGrid) * FoldsDefault; len(probes) != n || probes[n-1] != [2]int{n, n} {
+		if n := len(BaseWeightGrid()) * FoldsDefault; len(probes) != n || probes[n-1] != [2]int{n, n} {
 			t.Fatalf("progress %v, want 1..%d of %d", probes, n, n)
 		}
-		if m.Base != base || !slices.Contains(BaseWeightGrid, m.BaseWeight) {
-			t.Fatalf("base weight %v, want one of %v and the base carried", m.BaseWeight, BaseWeightGrid)
+		if m.Base != base || !slices.Contains(BaseWeightGrid(), m.BaseWeight) {
+			t.Fatalf("base weight %v, want one of %v and the base carried", m.BaseWeight, BaseWeightGrid())
 		}
 		return m.BaseWeight
 	}
 	// A base that names the wrong topic for every word is given the least
 	// weight; one that is right, more.
 	misleading, helpful := weight(lexiconOver(wrong, 3)), weight(lexiconOver(right, 3))
-	if misleading != BaseWeightGrid[0] || helpful <= misleading {
-		t.Errorf("base weight: misleading base %v (want %v), helpful base %v (want more)", misleading, BaseWeightGrid[0], helpful)
+	if misleading != BaseWeightGrid()[0] || helpful <= misleading {
+		t.Errorf("base weight: misleading base %v (want %v), helpful base %v (want more)", misleading, BaseWeightGrid()[0], helpful)
 	}
 	fixed, err := Train(context.Background(), train, TrainConfig{Seed: 3, Base: lexiconOver(right, 3), BaseWeight: 0.3})
 	if err != nil {

@@ -265,7 +265,7 @@ func serve(ctx context.Context, _ []string) error {
 	cfg.Poller.ESBreaker = breakers.Elasticsearch
 	cfg.Poller.Leases = leases
 	cfg.Poller.Raw = raw
-	poll, err := poller.New(cfg.Poller, es, sink, metrics, tracer, log)
+	poll, err := poller.New(cfg.Poller, sink, metrics, tracer, log)
 	if err != nil {
 		return err
 	}

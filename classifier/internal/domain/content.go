@@ -23,6 +23,11 @@ type RawContent struct {
 	contentindex.RawDocument
 	// Index is the raw index the document was read from.
 	Index string
+	// IndexUUID is the index.uuid of the incarnation of Index it was read
+	// from (an index deleted and created again has a new one), when the
+	// reader knew it (the poller does); claims compare versions only
+	// within one incarnation (package lease).
+	IndexUUID string
 	// SeqNo and PrimaryTerm identify the claimed version of the document.
 	SeqNo       int64
 	PrimaryTerm int64

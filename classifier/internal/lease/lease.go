@@ -89,7 +89,11 @@ func (s *Store) Lease() time.Duration { return s.cfg.Lease }
 
 // Doc is a document a search found, at the version it returned.
 type Doc struct {
-	Index       string
+	Index string
+	// IndexUUID is the index.uuid of the incarnation of Index the search
+	// read (an index deleted and created again under its name has a new
+	// one); empty when the claimer does not know it.
+	IndexUUID   string
 	ID          string
 	SeqNo       int64
 	PrimaryTerm int64
@@ -120,13 +124,13 @@ func (s *Store) Claim(ctx context.Context, docs []Doc) ([]Claim, error) {
 	if len(docs) == 0 {
 		return nil, nil
 	}
-	idx, ids := make([]string, len(docs)), make([]string, len(docs))
+	idx, ids, uuids := make([]string, len(docs)), make([]string, len(docs)), make([]string, len(docs))
 	seqs, terms := make([]int64, len(docs)), make([]int64, len(docs))
 	for i, d := range docs {
-		idx[i], ids[i], seqs[i], terms[i] = key(d.Index), key(d.ID), d.SeqNo, d.PrimaryTerm
+		idx[i], ids[i], uuids[i], seqs[i], terms[i] = key(d.Index), key(d.ID), d.IndexUUID, d.SeqNo, d.PrimaryTerm
 	}
 	rows, err := s.cfg.DB.QueryContext(ctx, claimSQL, pq.Array(idx), pq.Array(ids), pq.Array(seqs), pq.Array(terms),
-		s.cfg.Replica, s.cfg.Lease.Seconds())
+		s.cfg.Replica, s.cfg.Lease.Seconds(), pq.Array(uuids))
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -134,7 +138,7 @@ func (s *Store) Claim(ctx context.Context, docs []Doc) ([]Claim, error) {
 	out := make([]Claim, 0, len(docs))
 	for rows.Next() {
 		var c Claim
-		if err := rows.Scan(&c.Index, &c.ID, &c.SeqNo, &c.PrimaryTerm, &c.ClaimID, &c.Stalls); err != nil {
+		if err := rows.Scan(&c.Index, &c.ID, &c.IndexUUID, &c.SeqNo, &c.PrimaryTerm, &c.ClaimID, &c.Stalls); err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 		out = append(out, c)
@@ -151,20 +155,31 @@ func (s *Store) Claim(ctx context.Context, docs []Doc) ([]Claim, error) {
 // crawler's update). A search that has not seen the flip yet (the raw
 // index not refreshed) returns the finished claim's version, which never
 // wins: the document is not classified again.
+//
+// Versions compare only within one incarnation of an index: one deleted
+// and created again under its name numbers its documents afresh. A row of
+// another incarnation (both index_uuids known and different) is taken over
+// whatever its state, without a stall: its document is gone with its index,
+// and the old owner's ownership check (Renew) no longer finds its claim.
 // Duplicate documents in one batch are claimed once (DISTINCT ON).
 const claimSQL = `
-INSERT INTO raw_claims AS c (raw_index, doc_id, claimed_by, claimed_at, lease_until, seq_no, primary_term)
-SELECT DISTINCT ON (i, d) i, d, $5, now(), now() + make_interval(secs => $6), s, t
-  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS x(i, d, s, t)
+INSERT INTO raw_claims AS c (raw_index, doc_id, index_uuid, claimed_by, claimed_at, lease_until, seq_no, primary_term)
+SELECT DISTINCT ON (i, d) i, d, u, $5, now(), now() + make_interval(secs => $6), s, t
+  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $7::text[]) AS x(i, d, s, t, u)
  ORDER BY i, d
 ON CONFLICT (raw_index, doc_id) DO UPDATE
    SET claimed_by = EXCLUDED.claimed_by, claimed_at = EXCLUDED.claimed_at, lease_until = EXCLUDED.lease_until,
-       seq_no = EXCLUDED.seq_no, primary_term = EXCLUDED.primary_term,
-       stalls = CASE WHEN c.done THEN 0 ELSE c.stalls + 1 END, done = FALSE,
+       seq_no = EXCLUDED.seq_no, primary_term = EXCLUDED.primary_term, index_uuid = EXCLUDED.index_uuid,
+       stalls = CASE WHEN c.done OR ` + otherIncarnation + ` THEN 0 ELSE c.stalls + 1 END, done = FALSE,
        claim_id = nextval(pg_get_serial_sequence('raw_claims', 'claim_id'))
- WHERE (NOT c.done AND c.lease_until < now())
+ WHERE ` + otherIncarnation + `
+    OR (NOT c.done AND c.lease_until < now())
     OR (c.done AND (EXCLUDED.primary_term, EXCLUDED.seq_no) > (c.primary_term, c.seq_no))
-RETURNING raw_index, doc_id, seq_no, primary_term, claim_id, stalls`
+RETURNING raw_index, doc_id, index_uuid, seq_no, primary_term, claim_id, stalls`
+
+// otherIncarnation holds in claimSQL when the row was claimed in another
+// incarnation of its index than the claim's.
+const otherIncarnation = `(c.index_uuid <> '' AND EXCLUDED.index_uuid <> '' AND c.index_uuid <> EXCLUDED.index_uuid)`
 
 // Renew moves the lease of claims forward and returns the ids of those
 // still this replica's; a claim not returned was taken over (or released)
@@ -242,6 +257,24 @@ func (s *Store) ReleaseAll(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// Forget deletes the claims on documents of index made in another
+// incarnation than uuid, or every claim on its documents when uuid is
+// empty: the index was deleted, or deleted and created again (the poller
+// saw its index.uuid change). Their documents are gone; a claim still in
+// flight on one is lost (its owner's ownership check fails, so it commits
+// nothing), and the new incarnation's documents are neither left out of
+// the searches nor refused by the old rows' versions. It returns how many
+// rows it deleted.
+func (s *Store) Forget(ctx context.Context, index, uuid string) (int64, error) {
+	res, err := s.cfg.DB.ExecContext(ctx, `DELETE FROM raw_claims WHERE raw_index = $1 AND ($2 = '' OR index_uuid <> $2)`,
+		key(index), uuid)
+	if err != nil {
+		return 0, fmt.Errorf("forget claims of %s: %w", index, err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
 // Sweep deletes finished rows older than Keep, at most limit of them.
 func (s *Store) Sweep(ctx context.Context, limit int) (int64, error) {
 	res, err := s.cfg.DB.ExecContext(ctx, `
@@ -312,8 +345,8 @@ func (s *Store) ClaimDocs(ctx context.Context, docs []*domain.RawContent, maxSta
 	in := make([]Doc, len(docs))
 	byKey := make(map[Doc]*domain.RawContent, len(docs))
 	for i, d := range docs {
-		in[i] = Doc{Index: d.Index, ID: d.ID, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
-		byKey[Doc{Index: key(d.Index), ID: key(d.ID), SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}] = d
+		in[i] = Doc{Index: d.Index, IndexUUID: d.IndexUUID, ID: d.ID, SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}
+		byKey[Doc{Index: key(d.Index), IndexUUID: d.IndexUUID, ID: key(d.ID), SeqNo: d.SeqNo, PrimaryTerm: d.PrimaryTerm}] = d
 	}
 	won, err := s.Claim(ctx, in)
 	if err != nil {

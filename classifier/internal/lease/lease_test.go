@@ -197,3 +197,81 @@ func TestNULIdsDoNotFailTheClaim(t *testing.T) {
 		t.Fatalf("claim %+v (%v), want the twins once and ok", won, err)
 	}
 }
+
+// at returns doc id of news_raw_content in the incarnation uuid at seqNo.
+func at(uuid, id string, seqNo int64) []lease.Doc {
+	return []lease.Doc{{Index: "news_raw_content", IndexUUID: uuid, ID: id, SeqNo: seqNo, PrimaryTerm: 1}}
+}
+
+// An index deleted and created again under its name numbers its documents
+// afresh: the new incarnation's documents are claimed as new ones, whatever
+// the old rows' versions and leases, and the old owner loses its claim.
+func TestRecreatedIndexClaimsAsNew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, store := setup(t)
+	a, b := store("a"), store("b")
+
+	// In the old incarnation, document 1 was classified at seq 40 and
+	// document 2 is being classified by a at seq 41.
+	done, err := a.Claim(ctx, at("old", "1", 40))
+	if err != nil || len(done) != 1 {
+		t.Fatalf("claim %+v (%v)", done, err)
+	}
+	if err := a.Finish(ctx, ids(done)); err != nil {
+		t.Fatal(err)
+	}
+	inFlight, err := a.Claim(ctx, at("old", "2", 41))
+	if err != nil || len(inFlight) != 1 {
+		t.Fatalf("claim %+v (%v)", inFlight, err)
+	}
+	// The same incarnation still refuses the finished version and the live lease.
+	if got, _ := b.Claim(ctx, append(at("old", "1", 40), at("old", "2", 41)...)); len(got) != 0 {
+		t.Fatalf("same incarnation won %+v", got)
+	}
+
+	// The index is recreated: its documents 1 and 2 are at seq 0 and 1.
+	got, err := b.Claim(ctx, append(at("new", "1", 0), at("new", "2", 1)...))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("new incarnation won %+v (%v), want both documents", got, err)
+	}
+	for _, c := range got {
+		if c.Stalls != 0 || c.IndexUUID != "new" {
+			t.Fatalf("claim %+v, want no stall and the new incarnation", c)
+		}
+	}
+	if held, _ := a.Renew(ctx, ids(inFlight)); held[inFlight[0].ClaimID] {
+		t.Fatal("the old incarnation's claim is still held: its owner would commit a document of a deleted index")
+	}
+	// A claimer that does not know the incarnation compares versions.
+	if err := b.Finish(ctx, ids(got)); err != nil {
+		t.Fatal(err)
+	}
+	if won, _ := a.Claim(ctx, at("", "1", 0)); len(won) != 0 {
+		t.Fatalf("a claim without an incarnation won a finished version: %+v", won)
+	}
+}
+
+// Forget drops the claims of an incarnation the poller saw replaced, and
+// every claim of a deleted index; other indices keep theirs.
+func TestForgetDropsTheOldIncarnation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, store := setup(t)
+	a := store("a")
+	other := []lease.Doc{{Index: "other_raw_content", IndexUUID: "x", ID: "9", SeqNo: 1, PrimaryTerm: 1}}
+	for _, d := range [][]lease.Doc{at("old", "1", 4), at("new", "2", 0), other} {
+		if won, err := a.Claim(ctx, d); err != nil || len(won) != 1 {
+			t.Fatalf("claim %+v (%v)", won, err)
+		}
+	}
+	if n, err := a.Forget(ctx, "news_raw_content", "new"); err != nil || n != 1 {
+		t.Fatalf("forget the old incarnation: %d (%v), want 1", n, err)
+	}
+	if n, err := a.Forget(ctx, "news_raw_content", ""); err != nil || n != 1 {
+		t.Fatalf("forget a deleted index: %d (%v), want 1", n, err)
+	}
+	if left := dbtest.Strings(t, db, `SELECT raw_index || '/' || doc_id FROM raw_claims`); len(left) != 1 || left[0] != "other_raw_content/9" {
+		t.Fatalf("rows left %v, want only the other index's", left)
+	}
+}

@@ -2,16 +2,16 @@ package poller
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/classifier/internal/telemetry"
 )
 
 // Reason codes of a failing index: the reason label of
@@ -48,7 +48,8 @@ type IndexStatus struct {
 	Failures int `json:"consecutive_failures"`
 }
 
-// indexState is the poller's record of one raw index; guarded by Poller.mu.
+// indexState is the watch's record of one raw index; guarded by
+// indexWatch.mu.
 type indexState struct {
 	failing   bool
 	code      string
@@ -59,141 +60,74 @@ type indexState struct {
 }
 
 // resolution is the cached answer to "which raw indices match the pattern,
-// and which of them have a mapping the poll cannot use".
+// which incarnation of each, and which of them cannot be polled".
 type resolution struct {
 	at      time.Time
 	indices []string          // sorted
+	uuid    map[string]string // index -> index.uuid
 	mapping map[string]string // index -> mapping problem
 	blocked map[string]string // index -> write block
 }
 
-// writeBlocks are the index settings that refuse writes. A claim is a row
-// of the lease table, so a blocked index no longer refuses it: the block is
-// read with the index list instead, and such an index is not polled, for
-// none of its documents could be flipped (committed).
-var writeBlocks = []string{"index.blocks.write", "index.blocks.read_only", "index.blocks.read_only_allow_delete"}
+// indexWatch is the poller's job of finding indices: which raw indices
+// match the pattern (listed through rawindex, cached for IndexRefresh),
+// which of them are failing and when each is retried, which incarnation of
+// each the claims belong to, and which indices a poll serves. It is safe
+// for concurrent use.
+type indexWatch struct {
+	cfg     *Config
+	metrics *telemetry.Metrics
+	logger  *slog.Logger
+	now     func() time.Time
+	// outcome tells the Elasticsearch breaker how a listing went.
+	outcome func(ctx context.Context, err error)
+	// replaced is told of an index deleted (uuid empty) or created again
+	// under its name (uuid its new one) since the listing before.
+	replaced func(ctx context.Context, index, uuid string)
 
-// blockedIndices returns the indices matching the pattern that carry a
-// write block, with the reason.
-func (p *Poller) blockedIndices(ctx context.Context) (map[string]string, error) {
-	res, err := p.es.Indices.GetSettings(
-		p.es.Indices.GetSettings.WithContext(ctx),
-		p.es.Indices.GetSettings.WithIndex(p.cfg.IndexPattern),
-		p.es.Indices.GetSettings.WithName("index.blocks.*"),
-		p.es.Indices.GetSettings.WithFlatSettings(true),
-		p.es.Indices.GetSettings.WithIgnoreUnavailable(true),
-		p.es.Indices.GetSettings.WithAllowNoIndices(true),
-		p.es.Indices.GetSettings.WithExpandWildcards("open"),
-	)
-	if err := esclient.CheckResponse("read raw index blocks", res, err); err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	var parsed map[string]struct {
-		Settings map[string]any `json:"settings"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
-		return nil, fmt.Errorf("read raw index blocks: decode: %w", err)
-	}
-	out := map[string]string{}
-	for idx, v := range parsed {
-		for _, name := range writeBlocks {
-			if fmt.Sprint(v.Settings[name]) == "true" {
-				out[idx] = fmt.Sprintf("cluster_block_exception: index [%s] has %s set; its documents cannot be committed, so none is claimed", idx, name)
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-// dateFields must be mapped as dates (or not yet mapped) in every raw index:
-// the poll sorts on crawled_at. (claimed_at is no longer read: claims are
-// rows of the lease table.)
-var dateFields = []string{"crawled_at"}
-
-type fieldCapsResponse struct {
-	Indices []string `json:"indices"`
-	Fields  map[string]map[string]struct {
-		Type    string   `json:"type"`
-		Indices []string `json:"indices"`
-	} `json:"fields"`
-	Failures []struct {
-		Indices []string             `json:"indices"`
-		Failure esclient.ErrorObject `json:"failure"`
-	} `json:"failures"`
+	mu     sync.Mutex // guards the fields below; never held across a request
+	res    *resolution
+	states map[string]*indexState
+	next   int // round-robin start among the indices due
 }
 
 // resolve returns the raw indices matching the pattern, from cache while it
-// is younger than IndexRefresh and no index failing for its mapping is due
-// for a retry. One _field_caps request both lists the indices and tells each
-// one's type of the date fields, so one index with a bad mapping is known
-// before it is searched, and the others are searched without it.
-func (p *Poller) resolve(ctx context.Context) (*resolution, error) {
-	now := p.now()
-	p.mu.Lock()
-	r := p.res
-	fresh := r != nil && now.Sub(r.at) < p.cfg.IndexRefresh && !p.mappingRetryDueLocked(now)
-	p.mu.Unlock()
+// is younger than IndexRefresh and no index failing for its mapping or a
+// block is due for a retry, so an index with a bad mapping is known before
+// it is searched, and the others are searched without it.
+func (w *indexWatch) resolve(ctx context.Context) (*resolution, error) {
+	now := w.now()
+	w.mu.Lock()
+	r := w.res
+	fresh := r != nil && now.Sub(r.at) < w.cfg.IndexRefresh && !w.mappingRetryDueLocked(now)
+	w.mu.Unlock()
 	if fresh {
 		return r, nil
 	}
-	res, err := p.es.FieldCaps(
-		p.es.FieldCaps.WithContext(ctx),
-		p.es.FieldCaps.WithIndex(p.cfg.IndexPattern),
-		p.es.FieldCaps.WithFields(dateFields...),
-		p.es.FieldCaps.WithIncludeUnmapped(true),
-		p.es.FieldCaps.WithIgnoreUnavailable(true),
-		p.es.FieldCaps.WithAllowNoIndices(true),
-		p.es.FieldCaps.WithExpandWildcards("open"),
-	)
-	err = esclient.CheckResponse("list raw indices", res, err)
-	p.esOutcome(ctx, err)
+	listed, err := w.cfg.Raw.List(ctx, w.cfg.IndexPattern)
+	w.outcome(ctx, err)
 	if err != nil {
 		return nil, err
 	}
-	defer res.Body.Close()
-	var parsed fieldCapsResponse
-	if err := json.NewDecoder(res.Body).Decode(&parsed); err != nil {
-		return nil, fmt.Errorf("list raw indices: decode: %w", err)
-	}
-	blocked, err := p.blockedIndices(ctx)
-	p.esOutcome(ctx, err)
-	if err != nil {
-		return nil, err
-	}
-	r = &resolution{at: now, indices: slices.Sorted(slices.Values(parsed.Indices)), mapping: map[string]string{}, blocked: blocked}
-	for _, field := range dateFields {
-		for typ, caps := range parsed.Fields[field] {
-			if typ == "date" || typ == "date_nanos" || typ == "unmapped" {
-				continue
-			}
-			on := caps.Indices
-			if len(on) == 0 { // one type across every index
-				on = r.indices
-			}
-			for _, idx := range on {
-				r.mapping[idx] = fmt.Sprintf("%s is mapped as %s, not date: the poll cannot order or lease its documents; fix the index mapping (reindex)", field, typ)
-			}
+	r = &resolution{at: now, uuid: map[string]string{}, mapping: map[string]string{}, blocked: map[string]string{}}
+	for _, idx := range listed {
+		r.indices = append(r.indices, idx.Name)
+		r.uuid[idx.Name] = idx.UUID
+		if idx.Unusable != "" {
+			r.mapping[idx.Name] = idx.Unusable
+		}
+		if idx.Blocked != "" {
+			r.blocked[idx.Name] = idx.Blocked
 		}
 	}
-	for _, f := range parsed.Failures {
-		for _, idx := range f.Indices {
-			r.mapping[idx] = "field capabilities failed: " + f.Failure.String()
-			if !slices.Contains(r.indices, idx) {
-				r.indices = append(r.indices, idx)
-			}
-		}
-	}
-	slices.Sort(r.indices)
-	p.adopt(ctx, r)
+	w.adopt(ctx, r)
 	return r, nil
 }
 
 // mappingRetryDueLocked reports an index failing for its mapping whose retry
 // is due: its mapping must be read afresh, not from the cache.
-func (p *Poller) mappingRetryDueLocked(now time.Time) bool {
-	for _, st := range p.states {
+func (w *indexWatch) mappingRetryDueLocked(now time.Time) bool {
+	for _, st := range w.states {
 		if st.failing && (st.code == ReasonMapping || st.code == ReasonWriteBlocked) && !now.Before(st.nextRetry) {
 			return true
 		}
@@ -202,58 +136,69 @@ func (p *Poller) mappingRetryDueLocked(now time.Time) bool {
 }
 
 // adopt installs a fresh resolution: indices seen for the first time start
-// healthy (their gauge at 0), indices gone from the pattern are forgotten.
-func (p *Poller) adopt(ctx context.Context, r *resolution) {
-	now := p.now()
-	var added, gone []string
-	var goneFailing []string
-	p.mu.Lock()
-	p.res = r
+// healthy (their gauge at 0), indices gone from the pattern are forgotten,
+// and an index deleted, or deleted and created again (a new index.uuid), is
+// reported to replaced.
+func (w *indexWatch) adopt(ctx context.Context, r *resolution) {
+	now := w.now()
+	var added, gone, goneFailing []string
+	replaced := map[string]string{} // index -> its new uuid, "" when deleted
+	w.mu.Lock()
+	if old := w.res; old != nil {
+		for idx, was := range old.uuid {
+			if is, ok := r.uuid[idx]; !ok || (was != "" && is != "" && is != was) {
+				replaced[idx] = is
+			}
+		}
+	}
+	w.res = r
 	for _, idx := range r.indices {
-		if _, ok := p.states[idx]; !ok {
-			p.states[idx] = &indexState{since: now}
+		if _, ok := w.states[idx]; !ok {
+			w.states[idx] = &indexState{since: now}
 			added = append(added, idx)
 		}
 	}
-	for idx, st := range p.states {
+	for idx, st := range w.states {
 		if !slices.Contains(r.indices, idx) {
-			delete(p.states, idx)
-			delete(p.recent, idx)
+			delete(w.states, idx)
 			gone = append(gone, idx)
 			if st.failing {
 				goneFailing = append(goneFailing, idx)
 			}
 		}
 	}
-	p.mu.Unlock()
+	w.mu.Unlock()
 	for _, idx := range added {
-		p.metrics.IndexPollFailing.Record(ctx, 0, indexAttr(idx))
+		w.metrics.IndexPollFailing.Record(ctx, 0, indexAttr(idx))
 	}
 	for _, idx := range gone {
-		p.metrics.IndexPollFailing.Record(ctx, 0, indexAttr(idx))
+		w.metrics.IndexPollFailing.Record(ctx, 0, indexAttr(idx))
 	}
 	for _, idx := range goneFailing {
-		p.logger.InfoContext(ctx, "failing raw index no longer matches the index pattern; forgotten", "index", idx)
+		w.logger.InfoContext(ctx, "failing raw index no longer matches the index pattern; forgotten", "index", idx)
+	}
+	for idx, uuid := range replaced {
+		w.replaced(ctx, idx, uuid)
 	}
 }
 
 // invalidate makes the next poll resolve the indices again.
-func (p *Poller) invalidate() {
-	p.mu.Lock()
-	p.res = nil
-	p.mu.Unlock()
+func (w *indexWatch) invalidate() {
+	w.mu.Lock()
+	w.res = nil
+	w.mu.Unlock()
 }
 
 // due returns the indices to poll now: those not failing, and failing ones
 // whose retry time has come. An index due whose mapping is bad is marked
 // failing again instead.
-func (p *Poller) due(ctx context.Context, r *resolution) []string {
-	now := p.now()
+func (w *indexWatch) due(ctx context.Context, r *resolution) []string {
+	now := w.now()
 	out := make([]string, 0, len(r.indices))
 	var badMapping, blocked []string
-	p.mu.Lock()
+	w.mu.Lock()
 	for _, idx := range r.indices {
-		st := p.states[idx]
+		st := w.states[idx]
 		if st != nil && st.failing && now.Before(st.nextRetry) {
 			continue
 		}
@@ -267,79 +212,79 @@ func (p *Poller) due(ctx context.Context, r *resolution) []string {
 		}
 		out = append(out, idx)
 	}
-	p.mu.Unlock()
+	w.mu.Unlock()
 	for _, idx := range badMapping {
-		p.markFailing(ctx, idx, ReasonMapping, r.mapping[idx])
+		w.markFailing(ctx, idx, ReasonMapping, r.mapping[idx])
 	}
 	for _, idx := range blocked {
-		p.markFailing(ctx, idx, ReasonWriteBlocked, r.blocked[idx])
+		w.markFailing(ctx, idx, ReasonWriteBlocked, r.blocked[idx])
 	}
 	return out
 }
 
 // backoff is the wait after the n-th consecutive failure of an index:
 // IndexRetry doubling up to IndexRetryMax.
-func (p *Poller) backoff(n int) time.Duration {
-	wait := p.cfg.IndexRetry
-	for i := 1; i < n && wait < p.cfg.IndexRetryMax; i++ {
+func (w *indexWatch) backoff(n int) time.Duration {
+	wait := w.cfg.IndexRetry
+	for i := 1; i < n && wait < w.cfg.IndexRetryMax; i++ {
 		wait *= 2
 	}
-	return min(wait, p.cfg.IndexRetryMax)
+	return min(wait, w.cfg.IndexRetryMax)
 }
 
 // markFailing records a failed poll of index: it is skipped until its
 // backoff has passed. The first failure (and a change of reason) is logged
 // at warning; every failure is counted.
-func (p *Poller) markFailing(ctx context.Context, index, code, reason string) {
-	now := p.now()
-	p.mu.Lock()
-	st := p.stateLocked(index, now)
+func (w *indexWatch) markFailing(ctx context.Context, index, code, reason string) {
+	now := w.now()
+	w.mu.Lock()
+	st := w.stateLocked(index, now)
 	st.failures++
-	wait := p.backoff(st.failures)
+	wait := w.backoff(st.failures)
 	wasFailing, oldReason := st.failing, st.reason
 	if !st.failing {
 		st.failing, st.since = true, now
 	}
 	st.code, st.reason, st.nextRetry = code, reason, now.Add(wait)
 	failures := st.failures
-	p.mu.Unlock()
+	w.mu.Unlock()
 
-	p.metrics.IndexPollFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("index", index), attribute.String("reason", code)))
-	p.metrics.IndexPollFailing.Record(ctx, 1, indexAttr(index))
+	w.metrics.IndexPollFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("index", index), attribute.String("reason", code)))
+	w.metrics.IndexPollFailing.Record(ctx, 1, indexAttr(index))
 	switch {
 	case !wasFailing:
-		p.logger.WarnContext(ctx, "raw index failing: skipping it, the other indices keep flowing",
+		w.logger.WarnContext(ctx, "raw index failing: skipping it, the other indices keep flowing",
 			"index", index, "reason_code", code, "reason", reason, "retry_in", wait.String())
 	case reason != oldReason:
-		p.logger.WarnContext(ctx, "raw index still failing, for another reason",
+		w.logger.WarnContext(ctx, "raw index still failing, for another reason",
 			"index", index, "reason_code", code, "reason", reason, "failures", failures, "retry_in", wait.String())
 	default:
-		p.logger.DebugContext(ctx, "raw index still failing", "index", index, "reason_code", code, "failures", failures, "retry_in", wait.String())
+		w.logger.DebugContext(ctx, "raw index still failing", "index", index, "reason_code", code, "failures", failures, "retry_in", wait.String())
 	}
 }
 
 // markHealthy records a good poll of index; a failing index recovers.
-func (p *Poller) markHealthy(ctx context.Context, index string) {
-	now := p.now()
-	p.mu.Lock()
-	st := p.stateLocked(index, now)
+func (w *indexWatch) markHealthy(ctx context.Context, index string) {
+	now := w.now()
+	w.mu.Lock()
+	st := w.stateLocked(index, now)
 	if !st.failing {
-		p.mu.Unlock()
+		w.mu.Unlock()
 		return
 	}
 	failedFor, failures, code := now.Sub(st.since), st.failures, st.code
 	*st = indexState{since: now}
-	p.mu.Unlock()
-	p.metrics.IndexPollFailing.Record(ctx, 0, indexAttr(index))
-	p.logger.InfoContext(ctx, "raw index recovered: polling it again", "index", index,
+	w.mu.Unlock()
+	w.metrics.IndexPollFailing.Record(ctx, 0, indexAttr(index))
+	w.logger.InfoContext(ctx, "raw index recovered: polling it again", "index", index,
 		"was", code, "failed_for", failedFor.Round(time.Millisecond).String(), "failures", failures)
 }
 
-func (p *Poller) stateLocked(index string, now time.Time) *indexState {
-	st, ok := p.states[index]
+func (w *indexWatch) stateLocked(index string, now time.Time) *indexState {
+	st, ok := w.states[index]
 	if !ok {
 		st = &indexState{since: now}
-		p.states[index] = st
+		w.states[index] = st
 	}
 	return st
 }
@@ -347,11 +292,11 @@ func (p *Poller) stateLocked(index string, now time.Time) *indexState {
 // IndexStatus returns the poll state of every raw index matching the
 // pattern, by name, as of this replica's last poll; empty before the first.
 // It is safe for concurrent use.
-func (p *Poller) IndexStatus() []IndexStatus {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]IndexStatus, 0, len(p.states))
-	for idx, st := range p.states {
+func (w *indexWatch) status() []IndexStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]IndexStatus, 0, len(w.states))
+	for idx, st := range w.states {
 		s := IndexStatus{Index: idx, Failing: st.failing, Since: st.since, Failures: st.failures}
 		if st.failing {
 			s.ReasonCode, s.Reason, s.NextRetry = st.code, st.reason, st.nextRetry
@@ -364,4 +309,27 @@ func (p *Poller) IndexStatus() []IndexStatus {
 
 func indexAttr(index string) metric.RecordOption {
 	return metric.WithAttributes(attribute.String("index", index))
+}
+
+// window returns at most size of the due indices, starting at a position
+// that moves on every poll, so that with more indices than the batch every
+// index gets its turn, and the index served first changes.
+func (w *indexWatch) window(due []string, size int) []string {
+	if len(due) == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	start := w.next % len(due)
+	n := min(len(due), size)
+	if n < len(due) {
+		w.next = start + n
+	} else {
+		w.next = start + 1
+	}
+	w.mu.Unlock()
+	out := make([]string, 0, n)
+	for i := range n {
+		out = append(out, due[(start+i)%len(due)])
+	}
+	return out
 }

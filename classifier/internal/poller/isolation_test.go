@@ -115,7 +115,7 @@ func (h *harness) poller(t *testing.T, cfg Config) *Poller {
 	if cfg.Raw == nil {
 		cfg.Raw = rawStore(t, h.es)
 	}
-	p, err := New(cfg, h.es, h.sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	p, err := New(cfg, h.sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +534,7 @@ func TestPollerPausesWhileABreakerIsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	esb := breaker.MustNew(breaker.Config{Name: "elasticsearch", Threshold: 1, Cooldown: time.Hour})
-	p2, err := New(Config{ReplicaID: "r", ESBreaker: esb, Leases: h.leases(t, "r"), Raw: rawStore(t, dead)}, dead, h.sink, p.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+	p2, err := New(Config{ReplicaID: "r", ESBreaker: esb, Leases: h.leases(t, "r"), Raw: rawStore(t, dead)}, h.sink, p.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -584,7 +584,7 @@ func TestStepAfterDocumentsPollsSoonAndIdleWaitsTheInterval(t *testing.T) {
 		// documents are left out of the next search by their leases, not
 		// by how long ago they were found, and a claim still in flight
 		// would have none yet.
-		if _, err := p.collect(); err != nil {
+		if _, err := p.inflight.collect(); err != nil {
 			t.Fatalf("%s: claim: %v", what, err)
 		}
 	}

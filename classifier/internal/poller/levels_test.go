@@ -176,7 +176,7 @@ func TestLevelWeightsSeparateTheLevels(t *testing.T) {
 		}
 	}
 	p := &Poller{}
-	if l := p.level(&domain.RawContent{RawDocument: contentindex.RawDocument{Priority: "cleanup"}}); l != contentindex.PriorityCleanup {
+	if l := p.prio.level(&domain.RawContent{RawDocument: contentindex.RawDocument{Priority: "cleanup"}}); l != contentindex.PriorityCleanup {
 		t.Errorf("level of a cleanup document = %q", l)
 	}
 }

@@ -20,8 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -34,7 +32,6 @@ import (
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -203,10 +200,13 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Poller is a long-lived component with Start and Stop.
+// Poller is a long-lived component with Start and Stop. Its loop runs the
+// poll; each of the poll's jobs is a part of its own: finding the indices
+// (indexWatch), choosing lanes and priorities (priorities), searching
+// (searcher), remembering what was just found (recentClaims) and claiming
+// in the background (inflight).
 type Poller struct {
 	cfg     Config
-	es      *esclient.Client
 	sink    Sink
 	metrics *telemetry.Metrics
 	tracer  trace.Tracer
@@ -214,35 +214,29 @@ type Poller struct {
 	now     func() time.Time
 
 	loop     lifecycle.Loop
-	failures int    // consecutive failed polls; touched by the loop only
-	paused   bool   // a breaker held the last poll; touched by the loop only
-	polls    uint64 // polls that searched; touched by the loop only
-	// lastFound is when a poll last found documents; touched by the loop
-	// only.
-	lastFound time.Time
-	// claiming is the outcome of the claim in flight (claim.go), nil when
-	// none; claimingN is how many documents it carries. Touched by the
-	// loop only, and by Stop (under stopMu) once the loop has ended.
-	claiming  chan claimOutcome
-	claimingN int
-	// stopMu serializes Stops' collection of the claim in flight: a second
-	// Stop waits for the first, then finds it collected.
-	stopMu sync.Mutex
+	pace     pace     // touched by the loop only
+	inflight inflight // the claim in flight (claim.go)
+	watch    *indexWatch
+	prio     priorities
+	search   *searcher
+	recent   *recentClaims
 
 	// beforeClaim, when set (tests), runs between the search and the claim.
 	beforeClaim func(found []*domain.RawContent)
-	// recentMax is recentClaimsMax; tests lower it.
-	recentMax int
+}
 
-	mu     sync.Mutex // guards the fields below; never held across a request
-	res    *resolution
-	states map[string]*indexState
-	next   int                             // round-robin start among the indices due
-	recent map[string]map[string]time.Time // index -> _id -> claimed at (recent.go)
+// pace is the loop's memory of the polls before: it decides the wait
+// before the next one (Poller.step).
+type pace struct {
+	failures int    // consecutive failed polls
+	paused   bool   // a breaker held the last poll
+	polls    uint64 // polls that searched
+	// lastFound is when a poll last found documents.
+	lastFound time.Time
 }
 
 // New returns a Poller; call Start to run it.
-func New(cfg Config, es *esclient.Client, sink Sink, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*Poller, error) {
+func New(cfg Config, sink Sink, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) (*Poller, error) {
 	cfg.setDefaults()
 	if cfg.ReplicaID == "" {
 		return nil, errors.New("new poller: ReplicaID is required")
@@ -256,12 +250,61 @@ func New(cfg Config, es *esclient.Client, sink Sink, metrics *telemetry.Metrics,
 	if cfg.Raw == nil {
 		return nil, errors.New("new poller: Raw is required")
 	}
-	p := &Poller{cfg: cfg, es: es, sink: sink, metrics: metrics,
-		tracer: tracer, logger: logger.With("component", "poller"), now: time.Now,
-		states: map[string]*indexState{},
-		recent: map[string]map[string]time.Time{}, recentMax: recentClaimsMax}
+	p := &Poller{sink: sink, metrics: metrics, tracer: tracer, logger: logger.With("component", "poller"), now: time.Now}
+	p.cfg = cfg
+	now := func() time.Time { return p.now() } // tests move p.now
+	p.watch = &indexWatch{cfg: &p.cfg, metrics: metrics, logger: p.logger, now: now, outcome: p.esOutcome,
+		replaced: p.forgetIncarnation, states: map[string]*indexState{}}
+	p.prio = priorities{cfg: &p.cfg, now: now}
+	p.recent = newRecentClaims(&p.cfg, p.logger, now)
+	p.search = &searcher{cfg: &p.cfg, prio: p.prio, watch: p.watch, recent: p.recent, outcome: p.esOutcome,
+		logger: p.logger, now: now}
 	p.loop = lifecycle.Loop{Name: "poller", Step: p.step, Logger: p.logger}
 	return p, nil
+}
+
+// IndexStatus returns the poll state of every raw index matching the
+// pattern, by name, as of this replica's last poll; empty before the first.
+// It is safe for concurrent use.
+func (p *Poller) IndexStatus() []IndexStatus { return p.watch.status() }
+
+// forgetIncarnation forgets what this replica knows of the documents of an
+// index that was deleted (uuid empty) or created again under its name
+// (uuid its new one): the documents it just found, and every replica's
+// claims on them (lease.Store.Forget). They are gone with their index; the
+// new incarnation's documents, whatever their ids and versions, are found
+// and claimed as new ones. A claim still in flight on an old document is
+// lost, so its owner commits nothing. A failure to forget the claims is
+// logged: claims of the new incarnation take the old rows over anyway, and
+// the old rows leave the searches when their leases end.
+func (p *Poller) forgetIncarnation(ctx context.Context, index, uuid string) {
+	p.recent.forget(index)
+	n, err := p.cfg.Leases.Forget(ctx, index, uuid)
+	switch {
+	case err != nil:
+		p.logger.WarnContext(ctx, "raw index deleted or recreated; its old claims could not be forgotten", "index", index, "error", err)
+	case uuid == "":
+		p.logger.InfoContext(ctx, "raw index deleted; its claims forgotten", "index", index, "claims", n)
+	default:
+		p.logger.InfoContext(ctx, "raw index created again under its name; the old incarnation's claims forgotten",
+			"index", index, "index_uuid", uuid, "claims", n)
+	}
+}
+
+// esOutcome tells the Elasticsearch breaker how a whole request went.
+func (p *Poller) esOutcome(ctx context.Context, err error) {
+	b := p.cfg.ESBreaker
+	switch {
+	case b == nil:
+	case err == nil:
+		b.Success()
+	case fault.ElasticsearchProved(ctx, err, p.cfg.Raw.Ping) == fault.Dependency:
+		// Elasticsearch's fault, not the request's: unreachable,
+		// unavailable (5xx), overloaded (429), refusing our credentials
+		// (401, or 403 other than an index block), or timed out on our
+		// side while the cluster also fails a ping.
+		b.Failure(err)
+	}
 }
 
 // Start launches the poll loop. Starting a started poller does nothing.
@@ -278,22 +321,7 @@ func (p *Poller) Stop(ctx context.Context) error {
 	if err := p.loop.Stop(ctx); err != nil {
 		return err
 	}
-	p.stopMu.Lock()
-	defer p.stopMu.Unlock()
-	if p.claiming == nil {
-		return nil
-	}
-	select {
-	case <-p.claiming:
-	case <-ctx.Done():
-		select { // select picks at random between two ready cases
-		case <-p.claiming:
-		default:
-			return fmt.Errorf("stop poller: claim in flight: %w", ctx.Err())
-		}
-	}
-	p.claiming, p.claimingN = nil, 0
-	return nil
+	return p.inflight.wait(ctx)
 }
 
 // step polls once and returns the wait before the next poll: none when
@@ -308,7 +336,7 @@ func (p *Poller) Stop(ctx context.Context) error {
 // the work queue counts the documents being claimed.
 func (p *Poller) step(ctx context.Context) time.Duration {
 	b, err := p.find(ctx)
-	prev, perr := p.collect()
+	prev, perr := p.inflight.collect()
 	if ctx.Err() != nil {
 		return 0
 	}
@@ -316,27 +344,27 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		err = perr
 	}
 	if err == nil && len(b.docs) > 0 {
-		p.launch(ctx, b)
+		p.inflight.launch(len(b.docs), func() (pollResult, error) { return p.claim(ctx, b) })
 	}
 	var paused *pausedError
 	if errors.As(err, &paused) {
-		if !p.paused {
-			p.paused = true
+		if !p.pace.paused {
+			p.pace.paused = true
 			p.logger.DebugContext(ctx, "poller paused: a dependency's circuit breaker is not closed",
 				"breaker", paused.breaker.Name(), "state", paused.breaker.State().String())
 		}
 		return min(p.cfg.PollInterval, pauseWaitMax)
 	}
-	if p.paused {
-		p.paused = false
+	if p.pace.paused {
+		p.pace.paused = false
 		p.logger.DebugContext(ctx, "poller resumed: every circuit breaker is closed")
 	}
 	switch {
 	case errors.Is(err, errThrottled):
 		return min(p.cfg.PollInterval, 50*time.Millisecond)
 	case err != nil:
-		p.failures++
-		wait := min(p.cfg.PollInterval*time.Duration(1<<min(p.failures, 5)), time.Minute)
+		p.pace.failures++
+		wait := min(p.cfg.PollInterval*time.Duration(1<<min(p.pace.failures, 5)), time.Minute)
 		p.logger.ErrorContext(ctx, "poll failed", "error", err, "retry_in", wait.String())
 		return lifecycle.Jitter(wait)
 	case len(b.docs) > 0 && b.more && (prev == nil || prev.won > 0 || prev.lost > 0):
@@ -345,18 +373,18 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		// searches now leave out; or this is the first): search again
 		// while this claims. A replica that lost a race must not sit out
 		// a poll interval while the winner takes the whole backlog.
-		p.failures = 0
+		p.pace.failures = 0
 		return 0
-	case len(b.docs) > 0 || p.now().Sub(p.lastFound) < p.cfg.PollInterval:
+	case len(b.docs) > 0 || p.now().Sub(p.pace.lastFound) < p.cfg.PollInterval:
 		// Documents are arriving (this poll found some, or one did within
 		// the interval): look again soon.
 		if len(b.docs) > 0 {
-			p.lastFound = p.now()
+			p.pace.lastFound = p.now()
 		}
-		p.failures = 0
+		p.pace.failures = 0
 		return lifecycle.Jitter(min(p.cfg.PollInterval, busyWaitMax))
 	default:
-		p.failures = 0
+		p.pace.failures = 0
 		return lifecycle.Jitter(p.cfg.PollInterval) // jitter keeps replicas apart
 	}
 }
@@ -419,7 +447,7 @@ func (p *Poller) find(ctx context.Context) (found, error) {
 	if ok, b := breaker.AllClosed(p.cfg.ESBreaker); !ok {
 		return found{}, &pausedError{breaker: b}
 	}
-	size := min(p.cfg.BatchSize, p.sink.FreeSlots()-p.claimingN)
+	size := min(p.cfg.BatchSize, p.sink.FreeSlots()-p.inflight.documents())
 	urgentOnly := false
 	if p.sink.ShouldThrottle() || size <= 0 {
 		// The main queue is full: only urgent documents, for their queue.
@@ -436,38 +464,45 @@ func (p *Poller) find(ctx context.Context) (found, error) {
 	ctx, span := p.tracer.Start(ctx, "classifier.poll")
 	defer span.End()
 
-	r, err := p.resolve(ctx)
+	r, err := p.watch.resolve(ctx)
 	if err != nil {
 		return found{}, err
 	}
-	indices := p.window(p.due(ctx, r), size)
+	indices := p.watch.window(p.watch.due(ctx, r), size)
 	if len(indices) == 0 {
 		return found{}, nil
 	}
 	share := ceilDiv(size, len(indices))
-	p.refreshCrowded(ctx, indices)
-	p.polls++
-	fresh, backlog := p.cfg.lanes(share, p.polls)
+	p.recent.refreshCrowded(ctx, indices)
+	p.pace.polls++
+	fresh, backlog := p.cfg.lanes(share, p.pace.polls)
 	if urgentOnly {
 		fresh, backlog = share, 0
 	}
-	pages, err := p.searchLanes(ctx, indices, fresh, backlog, urgentOnly)
+	pages, err := p.search.searchLanes(ctx, indices, fresh, backlog, urgentOnly)
 	p.esOutcome(ctx, err)
 	if err != nil {
 		return found{}, err
 	}
 	more := true
 	if !urgentOnly {
-		more = p.fillLeftover(ctx, pages, share, fresh, backlog, size)
+		more = p.search.fillLeftover(ctx, pages, share, fresh, backlog, size)
 	}
 
+	// Each document carries the incarnation of the index it was found in:
+	// claims compare versions only within one (lease.Doc.IndexUUID).
+	for _, pg := range pages {
+		for _, d := range pg.docs {
+			d.IndexUUID = r.uuid[pg.index]
+		}
+	}
 	// Take the batch level by level, round-robin across the indices, so
 	// each gets its share.
 	total := 0
 	for _, pg := range pages {
 		total += len(pg.docs)
 	}
-	docs := p.byLevel(pages, size)
+	docs := p.prio.byLevel(pages, size)
 	span.SetAttributes(attribute.Int("poll.indices", len(indices)), attribute.Int("poll.found", len(docs)))
 
 	searched := map[string]bool{}
@@ -478,11 +513,11 @@ func (p *Poller) find(ctx context.Context) (found, error) {
 	}
 	if len(docs) == 0 {
 		for idx := range searched {
-			p.markHealthy(ctx, idx)
+			p.watch.markHealthy(ctx, idx)
 		}
 		return found{}, nil
 	}
-	p.noteFound(docs)
+	p.recent.note(docs)
 	return found{docs: docs, searched: searched, more: more || total > len(docs)}, nil
 }
 
@@ -501,11 +536,11 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	// A claim not won is held by another replica: lost, like a race.
 	lost := len(f.docs) - len(won)
 	for idx := range f.searched {
-		p.markHealthy(ctx, idx)
+		p.watch.markHealthy(ctx, idx)
 	}
 	// Won or lost, the documents are being classified: left out of the
 	// searches, from now, until their index shows it.
-	p.noteFound(f.docs)
+	p.recent.note(f.docs)
 	span.SetAttributes(attribute.Int("claim.won", len(won)))
 	p.traceDocuments(ctx, won)
 	if len(won) > 0 {
@@ -513,7 +548,7 @@ func (p *Poller) claim(ctx context.Context, f found) (pollResult, error) {
 	}
 	for _, doc := range won {
 		sink := p.sink
-		if p.cfg.Urgent != nil && p.urgent(doc) && p.cfg.Urgent.FreeSlots() > 0 {
+		if p.cfg.Urgent != nil && p.prio.urgent(doc) && p.cfg.Urgent.FreeSlots() > 0 {
 			sink = p.cfg.Urgent
 		}
 		if doc.Stalled {
@@ -547,191 +582,3 @@ func inFoundOrder(found, claimed []*domain.RawContent) []*domain.RawContent {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-// fillLeftover gives the room the indices left in the batch to those that
-// filled their share: one more search of them, each for its part of the
-// rest, so that one source's backlog still fills whole batches while the
-// others are idle. The second search continues the fresh lane after its
-// first fresh documents. An index of a source marked low fills its share
-// when its backlog lane is full, and gets the room only when no normal
-// index filled its share; its second search continues its backlog lane. It
-// reports whether an index may have more waiting.
-func (p *Poller) fillLeftover(ctx context.Context, pages []page, share, fresh, backlog, size int) bool {
-	total := 0
-	var full, fullLow []int
-	for i, pg := range pages {
-		total += len(pg.docs)
-		switch {
-		case pg.err != "":
-		case p.lowIndex(pg.index) && len(pg.docs) >= backlog:
-			fullLow = append(fullLow, i)
-		case len(pg.docs) >= share:
-			full = append(full, i)
-		}
-	}
-	left := size - total
-	next := lane{from: fresh, fresh: true}
-	if len(full) == 0 {
-		full, next = fullLow, lane{from: backlog}
-	}
-	if len(full) == 0 || left <= 0 {
-		return len(full) > 0 || len(fullLow) > 0
-	}
-	extra := ceilDiv(left, len(full))
-	next.size = extra
-	names := make([]string, len(full))
-	for j, i := range full {
-		names[j] = pages[i].index
-	}
-	more, err := p.search(ctx, names, []lane{next}, false)
-	p.esOutcome(ctx, err)
-	if err != nil {
-		// The first round's documents are still worth claiming.
-		p.logger.DebugContext(ctx, "second search for the rest of the batch failed", "error", err)
-		return true
-	}
-	waiting := len(fullLow) > 0 && next.fresh
-	for j, i := range full {
-		seen := make(map[string]bool, len(pages[i].docs))
-		for _, d := range pages[i].docs {
-			seen[d.ID] = true
-		}
-		for _, d := range more[j].docs {
-			if !seen[d.ID] { // documents may have moved between the two searches
-				pages[i].docs = append(pages[i].docs, d)
-			}
-		}
-		waiting = waiting || len(more[j].docs) >= extra
-	}
-	return waiting
-}
-
-// window returns at most size of the due indices, starting at a position
-// that moves on every poll, so that with more indices than the batch every
-// index gets its turn, and the index served first changes.
-func (p *Poller) window(due []string, size int) []string {
-	if len(due) == 0 {
-		return nil
-	}
-	p.mu.Lock()
-	start := p.next % len(due)
-	n := min(len(due), size)
-	if n < len(due) {
-		p.next = start + n
-	} else {
-		p.next = start + 1
-	}
-	p.mu.Unlock()
-	out := make([]string, 0, n)
-	for i := range n {
-		out = append(out, due[(start+i)%len(due)])
-	}
-	return out
-}
-
-// esOutcome tells the Elasticsearch breaker how a whole request went.
-func (p *Poller) esOutcome(ctx context.Context, err error) {
-	b := p.cfg.ESBreaker
-	switch {
-	case b == nil:
-	case err == nil:
-		b.Success()
-	case p.isDependencyFault(ctx, err):
-		b.Failure(err)
-	}
-}
-
-// isDependencyFault reports an error of a whole request that is
-// Elasticsearch's, not the request's (fault.ElasticsearchProved):
-// unreachable, unavailable (5xx), overloaded (429), refusing our
-// credentials (401, or 403 other than an index block), or timed out on our
-// side while the cluster also fails a ping.
-func (p *Poller) isDependencyFault(ctx context.Context, err error) bool {
-	return fault.ElasticsearchProved(ctx, err, esclient.Ping(p.es)) == fault.Dependency
-}
-
-// page is one index's answer in a multi-search.
-type page struct {
-	index string
-	docs  []*domain.RawContent
-	err   string // the index's search failed
-}
-
-// lane is one ranked search of an index: the fresh lane ranks pending
-// documents by priority, the backlog lane takes the oldest (priority.go).
-type lane struct {
-	from, size int
-	fresh      bool
-	urgentOnly bool // only documents that are urgent (priority.go)
-}
-
-// searchLanes searches every index in its fresh and backlog lanes; with
-// urgentOnly the fresh lane keeps only urgent documents.
-func (p *Poller) searchLanes(ctx context.Context, indices []string, fresh, backlog int, urgentOnly bool) ([]page, error) {
-	var lanes []lane
-	if fresh > 0 {
-		lanes = append(lanes, lane{size: fresh, fresh: true, urgentOnly: urgentOnly})
-	}
-	if backlog > 0 {
-		lanes = append(lanes, lane{size: backlog})
-	}
-	return p.search(ctx, indices, lanes, true)
-}
-
-// search sends one multi-search with one search per index and lane
-// (rawindex.SearchPending). An index's page holds its lanes' documents in
-// lane order, each once. An index whose search fails is reported in its
-// page, and marked failing when mark is set; the error is that of the
-// request as a whole.
-func (p *Poller) search(ctx context.Context, indices []string, lanes []lane, mark bool) ([]page, error) {
-	live, err := p.cfg.Leases.Live(ctx, indices)
-	if err != nil {
-		return nil, fmt.Errorf("search pending: %w", err)
-	}
-	now := p.now()
-	searches := make([]rawindex.Search, 0, len(indices)*len(lanes))
-	for _, idx := range indices {
-		exclude := append(p.recentIDs(idx, now), live[idx]...)
-		level := p.sourceLevel(idx)
-		for _, l := range lanes {
-			searches = append(searches, rawindex.Search{Index: idx, Query: p.pendingQuery(l, level, exclude, now)})
-		}
-	}
-	answers, err := p.cfg.Raw.SearchPending(ctx, searches)
-	if err != nil {
-		return nil, err
-	}
-	pages := make([]page, len(indices))
-	for i, idx := range indices {
-		pages[i].index = idx
-		seen := map[string]bool{}
-		for j := range lanes {
-			a := answers[i*len(lanes)+j]
-			switch {
-			case a.Failed() && a.Status == http.StatusTooManyRequests:
-				// The cluster is busy; the index is not at fault.
-				pages[i].err = "busy"
-			case a.Failed() && a.Status == http.StatusNotFound:
-				// Deleted since it was listed: list again.
-				pages[i].err = "gone"
-				p.invalidate()
-			case a.Failed():
-				pages[i].err = fmt.Sprintf("search failed (status %d): %s", a.Status, a.Err)
-				if mark {
-					p.markFailing(ctx, idx, ReasonSearch, pages[i].err)
-				}
-			default:
-				for _, d := range a.Docs {
-					if !seen[d.ID] {
-						seen[d.ID] = true
-						pages[i].docs = append(pages[i].docs, d)
-					}
-				}
-				continue
-			}
-			pages[i].docs = nil // a lane that failed fails the index's page
-			break
-		}
-	}
-	return pages, nil
-}

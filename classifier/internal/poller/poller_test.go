@@ -38,7 +38,7 @@ func TestPollerHoldsOffWhenTheQueueIsFull(t *testing.T) {
 	}
 	for _, sink := range []fullSink{{throttle: true}, {throttle: false}} {
 		// No Elasticsearch client at all: a poll that reached it would panic.
-		p, err := New(Config{ReplicaID: "r", Leases: leases, Raw: &rawindex.Store{}}, nil, sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+		p, err := New(Config{ReplicaID: "r", Leases: leases, Raw: &rawindex.Store{}}, sink, metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestPollerHoldsOffWhenTheQueueIsFull(t *testing.T) {
 			t.Errorf("throttle=%t: PollOnce = %d, %v; want errThrottled", sink.throttle, n, err)
 		}
 	}
-	if _, err := New(Config{}, nil, fullSink{}, metrics, nil, testenv.Logger(t)); err == nil {
+	if _, err := New(Config{}, fullSink{}, metrics, nil, testenv.Logger(t)); err == nil {
 		t.Error("New without a replica id must fail")
 	}
 }

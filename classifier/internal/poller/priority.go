@@ -61,6 +61,14 @@ const (
 	recencyFloor = 0.001
 )
 
+// priorities is the poller's job of choosing: how each index's share of a
+// poll splits into lanes, how a lane ranks documents, which documents are
+// urgent, and in which order a batch takes them.
+type priorities struct {
+	cfg *Config
+	now func() time.Time
+}
+
 // lanes returns the sizes of the fresh and backlog lanes for share
 // documents of one index on poll number n.
 func (c *Config) lanes(share int, n uint64) (fresh, backlog int) {
@@ -108,25 +116,25 @@ func notBelowNormal() []string {
 // level and recency (rank); the fresh lane of the index of a source below
 // normal finds only the documents that name a level of normal or above;
 // an urgent-only lane finds only what urgent sends to the urgent queue.
-func (p *Poller) pendingQuery(l lane, sourceLevel string, exclude []string, now time.Time) rawindex.Pending {
-	q := rawindex.Pending{From: l.from, Size: l.size, Exclude: exclude, WithHTML: p.cfg.ReadRawHTML}
+func (pr priorities) pendingQuery(l lane, sourceLevel string, exclude []string, now time.Time) rawindex.Pending {
+	q := rawindex.Pending{From: l.from, Size: l.size, Exclude: exclude, WithHTML: pr.cfg.ReadRawHTML}
 	if l.urgentOnly {
-		q.Urgent = &rawindex.Urgent{Since: now.Add(-p.cfg.UrgentAge), Unmarked: sourceLevel == contentindex.PriorityCritical}
+		q.Urgent = &rawindex.Urgent{Since: now.Add(-pr.cfg.UrgentAge), Unmarked: sourceLevel == contentindex.PriorityCritical}
 		q.NotLevels = []string{contentindex.PriorityLow, contentindex.PriorityCleanup}
 	}
 	if (l.fresh || l.urgentOnly) && contentindex.PriorityBelowNormal(sourceLevel) {
 		q.Levels = notBelowNormal()
 	}
 	if l.fresh {
-		q.Rank = p.rank(sourceLevel, now)
+		q.Rank = pr.rank(sourceLevel, now)
 	}
 	return q
 }
 
 // rank is the fresh lane's score (see the top of this file): a document
 // that names no level has its source's.
-func (p *Poller) rank(sourceLevel string, now time.Time) *rawindex.Rank {
-	r := &rawindex.Rank{Origin: now, Scale: p.cfg.RecencyScale, Floor: recencyFloor,
+func (pr priorities) rank(sourceLevel string, now time.Time) *rawindex.Rank {
+	r := &rawindex.Rank{Origin: now, Scale: pr.cfg.RecencyScale, Floor: recencyFloor,
 		Substantive: rawindex.Substantive{Words: substantiveWords, Weight: substantiveWeight},
 		Unmarked:    levelWeight(sourceLevel)}
 	for _, level := range contentindex.Priorities() {
@@ -139,15 +147,15 @@ func (p *Poller) rank(sourceLevel string, now time.Time) *rawindex.Rank {
 
 // sourceLevel returns the level of the source of raw index idx: its mark,
 // or normal.
-func (p *Poller) sourceLevel(idx string) string {
-	if p.cfg.SourcePriority == nil {
+func (pr priorities) sourceLevel(idx string) string {
+	if pr.cfg.SourcePriority == nil {
 		return contentindex.PriorityNormal
 	}
 	source, ok := strings.CutSuffix(idx, contentindex.RawSuffix)
 	if !ok {
 		return contentindex.PriorityNormal
 	}
-	if level := p.cfg.SourcePriority(source); level != "" {
+	if level := pr.cfg.SourcePriority(source); level != "" {
 		return level
 	}
 	return contentindex.PriorityNormal
@@ -155,35 +163,35 @@ func (p *Poller) sourceLevel(idx string) string {
 
 // lowIndex reports whether idx is the raw index of a source marked low or
 // cleanup.
-func (p *Poller) lowIndex(idx string) bool {
-	return contentindex.PriorityBelowNormal(p.sourceLevel(idx))
+func (pr priorities) lowIndex(idx string) bool {
+	return contentindex.PriorityBelowNormal(pr.sourceLevel(idx))
 }
 
 // level returns doc's level: its own, or its source's.
-func (p *Poller) level(doc *domain.RawContent) string {
+func (pr priorities) level(doc *domain.RawContent) string {
 	if _, ok := contentindex.PriorityValue(doc.Priority); ok && doc.Priority != "" {
 		return doc.Priority
 	}
-	return p.sourceLevel(doc.Index)
+	return pr.sourceLevel(doc.Index)
 }
 
 // urgent reports whether doc goes to the urgent queue: at level critical,
 // or crawled within UrgentAge at level normal or high.
-func (p *Poller) urgent(doc *domain.RawContent) bool {
-	switch p.level(doc) {
+func (pr priorities) urgent(doc *domain.RawContent) bool {
+	switch pr.level(doc) {
 	case contentindex.PriorityCritical:
 		return true
 	case contentindex.PriorityLow, contentindex.PriorityCleanup:
 		return false
 	}
-	return !doc.CrawledAt.IsZero() && p.now().Sub(doc.CrawledAt) <= p.cfg.UrgentAge
+	return !doc.CrawledAt.IsZero() && pr.now().Sub(doc.CrawledAt) <= pr.cfg.UrgentAge
 }
 
 // byLevel takes up to size of the pages' documents into a batch, level by
 // level from critical down, round-robin across the indices within a level,
 // so each index gets its share of every level and a higher level is never
 // cut for a lower one.
-func (p *Poller) byLevel(pages []page, size int) []*domain.RawContent {
+func (pr priorities) byLevel(pages []page, size int) []*domain.RawContent {
 	var docs []*domain.RawContent
 	for _, level := range contentindex.Priorities() {
 		var perIndex [][]*domain.RawContent
@@ -191,7 +199,7 @@ func (p *Poller) byLevel(pages []page, size int) []*domain.RawContent {
 		for _, pg := range pages {
 			var of []*domain.RawContent
 			for _, d := range pg.docs {
-				if p.level(d) == level {
+				if pr.level(d) == level {
 					of = append(of, d)
 				}
 			}

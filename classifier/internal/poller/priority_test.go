@@ -91,7 +91,7 @@ func TestUrgentDocumentsPassAFullQueue(t *testing.T) {
 	template := h.poller(t, Config{}) // for its metrics
 	urgent := &collectSink{}
 	p, err := New(Config{ReplicaID: "r", IndexPattern: idx, BatchSize: 10, PollInterval: time.Second, Urgent: urgent, Leases: h.leases(t, "r"), Raw: rawStore(t, h.es)},
-		h.es, fullSink{throttle: true}, template.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
+		fullSink{throttle: true}, template.metrics, tracenoop.NewTracerProvider().Tracer("t"), testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

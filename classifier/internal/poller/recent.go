@@ -2,57 +2,73 @@ package poller
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/classifier/internal/rawindex"
 )
 
-// Claims are sent without a refresh: making each claim visible to search at
-// once cost Elasticsearch a refresh of every polled index on every poll
-// (tiny segments, then merges), its largest overhead per document. Until the
-// index's next scheduled refresh (contentindex sets 1 s) a search still sees
-// a just-claimed document as pending, at its old version. The poller
-// remembers the documents it has just claimed, or just lost to another
-// writer, and leaves them out of its index's searches for ClaimVisibility.
-// Should a search still see one after that (a refresh delayed on a busy
-// cluster), the claim's if_seq_no/if_primary_term makes the second claim
-// fail with a conflict: it is lost, never won twice.
+// A search leaves out the documents under a live claim (lease.Store.Live),
+// but the poll overlaps each claim with the next search (claim.go): the
+// claims of what one search found may not be rows of the lease table yet
+// when the next search runs. The poller remembers the documents it has just
+// found and leaves them out of their index's searches for ClaimVisibility.
+// Should a search still return one after that, the lease table refuses its
+// claim (a live lease, or a finished claim's version): it is lost, never
+// won twice.
 
-// recentClaimsMax bounds the just-claimed documents remembered per index
-// (Poller.recentMax), and so the size of the search's must_not. Past it the
-// poller refreshes the index itself (one request) and forgets the claims
-// made before.
+// recentClaimsMax bounds the just-found documents remembered per index
+// (recentClaims.max), and so the size of the search's must_not. Past it the
+// poller refreshes the index itself (one request) and forgets the documents
+// found before.
 const recentClaimsMax = 4000
 
-// noteFound remembers the documents a search found, from now: the claim
-// that follows may not have reached Elasticsearch, let alone its index's
+// recentClaims remembers, per index, the documents this replica just found
+// (and so is claiming, or lost to another replica), to leave them out of
+// the index's searches for ClaimVisibility. It is safe for concurrent use.
+type recentClaims struct {
+	raw        *rawindex.Store
+	visibility time.Duration
+	// max is recentClaimsMax; tests lower it.
+	max    int
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu  sync.Mutex
+	ids map[string]map[string]time.Time // index -> _id -> found at
+}
+
+func newRecentClaims(cfg *Config, logger *slog.Logger, now func() time.Time) *recentClaims {
+	return &recentClaims{raw: cfg.Raw, visibility: cfg.ClaimVisibility, max: recentClaimsMax, logger: logger, now: now,
+		ids: map[string]map[string]time.Time{}}
+}
+
+// note remembers the documents a search found, from now: the claim that
+// follows may not have been decided, let alone seen by its index's
 // refresh, when the next search runs.
-func (p *Poller) noteFound(docs []*domain.RawContent) {
-	now := p.now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (rc *recentClaims) note(docs []*domain.RawContent) {
+	now := rc.now()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	for _, d := range docs {
-		p.noteLocked(d, now)
+		ids := rc.ids[d.Index]
+		if ids == nil {
+			ids = map[string]time.Time{}
+			rc.ids[d.Index] = ids
+		}
+		ids[d.ID] = now
 	}
 }
 
-func (p *Poller) noteLocked(d *domain.RawContent, now time.Time) {
-	ids := p.recent[d.Index]
-	if ids == nil {
-		ids = map[string]time.Time{}
-		p.recent[d.Index] = ids
-	}
-	ids[d.ID] = now
-}
-
-// recentIDs returns the ids of index claimed within ClaimVisibility of now,
+// of returns the ids of index found within ClaimVisibility of now,
 // forgetting older ones.
-func (p *Poller) recentIDs(index string, now time.Time) []string {
-	horizon := now.Add(-p.cfg.ClaimVisibility)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ids := p.recent[index]
+func (rc *recentClaims) of(index string, now time.Time) []string {
+	horizon := now.Add(-rc.visibility)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	ids := rc.ids[index]
 	out := make([]string, 0, len(ids))
 	for id, at := range ids {
 		if at.After(horizon) {
@@ -62,42 +78,46 @@ func (p *Poller) recentIDs(index string, now time.Time) []string {
 		}
 	}
 	if len(ids) == 0 {
-		delete(p.recent, index)
+		delete(rc.ids, index)
 	}
 	return out
 }
 
-// refreshCrowded refreshes the indices that remember more than
-// recentMax just-claimed documents, so their searches see those
-// claims, and forgets the claims made before the refresh. A failed refresh
-// is logged and changes nothing: the claims are forgotten with time.
-func (p *Poller) refreshCrowded(ctx context.Context, indices []string) {
+// forget forgets the documents found in index.
+func (rc *recentClaims) forget(index string) {
+	rc.mu.Lock()
+	delete(rc.ids, index)
+	rc.mu.Unlock()
+}
+
+// refreshCrowded refreshes the indices that remember more than max
+// just-found documents, so their searches see those claims' flips or hold
+// rows, and forgets the documents found before the refresh. A failed
+// refresh is logged and changes nothing: the documents are forgotten with
+// time.
+func (rc *recentClaims) refreshCrowded(ctx context.Context, indices []string) {
 	var crowded []string
-	p.mu.Lock()
+	rc.mu.Lock()
 	for _, idx := range indices {
-		if len(p.recent[idx]) > p.recentMax {
+		if len(rc.ids[idx]) > rc.max {
 			crowded = append(crowded, idx)
 		}
 	}
-	p.mu.Unlock()
+	rc.mu.Unlock()
 	if len(crowded) == 0 {
 		return
 	}
-	before := p.now()
-	res, err := p.es.Indices.Refresh(p.es.Indices.Refresh.WithContext(ctx), p.es.Indices.Refresh.WithIndex(crowded...),
-		p.es.Indices.Refresh.WithIgnoreUnavailable(true))
-	err = esclient.CheckResponse("refresh crowded raw indices", res, err)
-	if err != nil {
-		p.logger.DebugContext(ctx, "refresh of indices with many just-claimed documents failed", "indices", crowded, "error", err)
+	before := rc.now()
+	if err := rc.raw.Refresh(ctx, crowded...); err != nil {
+		rc.logger.DebugContext(ctx, "refresh of indices with many just-claimed documents failed", "indices", crowded, "error", err)
 		return
 	}
-	res.Body.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	for _, idx := range crowded {
-		for id, at := range p.recent[idx] {
+		for id, at := range rc.ids[idx] {
 			if at.Before(before) {
-				delete(p.recent[idx], id)
+				delete(rc.ids[idx], id)
 			}
 		}
 	}

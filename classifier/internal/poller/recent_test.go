@@ -89,7 +89,7 @@ func TestCrowdedIndexIsRefreshed(t *testing.T) {
 	h.disableRefresh(t, idx)
 
 	p := h.poller(t, Config{IndexPattern: idx, BatchSize: 3})
-	p.recentMax = 2
+	p.recent.max = 2
 	ctx := context.Background()
 	if n, err := p.PollOnce(ctx); err != nil || n != 3 {
 		t.Fatalf("first poll = %d, %v; want 3 won", n, err)
@@ -100,9 +100,9 @@ func TestCrowdedIndexIsRefreshed(t *testing.T) {
 	if got := h.sink.keys(); !slices.Equal(got, ids) {
 		t.Errorf("submitted %v, want each of %v once", got, ids)
 	}
-	p.mu.Lock()
-	remembered := len(p.recent[idx])
-	p.mu.Unlock()
+	p.recent.mu.Lock()
+	remembered := len(p.recent.ids[idx])
+	p.recent.mu.Unlock()
 	if remembered != 3 {
 		t.Errorf("remembers %d just-claimed documents, want the second poll's 3 (the first's were refreshed)", remembered)
 	}
@@ -134,7 +134,7 @@ func TestOverlappingPollsSubmitEachDocumentOnce(t *testing.T) {
 	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p.claiming != nil {
+	if p.inflight.documents() != 0 || p.inflight.done != nil {
 		t.Error("Stop returned with a claim in flight")
 	}
 	if got := h.sink.keys(); !slices.Equal(got, ids) {

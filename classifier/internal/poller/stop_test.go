@@ -11,7 +11,8 @@ import (
 func TestConcurrentStopsCollectTheClaimOnce(t *testing.T) {
 	t.Parallel()
 	done := make(chan claimOutcome, 1)
-	p := &Poller{claiming: done, claimingN: 3}
+	p := &Poller{}
+	p.inflight.done, p.inflight.n = done, 3
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	errs := make(chan error, 2)
@@ -34,7 +35,7 @@ func TestConcurrentStopsCollectTheClaimOnce(t *testing.T) {
 	if err := <-errs; err != nil {
 		t.Fatalf("second Stop waited on a claim already collected: %v", err)
 	}
-	if p.claiming != nil {
+	if p.inflight.done != nil {
 		t.Error("Stop left the claim in flight")
 	}
 }

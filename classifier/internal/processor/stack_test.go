@@ -181,7 +181,7 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 	}
 	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
 		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, Raw: stores.Raw, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
-		e.es, claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
+		claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

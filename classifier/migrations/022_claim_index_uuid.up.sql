@@ -1,0 +1,13 @@
+-- Claims belong to an index's life, not just its name. A raw index that is
+-- deleted and created again under the same name (a crawler's re-run, an
+-- operator's delete and create) starts its _seq_no afresh, so its documents
+-- come back at versions lower than the finished claims of the old index:
+-- the version rule of claimSQL (a finished claim refuses any version not
+-- newer) held them back until the sweep removed the old rows, a minute
+-- later. index_uuid is the Elasticsearch index.uuid of the incarnation the
+-- claim was made in (package lease): a claim of another incarnation takes
+-- the row over at once, without a stall, and the poller forgets the rows of
+-- an incarnation it saw replaced. Empty when the claimer did not know it
+-- (rows of before this column, the dead-letter retry worker's multi-get):
+-- such a row is compared by version alone, as before.
+ALTER TABLE raw_claims ADD COLUMN IF NOT EXISTS index_uuid VARCHAR(64) NOT NULL DEFAULT '';

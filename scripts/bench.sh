@@ -23,6 +23,9 @@
 #       index-manager  index-manager/internal/api (ListIndices200)
 #       drain          e2e ClassifierDrain (20-200 KB pages), ClassifierDrain100KB
 #                      (and ClassifierDrainTuned with BENCH_DRAIN_TUNED=1)
+#       oneindex       e2e DrainOneIndex (one raw index of 3,000 articles, text only
+#                      and inside 80 KB pages: new ids, then the same ids after the
+#                      index was deleted and created again)
 #       latency        e2e EndToEndLatency (100 docs/s, raw write -> Redis)
 #       backfill       e2e FreshDuringBackfill
 #       replicas       e2e Replicas on the single-node services
@@ -32,7 +35,7 @@
 #                       wins when set): 2,000 drained documents, 500 latency
 #                       samples, 10 s of publish lag, 10,000 drained outbox rows,
 #                       2,000 documents per replica run
-#   BENCH_DRAIN_DOCS, BENCH_LATENCY_DOCS, BENCH_LATENCY_RATE,
+#   BENCH_DRAIN_DOCS, BENCH_ONEINDEX_DOCS, BENCH_LATENCY_DOCS, BENCH_LATENCY_RATE,
 #   PUBLISHER_BENCH_LAG_SECONDS, PUBLISHER_BENCH_DRAIN_ROWS, BENCH_REPLICAS_DOCS
 #                       the sizes themselves (defaults in each benchmark)
 #   BENCH_DURABILITY=on Postgres with fsync, synchronous_commit and
@@ -49,7 +52,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-all_groups="publisher rules topics index-manager drain latency backfill replicas clusters"
+all_groups="publisher rules topics index-manager drain oneindex latency backfill replicas clusters"
 only=${BENCH_ONLY:-$all_groups}
 only=${only//,/ }
 runs=${BENCH_RUNS:-3}
@@ -139,6 +142,7 @@ run_group() {
       run_go e2e . '^BenchmarkClassifierDrain(100KB|Tuned)?$' "$suffix"
     fi
     ;;
+  oneindex) run_go e2e . '^BenchmarkDrainOneIndex$' "$suffix" ;;
   latency) run_go e2e . '^BenchmarkEndToEndLatency$' "$suffix" ;;
   backfill) run_go e2e . '^BenchmarkFreshDuringBackfill$' "$suffix" ;;
   replicas) run_go e2e . '^BenchmarkReplicas$' "$suffix" ;;

@@ -55,7 +55,7 @@ func run() error {
 	priority := flag.String("priority", "", `the documents' priority level: critical, high, normal, low or cleanup (empty: their source's level); "low" marks them as a backfill, taken after fresh documents with the share of capacity kept for the backlog`)
 	age := flag.Duration("age", 0, "crawl the documents this long ago (a backfill of old news), spread over the hour before")
 	shape := flag.String("shape", "simple", `"simple" (short texts) or "crawler" (real-length texts, pages, copies)`)
-	htmlKB := flag.String("html-kb", "20-200", "crawler shape: raw_html size in KB, MIN-MAX or one size")
+	htmlKB := flag.String("html-kb", "20-200", "crawler shape: raw_html size in KB, MIN-MAX or one size; 0 writes no page (text only)")
 	dupRate := flag.Float64("dup-rate", loadgen.DuplicateRateDefault, "crawler shape: share of documents that copy an earlier text (half exactly, half nearly)")
 	maxBulkMB := flag.Int("max-bulk-mb", 16, "most bytes of documents per bulk request, in MB")
 	rate := flag.Float64("rate", 0, "documents per second, one index request each, printing each write's time (0: bulk as fast as possible)")
@@ -163,6 +163,10 @@ func generator(shape string, seed uint64, htmlKB string, dupRate float64) (func(
 		gen := loadgen.NewGenerator(seed)
 		return gen.Document, func() string { return "simple shape" }, nil
 	case "crawler":
+		textOnly := strings.TrimSpace(htmlKB) == "0"
+		if textOnly {
+			htmlKB = "1" // pages are drawn, then dropped: the texts are those of any other size
+		}
 		lo, hi, err := parseRange(htmlKB)
 		if err != nil {
 			return nil, nil, fmt.Errorf("-html-kb: %w", err)
@@ -173,11 +177,18 @@ func generator(shape string, seed uint64, htmlKB string, dupRate float64) (func(
 		}
 		next := func(source string, n int) contentindex.RawDocument {
 			d, _ := c.Document(source, n)
+			if textOnly {
+				d.RawHTML = ""
+			}
 			return d
+		}
+		pages := htmlKB + " KB"
+		if textOnly {
+			pages = "none"
 		}
 		summary := func() string {
 			cp := c.Copies()
-			return fmt.Sprintf("crawler shape, pages %s KB, exact_copies=%d near_copies=%d", htmlKB, cp[loadgen.ExactCopy], cp[loadgen.NearCopy])
+			return fmt.Sprintf("crawler shape, pages %s, exact_copies=%d near_copies=%d", pages, cp[loadgen.ExactCopy], cp[loadgen.NearCopy])
 		}
 		return next, summary, nil
 	default:

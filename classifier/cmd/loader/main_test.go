@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseRange(t *testing.T) {
 	t.Parallel()
@@ -14,5 +17,24 @@ func TestParseRange(t *testing.T) {
 		if _, _, err := parseRange(in); err == nil {
 			t.Errorf("parseRange(%q): no error", in)
 		}
+	}
+}
+
+// -html-kb 0 writes the crawler shape's texts without their pages.
+func TestCrawlerTextOnly(t *testing.T) {
+	next, summary, err := generator("crawler", 5, "0", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPages, _, err := generator("crawler", 5, "20", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, p := next("src", 3), withPages("src", 3)
+	if d.RawHTML != "" || d.RawText == "" || d.RawText != p.RawText || d.ID != p.ID {
+		t.Fatalf("text only: html %d bytes, text %q; want no page and the same text and id as with pages", len(d.RawHTML), d.RawText)
+	}
+	if !strings.Contains(summary(), "pages none") {
+		t.Errorf("summary %q does not say there are no pages", summary())
 	}
 }

@@ -78,26 +78,24 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 	return h.loop.Start(ctx)
 }
 
-// Stop ends the renewals and returns the claims still tracked to pending.
+// Stop ends the renewals and returns the claims still tracked to pending
+// (the committer, stopped before it, will not commit them).
 func (h *Heartbeat) Stop(ctx context.Context) error {
 	err := h.loop.Stop(ctx)
-	var released int
-	h.registry.withLocked(func(docs []*domain.RawContent) []*domain.RawContent {
-		if len(docs) == 0 {
-			return nil
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
-		defer cancel()
-		n, rerr := h.leases.Release(rctx, lease.ClaimIDs(docs))
-		if rerr != nil {
-			h.logger.WarnContext(ctx, "could not release claims at stop; they return after the lease", "documents", len(docs), "error", rerr)
-			return nil
-		}
-		released = int(n)
-		return docs
-	})
-	if released > 0 {
-		h.logger.InfoContext(ctx, "released unfinished claims at stop", "documents", released)
+	docs := h.registry.all()
+	if len(docs) == 0 {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.Timeout)
+	defer cancel()
+	n, rerr := h.leases.Release(rctx, lease.ClaimIDs(docs))
+	if rerr != nil {
+		h.logger.WarnContext(ctx, "could not release claims at stop; they return after the lease", "documents", len(docs), "error", rerr)
+		return err
+	}
+	h.registry.Take(docs...)
+	if n > 0 {
+		h.logger.InfoContext(ctx, "released unfinished claims at stop", "documents", n)
 	}
 	return err
 }
@@ -105,47 +103,50 @@ func (h *Heartbeat) Stop(ctx context.Context) error {
 // renewChunk bounds the claims renewed in one statement.
 const renewChunk = 1000
 
-// Renew renews the tracked claims that are due: those last claimed or
-// renewed at least half an Interval ago. Beats are at most an Interval
-// apart, so a claim is renewed within one and a half Intervals of its last
-// renewal, inside the lease (at least two Intervals); a claim finished
-// sooner, the common case, costs no renewal at all. A renewal is one
-// UPDATE of the lease table; a claim it does not find any more was taken
-// over by another replica (its lease expired first) and is dropped from
-// the registry, never committed here.
+// Renew renews the tracked claims that are due: those made or last renewed
+// at least half an Interval ago. Beats are at most an Interval apart, so a
+// claim is renewed within one and a half Intervals of its last renewal,
+// inside the lease (at least two Intervals); a claim finished sooner, the
+// common case, costs no renewal at all. A renewal is one UPDATE of the
+// lease table; a claim it does not find any more was taken over by another
+// replica (its lease expired first) and is dropped from the registry, never
+// committed here.
 func (h *Heartbeat) Renew(ctx context.Context) {
-	now := time.Now().UTC()
-	rn := h.registry.begin(now.Add(-h.cfg.Interval / 2))
-	for i := 0; i < len(rn.docs); i += renewChunk {
-		h.renew(ctx, rn.slice(i, min(i+renewChunk, len(rn.docs))), now)
+	now := time.Now()
+	docs := h.registry.due(now.Add(-h.cfg.Interval / 2))
+	for i := 0; i < len(docs); i += renewChunk {
+		h.renew(ctx, docs[i:min(i+renewChunk, len(docs))], now)
 	}
 }
 
-// renew renews one chunk of claims at now and ends its renewal.
-func (h *Heartbeat) renew(ctx context.Context, rn renewal, now time.Time) {
+// renew renews one chunk of claims at now.
+func (h *Heartbeat) renew(ctx context.Context, docs []*domain.RawContent, now time.Time) {
 	rctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	ids := lease.ClaimIDs(rn.docs)
-	kept, err := h.leases.Renew(rctx, ids)
+	kept, err := h.leases.Renew(rctx, lease.ClaimIDs(docs))
 	if err != nil {
 		if ctx.Err() == nil {
-			h.logger.WarnContext(ctx, "claim renewal failed; retrying at the next beat", "documents", len(rn.docs), "error", err)
+			h.logger.WarnContext(ctx, "claim renewal failed; retrying at the next beat", "documents", len(docs), "error", err)
 		}
-		h.registry.end(rn, nil, nil)
 		return
 	}
-	held := make(map[*domain.RawContent]time.Time, len(rn.docs))
-	var drop []*domain.RawContent
-	for _, d := range rn.docs {
+	held := make([]*domain.RawContent, 0, len(docs))
+	var lost []*domain.RawContent
+	for _, d := range docs {
 		if kept[d.Lease] {
-			held[d] = now
+			held = append(held, d)
 			continue
 		}
+		lost = append(lost, d)
+	}
+	h.registry.renewed(held, now)
+	// A claim not found that the committer has not taken yet was taken
+	// over by another replica; one the committer took while this renewal
+	// ran was finished.
+	for _, d := range h.registry.drop(lost) {
 		h.logger.WarnContext(ctx, "claim lost to another replica; this replica will not commit it",
 			"content_id", d.ID, "index", d.Index)
-		drop = append(drop, d)
 	}
-	h.registry.end(rn, held, drop)
 }
 
 // sweepLimit bounds the finished claims deleted per beat.

@@ -10,6 +10,8 @@ import (
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -168,4 +170,26 @@ func TestTrackingSinkPacesOnTheMedianClaimAge(t *testing.T) {
 	if (TrackingSink{Sink: sink{}, Registry: r, Pace: -1}).ShouldThrottle() {
 		t.Error("throttled with pacing off")
 	}
+}
+
+// The heartbeat keeps the start/stop contract while it renews and releases
+// claims (run with -race).
+func TestHeartbeatStartStopStress(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 10*time.Millisecond)
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		registry := NewRegistry()
+		hb, err := NewHeartbeat(HeartbeatConfig{ReplicaID: replica, Interval: 10 * time.Millisecond}, registry, b.leases, testenv.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		won, err := b.leases.Claim(context.Background(), []lease.Doc{{Index: "stress_raw_content", ID: fmt.Sprint(time.Now().UnixNano()), SeqNo: 1, PrimaryTerm: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range won {
+			registry.Add(&domain.RawContent{Index: c.Index, Lease: c.ClaimID})
+		}
+		return hb
+	})
 }

@@ -21,35 +21,30 @@ import (
 )
 
 // Registry holds the documents this replica has claimed and not yet
-// finished. It is safe for concurrent use. A renewal does not hold it: Add
-// never waits for the lease table, and Take waits only for the documents a
-// renewal in flight carries.
+// finished: what the lease table does not know, namely which of its rows
+// this process still works on, since when, and when it last renewed each.
+// It is safe for concurrent use. Nothing in it waits for the lease table: a
+// renewal changes only the row's lease_until, never the document's version,
+// so Take never waits for one; a renewal that ends after its documents were
+// taken finds them gone and changes nothing.
 type Registry struct {
-	mu      sync.Mutex
-	settled *sync.Cond // signalled when a renewal in flight ends
-	docs    map[*domain.RawContent]*tracked
-	now     func() time.Time
+	mu   sync.Mutex
+	docs map[*domain.RawContent]*tracked
+	now  func() time.Time
 }
 
-// tracked is the renewal state of one claim.
+// tracked is what the registry knows of one claim.
 type tracked struct {
 	// added is when the claim was tracked (its age paces the poller).
 	added time.Time
-	// held is the claimed_at the document is known to carry: that of the
-	// claim, or of the last renewal confirmed. A renewal whose answer was
-	// lost leaves it as it was; the claim is this replica's as long as the
-	// document carries its claimed_by and a claimed_at not before held.
-	held time.Time
-	// renewing is set while a renewal of the document is in flight: its
-	// version may still change, so Take waits.
-	renewing bool
+	// renewed is when the claim was made or last renewed: the heartbeat
+	// renews it once that is half an interval ago.
+	renewed time.Time
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	r := &Registry{docs: map[*domain.RawContent]*tracked{}, now: time.Now}
-	r.settled = sync.NewCond(&r.mu)
-	return r
+	return &Registry{docs: map[*domain.RawContent]*tracked{}, now: time.Now}
 }
 
 // Add tracks claimed documents.
@@ -61,18 +56,12 @@ func (r *Registry) Add(docs ...*domain.RawContent) {
 	defer r.mu.Unlock()
 	now := r.now()
 	for _, d := range docs {
-		t := &tracked{added: now, held: now}
-		if d.ClaimedAt != nil {
-			t.held = *d.ClaimedAt
-		}
-		r.docs[d] = t
+		r.docs[d] = &tracked{added: now, renewed: now}
 	}
 }
 
-// Take stops tracking docs. It waits for a renewal of them in flight, so
-// once it returns the documents' SeqNo and PrimaryTerm are final and the
-// caller may flip them. Documents not tracked are ignored. A nil registry
-// does nothing.
+// Take stops tracking docs: they are finished, or their claim was lost.
+// Documents not tracked are ignored. A nil registry does nothing.
 func (r *Registry) Take(docs ...*domain.RawContent) {
 	if r == nil {
 		return
@@ -80,9 +69,6 @@ func (r *Registry) Take(docs ...*domain.RawContent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range docs {
-		for r.docs[d] != nil && r.docs[d].renewing {
-			r.settled.Wait()
-		}
 		delete(r.docs, d)
 	}
 }
@@ -117,83 +103,54 @@ func (r *Registry) MedianAge() time.Duration {
 	return ages[len(ages)/2]
 }
 
-// renewal is one renewal of some tracked claims, between begin and end.
-type renewal struct {
-	docs []*domain.RawContent
-	// held is the claimed_at each of docs is known to carry.
-	held []time.Time
-}
-
-// slice returns the part of rn from i to j.
-func (rn renewal) slice(i, j int) renewal {
-	return renewal{docs: rn.docs[i:j], held: rn.held[i:j]}
-}
-
-// begin marks the claims last known fresh before due as in flight and
-// returns them, or none. They must be handed back to end.
-func (r *Registry) begin(due time.Time) renewal {
+// due returns the documents whose claims were made or last renewed before
+// due.
+func (r *Registry) due(before time.Time) []*domain.RawContent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var rn renewal
+	var out []*domain.RawContent
 	for d, t := range r.docs {
-		if !t.renewing && t.held.Before(due) {
-			t.renewing = true
-			rn.docs = append(rn.docs, d)
-			rn.held = append(rn.held, t.held)
+		if t.renewed.Before(before) {
+			out = append(out, d)
 		}
 	}
-	return rn
+	return out
 }
 
-// end records how a renewal went: the claims in held are known to carry
-// the claimed_at given; those in drop are lost (taken over) and no longer
-// tracked: the committer's ownership check (lease.Store.Renew) drops their
-// results. The other claims of rn keep their state, and every claim of rn
-// is out of flight again.
-func (r *Registry) end(rn renewal, held map[*domain.RawContent]time.Time, drop []*domain.RawContent) {
+// renewed records the renewal at of the claims of docs still tracked.
+func (r *Registry) renewed(docs []*domain.RawContent, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for d, claimedAt := range held {
+	for _, d := range docs {
 		if t := r.docs[d]; t != nil {
-			t.held = claimedAt
+			t.renewed = at
 		}
 	}
-	for _, d := range rn.docs {
-		if t := r.docs[d]; t != nil {
-			t.renewing = false
-		}
-	}
-	for _, d := range drop {
-		delete(r.docs, d)
-	}
-	r.settled.Broadcast()
 }
 
-// withLocked runs fn on every tracked document with the registry locked and
-// no renewal in flight, so no Take completes while fn releases them. The
-// documents fn returns are no longer tracked.
-func (r *Registry) withLocked(fn func(docs []*domain.RawContent) (drop []*domain.RawContent)) {
+// drop stops tracking docs and returns those it was tracking.
+func (r *Registry) drop(docs []*domain.RawContent) []*domain.RawContent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for r.inFlightLocked() {
-		r.settled.Wait()
+	var out []*domain.RawContent
+	for _, d := range docs {
+		if r.docs[d] != nil {
+			delete(r.docs, d)
+			out = append(out, d)
+		}
 	}
-	docs := make([]*domain.RawContent, 0, len(r.docs))
+	return out
+}
+
+// all returns every tracked document.
+func (r *Registry) all() []*domain.RawContent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*domain.RawContent, 0, len(r.docs))
 	for d := range r.docs {
-		docs = append(docs, d)
+		out = append(out, d)
 	}
-	for _, d := range fn(docs) {
-		delete(r.docs, d)
-	}
-}
-
-func (r *Registry) inFlightLocked() bool {
-	for _, t := range r.docs {
-		if t.renewing {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 // Sink is where claimed documents go (the batch processor).

@@ -4,6 +4,10 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 )
 
 // Two Stops at once, a claim in flight: both wait for it and both return
@@ -38,4 +42,16 @@ func TestConcurrentStopsCollectTheClaimOnce(t *testing.T) {
 	if p.inflight.done != nil {
 		t.Error("Stop left the claim in flight")
 	}
+}
+
+// The poller keeps the start/stop contract while it polls and claims (run
+// with -race).
+func TestPollerStartStopStress(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	idx := h.rawIndex(t, "stress", false)
+	h.addDocs(t, idx, "s", 50, time.Now().Add(-time.Hour))
+	lifecycletest.Stress(t, func(testing.TB) lifecycle.Component {
+		return h.poller(t, Config{IndexPattern: idx, BatchSize: 5, PollInterval: time.Millisecond})
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/sourcepriority"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/lifecycle"
+	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -170,4 +172,14 @@ func TestCacheFollowsTheMarks(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// The cache keeps the start/stop contract while it refreshes (run with
+// -race).
+func TestCacheStartStopStress(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t, 1)
+	lifecycletest.Stress(t, func(t testing.TB) lifecycle.Component {
+		return sourcepriority.NewCache(store, time.Millisecond, testenv.Logger(t))
+	})
 }

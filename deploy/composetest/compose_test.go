@@ -488,39 +488,106 @@ func TestDockerignore(t *testing.T) {
 	}
 }
 
+// serviceDockerfile is the one Dockerfile of the Go services; build arguments choose the
+// service.
+const serviceDockerfile = "deploy/Dockerfile.service"
+
 // The loader cannot see a Dockerfile's contents; check the conventions the compose file
-// relies on with plain text: alpine runtime with busybox wget, user 10001, the port.
-func TestDockerfiles(t *testing.T) {
-	for name, port := range goServices {
-		raw, err := os.ReadFile(path(t, name+"/Dockerfile"))
-		if err != nil {
-			t.Fatal(err)
+// relies on with plain text: alpine runtime with busybox wget, user 10001, the port and the
+// binary taken from the build arguments.
+func TestServiceDockerfile(t *testing.T) {
+	raw, err := os.ReadFile(path(t, serviceDockerfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(raw)
+	for _, want := range []string{
+		"ARG GO_IMAGE=golang:1.26-bookworm",
+		"FROM ${GO_IMAGE} AS build",
+		"ARG SERVICE",
+		"ARG BINARIES",
+		"ARG PORT",
+		"COPY go.work go.work.sum* ./",
+		"COPY infrastructure/go.mod infrastructure/go.sum* ./infrastructure/",
+		"COPY ${SERVICE}/go.mod ${SERVICE}/go.sum* ./${SERVICE}/",
+		"go mod download",
+		"CGO_ENABLED=0",
+		"go build -trimpath -ldflags='-s -w' -o /out/$bin ./$SERVICE/cmd/$bin",
+		"ARG RUNTIME_IMAGE=alpine:3.20",
+		"FROM ${RUNTIME_IMAGE}",
+		"USER 10001:10001",
+		"EXPOSE ${PORT}",
+		"SERVICE_PORT=${PORT}",
+		"HEALTHCHECK",
+		`"http://127.0.0.1:${SERVICE_PORT}/health"`,
+		`CMD exec "/app/${SERVICE_NAME}"`,
+	} {
+		if !strings.Contains(df, want) {
+			t.Errorf("%s: missing %q", serviceDockerfile, want)
 		}
-		df := string(raw)
-		for _, want := range []string{
-			"ARG GO_IMAGE=golang:1.26-bookworm",
-			"FROM ${GO_IMAGE} AS build",
-			"COPY go.work go.work.sum* ./",
-			"COPY infrastructure/go.mod infrastructure/go.sum* ./infrastructure/",
-			"COPY " + name + "/go.mod " + name + "/go.sum* ./" + name + "/",
-			"go mod download",
-			"CGO_ENABLED=0",
-			"go build -trimpath -ldflags='-s -w'",
-			"ARG RUNTIME_IMAGE=alpine:3.20",
-			"FROM ${RUNTIME_IMAGE}",
-			"USER 10001:10001",
-			"EXPOSE " + strconv.Itoa(int(port)),
-			"HEALTHCHECK",
-			"http://127.0.0.1:" + strconv.Itoa(int(port)) + "/health",
-			`CMD ["/app/` + name + `"]`,
-		} {
-			if !strings.Contains(df, want) {
-				t.Errorf("%s/Dockerfile: missing %q", name, want)
+	}
+	// Module files are copied (and downloaded) before the sources.
+	if strings.Index(df, "go mod download") > strings.Index(df, "COPY ${SERVICE}/ ") {
+		t.Errorf("%s: sources copied before go mod download", serviceDockerfile)
+	}
+	// No service keeps a Dockerfile of its own beside the shared one.
+	for name := range goServices {
+		if _, err := os.Stat(path(t, name+"/Dockerfile")); err == nil {
+			t.Errorf("%s/Dockerfile exists: the Go services build from %s", name, serviceDockerfile)
+		}
+	}
+}
+
+// Every service built from the shared Dockerfile gets the build arguments of its own
+// service: SERVICE its module, PORT the port of its health check, and BINARIES every
+// program its command runs.
+func TestServiceBuildArgs(t *testing.T) {
+	p := project(t)
+	built := map[string]bool{}
+	for name, s := range p.Services {
+		if s.Build == nil || s.Build.Dockerfile != serviceDockerfile {
+			continue
+		}
+		arg := func(a string) string {
+			if v := s.Build.Args[a]; v != nil {
+				return *v
+			}
+			return ""
+		}
+		svc := arg("SERVICE")
+		built[svc] = true
+		port, ok := goServices[svc]
+		if !ok {
+			t.Errorf("%s: build arg SERVICE = %q, want one of the Go services", name, svc)
+			continue
+		}
+		if got := arg("PORT"); got != strconv.Itoa(int(port)) {
+			t.Errorf("%s: build arg PORT = %q, want %d (the port %s listens on)", name, got, port, svc)
+		}
+		if img := "north-cloud/" + svc + ":dev"; s.Image != img {
+			t.Errorf("%s: built from SERVICE=%s but tagged %q, want %q", name, svc, s.Image, img)
+		}
+		binaries := strings.Fields(arg("BINARIES"))
+		if len(binaries) == 0 {
+			binaries = []string{svc}
+		}
+		if !slices.Contains(binaries, svc) {
+			t.Errorf("%s: BINARIES %v leave out the service's own binary %s (the image's CMD)", name, binaries, svc)
+		}
+		for _, b := range binaries {
+			if _, err := os.Stat(path(t, svc+"/cmd/"+b)); err != nil {
+				t.Errorf("%s: BINARIES names %s, but %s/cmd/%s: %v", name, b, svc, b, err)
 			}
 		}
-		// Module files are copied (and downloaded) before the sources.
-		if strings.Index(df, "go mod download") > strings.Index(df, "COPY "+name+"/ ") {
-			t.Errorf("%s/Dockerfile: sources copied before go mod download", name)
+		if len(s.Command) > 0 {
+			if bin, ok := strings.CutPrefix(s.Command[0], "/app/"); !ok || !slices.Contains(binaries, bin) {
+				t.Errorf("%s: command %v runs a program the image does not build (BINARIES %v)", name, s.Command, binaries)
+			}
+		}
+	}
+	for svc := range goServices {
+		if !built[svc] {
+			t.Errorf("no service of docker-compose.yml builds %s from %s", svc, serviceDockerfile)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 # Image of a Go service (classifier, publisher, index-manager) or of the dashboard for the
-# offline override: the runtime stage of <service>/Dockerfile, with the binaries (and the
-# dashboard's dist/) that build-images.sh built on this machine, with the flags of those
-# Dockerfiles, instead of compiling them in a golang (and node) image. The build context is
+# offline override: the runtime stage of deploy/Dockerfile.service (and dashboard/Dockerfile),
+# with the binaries (and the dashboard's dist/) that build-images.sh built on this machine,
+# with the flags of those Dockerfiles, instead of compiling them in a golang (and node) image.
+# The build arguments of docker-compose.yml that choose a service (SERVICE, BINARIES, PORT)
+# reach this file too and are unused: compose.offline.yml names each binary. The build context is
 # deploy/offline/apps/<image>/ (what goes to /app); compose.offline.yml selects it.
 ARG RUNTIME_IMAGE=north-cloud-offline/runtime:busybox
 FROM ${RUNTIME_IMAGE}

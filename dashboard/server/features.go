@@ -11,7 +11,10 @@ import (
 // Feature names a part of the dashboard an operator can turn off with
 // DASHBOARD_FEATURES. The views hide a disabled feature (its navigation
 // entry and buttons; its route says it is turned off) and the server
-// refuses the API routes that only it uses with 403 feature_disabled.
+// refuses the API routes that only it uses with 403 feature_disabled: the
+// changes of a feature inside a view, every method of a whole view's own
+// routes (rules, index_manager), so that turning a view off is not only
+// hiding it.
 type Feature string
 
 // The dashboard's features. Every one is on unless DASHBOARD_FEATURES turns
@@ -36,11 +39,25 @@ const (
 	// DELETE under /api/v1/labels and POST /api/v1/models/train?from=labels).
 	// The reads stay open, as every feature's.
 	FeatureLabelling Feature = "labelling"
+	// FeatureRules is the Rules view (spec phase 5: the rules management UI
+	// behind a flag). Off, every route under the classifier's /api/v1/rules
+	// is refused, reads, the dry run and the playground included: the view
+	// is their only user in the dashboard, and rules_edit is moot.
+	FeatureRules Feature = "rules"
+	// FeatureIndexManager is the Index Manager view, its Query Explorer tab
+	// included (spec phase 5). Off, the index-manager routes only that view
+	// uses are refused whatever the method: creating, deleting, refreshing
+	// and force-merging indices, an index's details, mappings, stats and
+	// document pages, aliases and tasks. The reads other views use stay
+	// open: the index list (Sources, Outbox, Find), one document (Document,
+	// Find), _query (Sources' counts), the content count (Overview), the
+	// audit log and sign-in.
+	FeatureIndexManager Feature = "index_manager"
 )
 
 // Features lists every feature, in the order /api/features names them.
 func Features() []Feature {
-	return []Feature{FeatureLiveTail, FeatureReprocess, FeatureQueryExplorer, FeatureExports, FeatureRulesEdit, FeatureLabelling}
+	return []Feature{FeatureLiveTail, FeatureReprocess, FeatureQueryExplorer, FeatureExports, FeatureRulesEdit, FeatureLabelling, FeatureRules, FeatureIndexManager}
 }
 
 // FeatureSet says which features are on. The zero value has every feature
@@ -140,31 +157,51 @@ func nonNil(s []string) []string {
 }
 
 // featureRoute is an API route behind the proxy that only one feature
-// uses: every method but GET and HEAD on a path pattern after the proxy's
-// prefix ("*" is one segment), and, when query is set ("name=value"), only
-// with that query parameter (the first of its name, as the services read it).
+// uses: every method but GET and HEAD (and the reads sent by POST) on a path
+// pattern after the proxy's prefix ("*" is one segment), every method
+// when reads is set, and, when query is set ("name=value"), only with that
+// query parameter (the first of its name, as the services read it).
 type featureRoute struct {
 	feature Feature
 	prefix  string
 	pattern string
 	query   string
+	reads   bool
 }
 
 // featureRoutes are the proxied routes a disabled feature closes. Reads
-// stay open (other views show reprocess history and rules); the reads sent
-// by POST (the rules dry run, the playground) too.
+// stay open (other views show reprocess history), the reads sent by POST
+// (the rules dry run, the playground) too, except for a whole view's own
+// routes (reads set), which no other view calls.
 var featureRoutes = []featureRoute{
-	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess", ""},
-	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*", ""},
-	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*/cancel", ""},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules", ""},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*", ""},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/enable", ""},
-	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/disable", ""},
-	{FeatureLabelling, "/api/classifier", "/api/v1/labels", ""},
-	{FeatureLabelling, "/api/classifier", "/api/v1/labels/*", ""},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess", "", false},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*", "", false},
+	{FeatureReprocess, "/api/classifier", "/api/v1/sources/*/reprocess/*/cancel", "", false},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules", "", false},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*", "", false},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/enable", "", false},
+	{FeatureRulesEdit, "/api/classifier", "/api/v1/rules/*/disable", "", false},
+	{FeatureLabelling, "/api/classifier", "/api/v1/labels", "", false},
+	{FeatureLabelling, "/api/classifier", "/api/v1/labels/*", "", false},
 	// Training on a body stays: only training on the stored labels is the view's.
-	{FeatureLabelling, "/api/classifier", "/api/v1/models/train", "from=labels"},
+	{FeatureLabelling, "/api/classifier", "/api/v1/models/train", "from=labels", false},
+	// The Rules view: every rules route, whatever the method.
+	{FeatureRules, "/api/classifier", "/api/v1/rules", "", true},
+	{FeatureRules, "/api/classifier", "/api/v1/rules/*", "", true},
+	{FeatureRules, "/api/classifier", "/api/v1/rules/*/enable", "", true},
+	{FeatureRules, "/api/classifier", "/api/v1/rules/*/disable", "", true},
+	// The Index Manager view. GET /api/v1/indices (the list) serves other
+	// views; creating an index (POST on it) is the view's.
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices", "", false},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*/mappings", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*/stats", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*/documents", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*/_refresh", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*/_forcemerge", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/indices/*/aliases/*", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/aliases", "", true},
+	{FeatureIndexManager, "/api/index-manager", "/api/v1/tasks/*", "", true},
 }
 
 // featureGate refuses with 403 feature_disabled, naming the flag, a
@@ -181,12 +218,12 @@ func featureGate(prefix string, s FeatureSet, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && readByPost(prefix, r)) {
-			for _, fr := range routes {
-				if matchPath(fr.pattern, strings.TrimPrefix(r.URL.EscapedPath(), prefix)) && fr.matchQuery(r) {
-					featureDisabled(w, fr.feature)
-					return
-				}
+		read := r.Method == http.MethodGet || r.Method == http.MethodHead || (r.Method == http.MethodPost && readByPost(prefix, r))
+		path := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
+		for _, fr := range routes {
+			if (fr.reads || !read) && matchPath(fr.pattern, path) && fr.matchQuery(r) {
+				featureDisabled(w, fr.feature)
+				return
 			}
 		}
 		next.ServeHTTP(w, r)

@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +124,119 @@ func TestFeaturesServedAndEnforced(t *testing.T) {
 		}
 		if n := len(*b.upstreams["classifier"]); off != "" && n != 8 {
 			t.Errorf("the classifier saw %d requests, want only the 8 that pass", n)
+		}
+	}
+}
+
+// TestViewFeaturesCloseTheirRoutes: rules=off and index_manager=off turn
+// whole views off, so the server refuses every method of the routes only
+// those views call (reads, and reads sent by POST such as the rules
+// playground, included) with 403 feature_disabled naming the flag, the
+// upstream never seeing them, while the routes other views share (the
+// index list, one document, _query, the content count, the audit log,
+// sign-in) pass. With both on the same requests are forwarded.
+func TestViewFeaturesCloseTheirRoutes(t *testing.T) {
+	t.Parallel()
+	refused := []struct{ method, path, feature string }{
+		{"GET", "/api/classifier/api/v1/rules", "rules"},
+		{"GET", "/api/classifier/api/v1/rules?topic=crime&enabled=true", "rules"},
+		{"HEAD", "/api/classifier/api/v1/rules/7", "rules"},
+		{"POST", "/api/classifier/api/v1/rules/test", "rules"},
+		{"POST", "/api/classifier/api/v1/rules", "rules"},
+		{"PUT", "/api/classifier/api/v1/rules/7", "rules"},
+		{"DELETE", "/api/classifier/api/v1/rules/7", "rules"},
+		{"POST", "/api/classifier/api/v1/rules/7/enable", "rules"},
+		{"POST", "/api/classifier/api/v1/rules/7/disable", "rules"},
+		{"POST", "/api/index-manager/api/v1/indices", "index_manager"},
+		{"GET", "/api/index-manager/api/v1/indices/demo_raw_content", "index_manager"},
+		{"DELETE", "/api/index-manager/api/v1/indices/demo_raw_content?confirm=true", "index_manager"},
+		{"GET", "/api/index-manager/api/v1/indices/demo_raw_content/mappings", "index_manager"},
+		{"GET", "/api/index-manager/api/v1/indices/demo_raw_content/stats", "index_manager"},
+		{"GET", "/api/index-manager/api/v1/indices/demo_raw_content/documents?size=20", "index_manager"},
+		{"POST", "/api/index-manager/api/v1/indices/demo_raw_content/_refresh", "index_manager"},
+		{"POST", "/api/index-manager/api/v1/indices/demo_raw_content/_forcemerge", "index_manager"},
+		{"PUT", "/api/index-manager/api/v1/indices/demo_raw_content/aliases/current", "index_manager"},
+		{"DELETE", "/api/index-manager/api/v1/indices/demo_raw_content/aliases/current", "index_manager"},
+		{"GET", "/api/index-manager/api/v1/aliases", "index_manager"},
+		{"GET", "/api/index-manager/api/v1/tasks/node-1:42", "index_manager"},
+	}
+	passed := []struct{ method, path string }{
+		{"GET", "/api/index-manager/api/v1/indices"},
+		{"GET", "/api/index-manager/api/v1/indices?index_type=raw_content"},
+		{"GET", "/api/index-manager/api/v1/indices/demo_raw_content/documents/doc-1"},
+		{"POST", "/api/index-manager/api/v1/indices/demo_raw_content/_query"},
+		{"GET", "/api/index-manager/api/v1/content/_count?index_type=classified_content"},
+		{"GET", "/api/index-manager/api/v1/audit"},
+		{"GET", "/api/index-manager/api/v1/auth/me"},
+		{"POST", "/api/index-manager/api/v1/auth/login"},
+		{"POST", "/api/classifier/api/v1/classify"},
+		{"GET", "/api/classifier/api/v1/dlq"},
+		{"GET", "/api/classifier/api/v1/sources"},
+	}
+	for _, off := range []string{"rules=off,index_manager=off", ""} {
+		features, err := server.ParseFeatures(off)
+		must(t, err)
+		if (off == "") != features.Enabled(server.FeatureRules) || (off == "") != features.Enabled(server.FeatureIndexManager) {
+			t.Fatalf("ParseFeatures(%q) = %v", off, features)
+		}
+		b := setupCfg(t, func(c *server.Config) { c.Features = features })
+
+		_, _, body := get(t, b.srv.URL+"/api/features")
+		var flags struct {
+			Features map[string]bool `json:"features"`
+			Disabled []string        `json:"disabled"`
+		}
+		must(t, json.Unmarshal([]byte(body), &flags))
+		for _, f := range []string{"rules", "index_manager"} {
+			if on, ok := flags.Features[f]; !ok || on != (off == "") || slices.Contains(flags.Disabled, f) == (off == "") {
+				t.Errorf("DASHBOARD_FEATURES=%q: /api/features says %s: %s", off, f, body)
+			}
+		}
+
+		do := func(method, path string) (*http.Response, []byte) {
+			req, _ := http.NewRequest(method, b.srv.URL+path, strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+token(t))
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			must(t, err)
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			return res, raw
+		}
+		for _, c := range refused {
+			res, raw := do(c.method, c.path)
+			if off == "" {
+				if res.StatusCode != http.StatusOK {
+					t.Errorf("%s %s with every feature on = %d %s, want forwarded", c.method, c.path, res.StatusCode, raw)
+				}
+				continue
+			}
+			if res.StatusCode != http.StatusForbidden || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+				t.Errorf("%s %s with %s=off = %d %q, want 403 JSON", c.method, c.path, c.feature, res.StatusCode, res.Header.Get("Content-Type"))
+				continue
+			}
+			if c.method == http.MethodHead {
+				continue
+			}
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code != "feature_disabled" ||
+				!strings.Contains(e.Error.Message, c.feature+"=off") || !strings.Contains(e.Error.Message, "DASHBOARD_FEATURES") {
+				t.Errorf("%s %s with %s=off: body %s, want feature_disabled naming %s=off", c.method, c.path, c.feature, raw, c.feature)
+			}
+		}
+		for _, c := range passed {
+			if res, raw := do(c.method, c.path); res.StatusCode != http.StatusOK {
+				t.Errorf("DASHBOARD_FEATURES=%q: %s %s = %d %s, want forwarded", off, c.method, c.path, res.StatusCode, raw)
+			}
+		}
+		if off != "" {
+			seen := len(*b.upstreams["classifier"]) + len(*b.upstreams["index-manager"])
+			if seen != len(passed) {
+				t.Errorf("the upstreams saw %d requests, want only the %d that pass: %v %v", seen, len(passed),
+					*b.upstreams["classifier"], *b.upstreams["index-manager"])
+			}
 		}
 	}
 }

@@ -8,8 +8,9 @@ export const routes = [
     component: () => import('@/components/layout/AppShell.vue'),
     children: [
       { path: '', name: 'overview', component: () => import('@/views/OverviewView.vue'), meta: { title: 'Overview' } },
-      { path: 'indices', name: 'indices', component: () => import('@/views/intelligence/IndexManagerView.vue'), meta: { title: 'Index Manager' } },
-      { path: 'rules', name: 'rules', component: () => import('@/views/intelligence/RulesManagementView.vue'), meta: { title: 'Rules' } },
+      // meta.feature: DASHBOARD_FEATURES can turn the view off (AppShell then shows a notice instead).
+      { path: 'indices', name: 'indices', component: () => import('@/views/intelligence/IndexManagerView.vue'), meta: { title: 'Index Manager', feature: 'index_manager' } },
+      { path: 'rules', name: 'rules', component: () => import('@/views/intelligence/RulesManagementView.vue'), meta: { title: 'Rules', feature: 'rules' } },
       { path: 'dlq', name: 'dlq', component: () => import('@/views/DeadLetterView.vue'), meta: { title: 'Dead letters' } },
       { path: 'outbox', name: 'outbox', component: () => import('@/views/OutboxView.vue'), meta: { title: 'Outbox' } },
       { path: 'labelling', name: 'labelling', component: () => import('@/views/LabellingView.vue'), meta: { title: 'Labelling' } },

@@ -2,10 +2,16 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { defineComponent, h } from 'vue'
 import { flushPromises, mount } from '@vue/test-utils'
 import { QueryClient, VueQueryPlugin } from '@tanstack/vue-query'
-import { ALL_ON, featureOffMessage, parseFeatures, visibleNav } from '@/lib/features'
+import { createMemoryHistory, createRouter } from 'vue-router'
+import { ALL_ON, FEATURES, featureOffMessage, parseFeatures, routeFeature, visibleNav } from '@/lib/features'
 import { fetchFeatures } from '@/api/client'
+import { routes } from '@/router'
 import FeatureGate from '@/components/ui/FeatureGate.vue'
 import ExportButtons from '@/components/ui/ExportButtons.vue'
+import ViewFeatureGate from '@/components/layout/ViewFeatureGate.vue'
+import AppShell from '@/components/layout/AppShell.vue'
+import SourcesTable from '@/components/sources/SourcesTable.vue'
+import { buildSourceRows } from '@/lib/sources'
 
 /** Serves GET /api/features with the flags given (every other flag on). */
 function serveFeatures(off: string[]) {
@@ -13,6 +19,17 @@ function serveFeatures(off: string[]) {
   vi.stubGlobal('fetch', vi.fn(async (url: string) => {
     expect(url).toBe('/api/features')
     return new Response(JSON.stringify({ features, disabled: off }), { status: 200, headers: { 'Content-Type': 'application/json' } })
+  }))
+}
+
+/** Like serveFeatures, for the app shell: /config.json too, and 404 for any other URL (the shell's GET /auth/me). */
+function serveShell(off: string[]) {
+  const features = Object.fromEntries(Object.keys(ALL_ON).map((f) => [f, !off.includes(f)]))
+  const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } })
+  vi.stubGlobal('fetch', vi.fn(async (url: string) => {
+    if (url === '/api/features') return json({ features, disabled: off })
+    if (url === '/config.json') return json({ read_only: false })
+    return json({ error: { code: 'not_found', message: url } }, 404)
   }))
 }
 
@@ -61,5 +78,105 @@ describe('feature flags', () => {
     const on = mount(Two, plugins())
     await flushPromises()
     expect(on.find('[data-testid="export-csv"]').exists()).toBe(true)
+  })
+
+  it('knows the view flags rules and index_manager, and the routes of those views name them', () => {
+    expect(FEATURES).toContain('rules')
+    expect(FEATURES).toContain('index_manager')
+    expect(parseFeatures({ features: { rules: false, index_manager: false } })).toEqual({ ...ALL_ON, rules: false, index_manager: false })
+    expect(featureOffMessage('rules')).toBe('The Rules view is turned off by DASHBOARD_FEATURES (rules=off).')
+    expect(featureOffMessage('index_manager')).toBe('The Index Manager view is turned off by DASHBOARD_FEATURES (index_manager=off).')
+    const children = (routes.find((r) => r.path === '/') as { children: { name: string; meta: Record<string, unknown> }[] }).children
+    const featureOf = (name: string) => routeFeature(children.find((r) => r.name === name)?.meta)
+    expect(featureOf('rules')).toBe('rules')
+    expect(featureOf('indices')).toBe('index_manager')
+    expect(featureOf('dlq')).toBeUndefined()
+    expect(routeFeature({ feature: 'no_such_feature' })).toBeUndefined()
+    expect(routeFeature(undefined)).toBeUndefined()
+  })
+
+  it('ViewFeatureGate never mounts a view that is turned off, keeps its title and says so', async () => {
+    const mounted = vi.fn()
+    const View = defineComponent({ setup: () => { mounted(); return () => h('p', { id: 'view' }, 'the rules') } })
+    const slots = { default: () => h(View) }
+    serveFeatures(['rules'])
+    const off = mount(ViewFeatureGate, { props: { feature: 'rules', title: 'Rules' }, slots, ...plugins() })
+    expect(off.find('[data-testid="view-off"]').exists()).toBe(false) // nothing while loading
+    await flushPromises()
+    expect(mounted).not.toHaveBeenCalled()
+    expect(off.get('[data-testid="view-off"] h1').text()).toBe('Rules')
+    expect(off.get('[data-testid="feature-off"]').text()).toContain('The Rules view is turned off by DASHBOARD_FEATURES (rules=off).')
+    const on = mount(ViewFeatureGate, { props: { feature: 'index_manager', title: 'Index Manager' }, slots, ...plugins() })
+    await flushPromises()
+    expect(on.find('#view').exists()).toBe(true)
+    expect(on.find('[data-testid="view-off"]').exists()).toBe(false)
+    // A route without a feature shows at once, before the flags load.
+    const plain = mount(ViewFeatureGate, { props: { title: 'Dead letters' }, slots, ...plugins() })
+    expect(plain.find('#view').exists()).toBe(true)
+  })
+
+  it('the app shell drops the Rules and Index Manager entries and shows the notice on their routes when they are off', async () => {
+    const mounted: string[] = []
+    const view = (name: string) => defineComponent({ setup: () => { mounted.push(name); return () => h('p', { 'data-view': name }, name) } })
+    const shell = async (off: string[], path: string) => {
+      serveShell(off)
+      const router = createRouter({
+        history: createMemoryHistory(),
+        routes: [{
+          path: '/',
+          component: AppShell,
+          children: [
+            { path: '', component: view('overview'), meta: { title: 'Overview' } },
+            { path: 'indices', component: view('indices'), meta: { title: 'Index Manager', feature: 'index_manager' } },
+            { path: 'rules', component: view('rules'), meta: { title: 'Rules', feature: 'rules' } },
+            { path: 'dlq', component: view('dlq'), meta: { title: 'Dead letters' } },
+            // The shell's other entries, so that their links resolve.
+            { path: ':other(.*)', component: view('other'), meta: { title: 'Other' } },
+          ],
+        }],
+      })
+      await router.push(path)
+      await router.isReady()
+      const w = mount({ template: '<RouterView />' }, { global: { plugins: [[VueQueryPlugin, { queryClient: new QueryClient() }], router] as never } })
+      await flushPromises()
+      const nav = w.get('nav[aria-label="Main"]').findAll('a').map((a) => a.text())
+      return { w, nav, router }
+    }
+
+    const off = await shell(['rules', 'index_manager'], '/rules')
+    expect(off.nav).not.toContain('Rules')
+    expect(off.nav).not.toContain('Index Manager')
+    expect(off.nav).toContain('Dead letters')
+    expect(off.w.get('[data-testid="view-off"]').attributes('data-feature')).toBe('rules')
+    expect(off.w.get('[data-testid="feature-off"]').text()).toContain('rules=off')
+    await off.router.push('/indices')
+    await flushPromises()
+    expect(off.w.get('[data-testid="view-off"]').attributes('data-feature')).toBe('index_manager')
+    expect(off.w.get('main h1').text()).toBe('Index Manager')
+    expect(mounted).toEqual([]) // neither view was ever set up: none of its queries ran
+    await off.router.push('/dlq')
+    await flushPromises()
+    expect(off.w.find('[data-view="dlq"]').exists()).toBe(true)
+    expect(off.w.find('[data-testid="view-off"]').exists()).toBe(false)
+    off.w.unmount()
+
+    const on = await shell([], '/rules')
+    expect(on.nav).toEqual(expect.arrayContaining(['Index Manager', 'Rules']))
+    expect(on.w.find('[data-view="rules"]').exists()).toBe(true)
+    expect(on.w.find('[data-testid="view-off"]').exists()).toBe(false)
+    on.w.unmount()
+  })
+
+  it('the Sources table links a source to the Index Manager only while that view is on', () => {
+    const rows = buildSourceRows([{ name: 'metro_raw_content', doc_count: 24 }] as never, [])
+    const table = (noIndexLinks: boolean) => mount(SourcesTable, {
+      props: { rows, sortKey: 'documents', sortDir: 'desc', noIndexLinks },
+      global: { stubs: { RouterLink: { template: '<a data-testid="index-link"><slot /></a>' } } },
+    })
+    expect(table(false).find('[data-testid="index-link"]').text()).toBe('metro')
+    const off = table(true)
+    expect(off.find('[data-testid="index-link"]').exists()).toBe(false)
+    expect(off.get('tbody th').text()).toContain('metro')
+    expect(off.get('tbody th').text()).not.toContain('(no index)')
   })
 })

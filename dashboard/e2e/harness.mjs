@@ -176,7 +176,8 @@ export class Harness {
       DASHBOARD_REDIS_URL: this.env.REDIS_URL,
     }
     this.dashboard = await this.service('dashboard', 'DASHBOARD_ADDR', upstreams)
-    // The second dashboard is read-only and has every feature turned off.
+    // The second dashboard is read-only and has every feature inside a view turned off; the
+    // view flags (rules, index_manager) stay on, since its steps use those views.
     this.readOnlyDashboard = await this.service('dashboard', 'DASHBOARD_ADDR', {
       ...upstreams, DASHBOARD_READ_ONLY: 'true', DASHBOARD_FEATURES: 'live_tail=off,reprocess=off,query_explorer=off,exports=off,rules_edit=off,labelling=off',
     }, 'dashboard-read-only')

@@ -251,7 +251,7 @@ func serve(ctx context.Context, _ []string) error {
 		// both queues is behind, and more urgent claims would only wait too.
 		cfg.Poller.Urgent = claim.TrackingSink{Sink: urgentProc, Registry: claims, Pace: cfg.Heartbeat.Interval / 4}
 	}
-	priorityStore, err := sourcepriority.New(sourcepriority.Config{DB: db, ES: es})
+	priorityStore, err := sourcepriority.New(sourcepriority.Config{DB: db, Raw: raw})
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func setupSources(t *testing.T) *sourcesBundle {
 				t.Error(err)
 			}
 		})
-		priorities, err := sourcepriority.New(sourcepriority.Config{DB: db, ES: es, MaxLowMarks: 3})
+		priorities, err := sourcepriority.New(sourcepriority.Config{DB: db, Raw: rawtest.Store(t, es), MaxLowMarks: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

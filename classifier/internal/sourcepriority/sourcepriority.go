@@ -19,12 +19,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/esclient"
 )
 
 // Priority is a source's priority: one of contentindex.Priorities.
@@ -74,9 +73,9 @@ var (
 type Config struct {
 	// DB is the classifier's database. Required.
 	DB *sql.DB
-	// ES holds the raw indices: a source exists when its raw index does.
+	// Raw is the raw index store: a source exists when its raw index does.
 	// Required.
-	ES *esclient.Client
+	Raw *rawindex.Store
 	// MaxLowMarks bounds the sources marked other than normal at once
 	// (the name is that of the days when low was the only mark). Defaults to
 	// MaxLowMarksDefault.
@@ -98,8 +97,8 @@ func New(cfg Config) (*Store, error) {
 	if cfg.DB == nil {
 		errs = append(errs, errors.New("DB is required"))
 	}
-	if cfg.ES == nil {
-		errs = append(errs, errors.New("ES is required"))
+	if cfg.Raw == nil {
+		errs = append(errs, errors.New("Raw is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new source priority store: %w", err)
@@ -199,19 +198,11 @@ func (s *Store) exists(ctx context.Context, source string) (bool, error) {
 		Scan(&known); err != nil || known {
 		return known, err
 	}
-	es := s.cfg.ES
-	res, err := es.Indices.Exists([]string{contentindex.RawIndex(source)}, es.Indices.Exists.WithContext(ctx))
+	exists, err := s.cfg.Raw.Exists(ctx, contentindex.RawIndex(source))
 	if err != nil {
-		return false, fmt.Errorf("raw index of %s: %w", source, err)
+		return false, fmt.Errorf("source %s: %w", source, err)
 	}
-	res.Body.Close()
-	switch {
-	case res.StatusCode == http.StatusNotFound:
-		return false, nil
-	case res.IsError():
-		return false, fmt.Errorf("raw index of %s: elasticsearch answered %d", source, res.StatusCode)
-	}
-	return true, nil
+	return exists, nil
 }
 
 // List returns the priority of every marked source; a source missing from

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/dbtest"
+	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/sourcepriority"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/lifecycle"
@@ -27,7 +28,7 @@ func setup(t *testing.T, maxLow int, sources ...string) (*sourcepriority.Store, 
 			t.Fatal(err)
 		}
 	}
-	store, err := sourcepriority.New(sourcepriority.Config{DB: db, ES: es, MaxLowMarks: maxLow})
+	store, err := sourcepriority.New(sourcepriority.Config{DB: db, Raw: rawtest.Store(t, es), MaxLowMarks: maxLow})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 

@@ -14,7 +14,6 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/reputation"
@@ -22,6 +21,7 @@ import (
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
+	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -393,7 +393,7 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 			es.Failure(err)
 			return nil, failed, decided, es
 		default:
-			return nil, append(failed, withError(decided, fault.Code(kind, true, err), err)...), nil, nil
+			return nil, append(failed, withError(decided, faultCode(kind, true, err), err)...), nil, nil
 		}
 	}
 	es.Success()
@@ -408,7 +408,7 @@ func (c *Committer) write(ctx context.Context, ok []Result) (written, failed, re
 			es.Failure(item.Err)
 			retry, dep = append(retry, decided[i]), es
 		default:
-			failed = append(failed, Result{Raw: decided[i].Raw, Err: item.Err, Code: fault.Code(kind, true, item.Err)})
+			failed = append(failed, Result{Raw: decided[i].Raw, Err: item.Err, Code: faultCode(kind, true, item.Err)})
 		}
 	}
 	if len(esWritten) == 0 {
@@ -462,7 +462,7 @@ type statement struct {
 	// run writes the results in one statement (or one round of them).
 	run func(ctx context.Context, rs []Result) error
 	// fail is what becomes of a result that run refuses alone with err.
-	// Defaults to the result failing with err and fault.RowCode(err).
+	// Defaults to the result failing with err and rowCode(err).
 	fail func(r Result, err error) Result
 }
 
@@ -487,7 +487,7 @@ func docsOf(rs []Result) []*domain.ClassifiedContent {
 // isolate writes rs with st, and tells st's breaker how the database
 // answered. A statement error is an outage only when the database says so
 // (an availability error) or, when the error does not tell, fails its probe
-// (fault.Proved): then held is true, the breaker counts a failure and the
+// (fault.PostgresProved): then held is true, the breaker counts a failure and the
 // caller holds the batch, charging no retry. Any other error is the
 // statement's, whatever its class (a row touched twice, invalid data, a
 // constraint, a trigger's exception, a deadlock): the batch is split in
@@ -516,14 +516,14 @@ func (c *Committer) bisect(ctx context.Context, rs []Result, st statement) (ok, 
 	if werr == nil {
 		return rs, nil, nil
 	}
-	if fault.Proved(ctx, werr, st.probe) == fault.Dependency {
+	if fault.PostgresProved(ctx, werr, st.probe) == fault.Dependency {
 		return nil, nil, werr
 	}
 	if len(rs) == 1 {
 		if st.fail != nil {
 			return nil, []Result{st.fail(rs[0], werr)}, nil
 		}
-		return nil, withError(rs, fault.RowCode(werr), werr), nil
+		return nil, withError(rs, rowCode(werr), werr), nil
 	}
 	half := len(rs) / 2
 	okA, failedA, err := c.bisect(ctx, rs[:half], st)

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
-	"github.com/north-cloud/classifier/internal/fault"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 

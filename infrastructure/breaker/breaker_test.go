@@ -7,33 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/north-cloud/infrastructure/clock"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// clock is an injected clock the test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newTestBreaker(t *testing.T, cfg Config) (*Breaker, *clock, *[]string) {
+// newTestBreaker returns a breaker on a manual clock, and the state changes
+// it reports.
+func newTestBreaker(t *testing.T, cfg Config) (*Breaker, *clock.Manual, *[]string) {
 	t.Helper()
-	c := &clock{now: time.Unix(0, 0)}
+	c := clock.NewManual(time.Unix(0, 0))
 	var changes []string
 	cfg.Now = c.Now
 	cfg.OnChange = func(name string, from, to State, _ error) {
@@ -63,7 +49,7 @@ func TestTransitions(t *testing.T) {
 	if ok, wait := b.Allow(); ok || wait != time.Second {
 		t.Fatalf("open breaker allowed %v, wait %s", ok, wait)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if ok, _ := b.Allow(); !ok || b.State() != HalfOpen {
 		t.Fatalf("after cooldown: state %s, want a half-open probe", b.State())
 	}
@@ -71,13 +57,13 @@ func TestTransitions(t *testing.T) {
 	if ok, wait := b.Allow(); ok || wait != 2*time.Second {
 		t.Fatalf("after failed probe: allowed %v, wait %s, want 2s", ok, wait)
 	}
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	b.Allow()
 	b.Failure(down) // cooldown capped at 3s
 	if _, wait := b.Allow(); wait != 3*time.Second {
 		t.Fatalf("cooldown %s, want the 3s cap", wait)
 	}
-	clk.Add(3 * time.Second)
+	clk.Advance(3 * time.Second)
 	b.Allow()
 	b.Success()
 	if ok, _ := b.Allow(); !ok || b.State() != Closed {
@@ -98,7 +84,7 @@ func TestHalfOpenAdmitsOneProbe(t *testing.T) {
 	b, clk, _ := newTestBreaker(t, Config{Name: "redis", Threshold: 1, Cooldown: time.Second, MaxCooldown: 4 * time.Second})
 	down := errors.New("NOAUTH Authentication required")
 	b.Failure(down)
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if ok, _ := b.Allow(); !ok || b.State() != HalfOpen {
 		t.Fatalf("after cooldown: state %s, want the probe let through", b.State())
 	}
@@ -107,13 +93,13 @@ func TestHalfOpenAdmitsOneProbe(t *testing.T) {
 			t.Fatalf("caller %d while the probe is out: allowed %v, wait %s; want refused for the cooldown", i, ok, wait)
 		}
 	}
-	clk.Add(400 * time.Millisecond)
+	clk.Advance(400 * time.Millisecond)
 	if ok, wait := b.Allow(); ok || wait != 600*time.Millisecond {
 		t.Fatalf("later caller while the probe is out: allowed %v, wait %s, want refused, 600ms left", ok, wait)
 	}
 	// The probe's caller gave up without reporting: after the cooldown the
 	// next caller is the probe.
-	clk.Add(600 * time.Millisecond)
+	clk.Advance(600 * time.Millisecond)
 	if ok, _ := b.Allow(); !ok {
 		t.Fatal("a lost probe held the half-open breaker past its cooldown")
 	}
@@ -147,14 +133,14 @@ func TestSuccessResetsFailuresAndCooldown(t *testing.T) {
 	}
 	for range 3 { // three failed probes: 2s, 4s, 8s
 		_, wait := b.Allow()
-		clk.Add(wait)
+		clk.Advance(wait)
 		b.Allow()
 		b.Failure(down)
 	}
 	if _, wait := b.Allow(); wait != 8*time.Second {
 		t.Fatalf("cooldown %s after three failed probes, want 8s", wait)
 	}
-	clk.Add(8 * time.Second)
+	clk.Advance(8 * time.Second)
 	b.Allow()
 	b.Success()
 	for range 3 {
@@ -171,7 +157,7 @@ func TestFailureWhileOpenKeepsCooldown(t *testing.T) {
 	t.Parallel()
 	b, clk, changes := newTestBreaker(t, Config{Name: "redis", Threshold: 1, Cooldown: 4 * time.Second})
 	b.Failure(errors.New("first"))
-	clk.Add(3 * time.Second)
+	clk.Advance(3 * time.Second)
 	b.Failure(errors.New("late"))
 	if ok, wait := b.Allow(); ok || wait != time.Second {
 		t.Fatalf("allowed %v wait %s, want the original cooldown's last second", ok, wait)
@@ -234,14 +220,14 @@ func TestProbeReadyAndLastCause(t *testing.T) {
 	if s := b.Probe(ctx, ok); s != Open || pings != 0 {
 		t.Fatalf("probe during the cooldown: %s, %d pings", s, pings)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if s := b.Probe(ctx, fail); s != Open || pings != 1 {
 		t.Fatalf("failed probe: %s, %d pings", s, pings)
 	}
 	if !strings.HasPrefix(b.LastCause().Error(), "NOAUTH") {
 		t.Errorf("last cause after the failed probe: %v", b.LastCause())
 	}
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	if s := b.Probe(ctx, ok); s != Closed || pings != 2 || !b.Closed() {
 		t.Fatalf("successful probe: %s, %d pings", s, pings)
 	}
@@ -249,7 +235,7 @@ func TestProbeReadyAndLastCause(t *testing.T) {
 		t.Errorf("after recovery: ready %v, cause %v", err, b.LastCause())
 	}
 	b.Failure(cause)
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	b.Allow()
 	if err := b.Ready(ctx); err == nil || err.Error() != "redis circuit breaker half_open" {
 		t.Errorf("ready of a half-open breaker: %v", err)
@@ -292,27 +278,16 @@ func TestMonitorProbesOpenBreakers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = m.Stop(context.Background()) }()
-	waitFor(t, "a failed probe", func() bool { return downPings.Load() >= 1 })
+	testenv.WaitFor(t, 10*time.Second, time.Millisecond, "a failed probe", func() bool { return downPings.Load() >= 1 })
 	if down.State() == Closed {
 		t.Fatal("a failed probe closed the breaker")
 	}
 	healthy.Store(true)
-	waitFor(t, "the breaker to close", down.Closed)
+	testenv.WaitFor(t, 10*time.Second, time.Millisecond, "the breaker to close", down.Closed)
 	if err := m.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if upPings.Load() != 0 {
 		t.Errorf("closed breaker pinged %d times", upPings.Load())
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,10 +1,8 @@
 package esclient_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -48,8 +46,8 @@ func TestNewGivesUpNamingTheURL(t *testing.T) {
 // error: start-up retries log the URL redacted.
 func TestCredentialsRedactedInLogsAndErrors(t *testing.T) {
 	t.Parallel()
-	var logs bytes.Buffer
-	log := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))
+	var logs testenv.SyncBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	_, err := esclient.New(context.Background(), esclient.Config{URL: "http://elastic:s3cr3t-pw@127.0.0.1:1", ConnectTimeout: 600 * time.Millisecond}, log)
 	if err == nil || strings.Contains(err.Error(), "s3cr3t-pw") || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("err = %v, want a connect error naming the host without the password", err)
@@ -67,17 +65,6 @@ func TestCredentialsRedactedInLogsAndErrors(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)
 		}
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // A cluster is named by several node URLs; each must be a URL, and the

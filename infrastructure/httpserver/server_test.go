@@ -22,31 +22,14 @@ import (
 
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
-// syncBuffer is a log sink the server's goroutines can share with the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// records decodes the JSON log lines written so far.
-func (b *syncBuffer) records(t *testing.T) []map[string]any {
+// records decodes the JSON log lines written to logs so far.
+func records(t *testing.T, logs *testenv.SyncBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(b.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -61,7 +44,7 @@ func (b *syncBuffer) records(t *testing.T) []map[string]any {
 
 type bundle struct {
 	server *httpserver.Server
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 	base   string
 }
 
@@ -72,7 +55,7 @@ func setup(t *testing.T, cfg httpserver.Config, configure func(r *gin.Engine), c
 	if cfg.ServiceName == "" {
 		cfg.ServiceName = "testsvc"
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "test_metric 1\n") })
 	s, err := httpserver.New(cfg, logger, metrics, checks...)
@@ -338,7 +321,7 @@ func TestPanicIsRecovered(t *testing.T) {
 		t.Errorf("after panic /health = %d", resp.StatusCode)
 	}
 	var found bool
-	for _, rec := range b.logs.records(t) {
+	for _, rec := range records(t, b.logs) {
 		if rec["msg"] == "panic in http handler" {
 			found = true
 			if rec["panic"] != "secret-panic-value" || rec["request_id"] != "boom-1" || !strings.Contains(rec["stack"].(string), "goroutine") {
@@ -405,7 +388,7 @@ func TestAccessLog(t *testing.T) {
 	get(t, b.base+"/health") // debug level: below the test logger's info level
 
 	var lines []map[string]any
-	for _, rec := range b.logs.records(t) {
+	for _, rec := range records(t, b.logs) {
 		if rec["msg"] == "http request" {
 			lines = append(lines, rec)
 		}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -183,11 +182,7 @@ func (l *logFile) Tail(n int) string {
 	if err != nil {
 		return fmt.Sprintf("(no log at %s: %v)", l.path, err)
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return lastLines(string(data), n)
 }
 
 // note appends a line of the harness's own to the log.

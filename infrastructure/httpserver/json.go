@@ -104,34 +104,29 @@ func invalidText(msg string) *RequestError {
 // a NUL character. A raw NUL byte is a syntax error already; only the escape
 // \u0000 can carry one, so texts without it are not scanned.
 func hasJSONNul(body []byte) bool {
-	if !bytes.Contains(body, []byte(`\u0000`)) {
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return false // end of input, or a syntax error Decode reports
-		}
-		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
-			return true
-		}
-	}
+	return bytes.Contains(body, []byte(`\u0000`)) && anyJSONToken(body, func(tok json.Token) bool {
+		s, ok := tok.(string)
+		return ok && strings.IndexByte(s, 0) >= 0
+	})
 }
 
 // hasJSONNull reports whether a JSON text holds a null value anywhere.
 // Texts without the word null are not scanned.
 func hasJSONNull(body []byte) bool {
-	if !bytes.Contains(body, []byte("null")) {
-		return false
-	}
+	return bytes.Contains(body, []byte("null")) && anyJSONToken(body, func(tok json.Token) bool { return tok == nil })
+}
+
+// anyJSONToken reports whether match holds for a token of a JSON text,
+// reading it up to the first match, its end or a syntax error (which
+// Decode reports).
+func anyJSONToken(body []byte, match func(json.Token) bool) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return false // end of input, or a syntax error Decode reports
+			return false
 		}
-		if tok == nil {
+		if match(tok) {
 			return true
 		}
 	}

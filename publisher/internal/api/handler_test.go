@@ -97,7 +97,7 @@ func TestOutboxAPI(t *testing.T) {
 	c, db := setup(t)
 	rows := outboxtest.Rows("api", 7)
 	rows[0].IsCrimeRelated, rows[1].IsCrimeRelated = true, true
-	rows[2].Source = "other_com"
+	rows[2].SourceName = "other_com"
 	rows[3].ContentType = "video"
 	db.insert(rows)
 	db.exec(`UPDATE classified_outbox SET created_at = NOW() - make_interval(secs => 100 - split_part(content_id, '-', 2)::int)`)

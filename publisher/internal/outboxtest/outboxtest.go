@@ -43,35 +43,18 @@ func Database(t testing.TB) (*sql.DB, string) {
 	return db, dsn
 }
 
-// Row is one outbox row as the classifier writes it. A content id is
-// unique only inside its index (migration 005).
-type Row struct {
-	ContentID string
-	Source    string
-	// Index is the classified index; empty means Source + "_classified_content".
-	Index            string
-	ContentType      string
-	Topics           []string
-	QualityScore     int
-	IsCrimeRelated   bool
-	CrimeSubcategory *string
-	Title            string
-	Body             string
-	URL              string
-	PublishedDate    *time.Time
-	Version          int
-	ChangedFields    []string
-	CanonicalURL     string
-	DuplicateOf      *outbox.DocRef
-	Traceparent      string
-}
+// Row is one outbox row as the classifier writes it: the classifier's own
+// outbox.Message, so a column added there is one a test can set here. A
+// content id is unique only inside its index (migration 005); an empty
+// IndexName means SourceName + "_classified_content".
+type Row = outbox.Message
 
 // Rows returns n article rows with content ids prefix-0 ... prefix-(n-1).
 func Rows(prefix string, n int) []Row {
 	rows := make([]Row, n)
 	for i := range rows {
 		rows[i] = Row{
-			ContentID: fmt.Sprintf("%s-%d", prefix, i), Source: "example_com", ContentType: "article",
+			ContentID: fmt.Sprintf("%s-%d", prefix, i), SourceName: "example_com", ContentType: "article",
 			Topics: []string{"news"}, QualityScore: 70, Title: fmt.Sprintf("Title %d", i),
 			Body: "body text", URL: fmt.Sprintf("https://example.com/%s/%d", prefix, i),
 		}
@@ -92,24 +75,12 @@ func Insert(t testing.TB, db *sql.DB, rows []Row) {
 func InsertErr(ctx context.Context, db *sql.DB, rows []Row) error {
 	msgs := make([]outbox.Message, len(rows))
 	for i, r := range rows {
-		msgs[i] = r.Message()
+		if r.IndexName == "" {
+			r.IndexName = r.SourceName + "_classified_content"
+		}
+		msgs[i] = r
 	}
 	return outbox.InsertBatch(ctx, db, msgs)
-}
-
-// Message is the row as the classifier's outbox.Message.
-func (r Row) Message() outbox.Message {
-	index := r.Index
-	if index == "" {
-		index = r.Source + "_classified_content"
-	}
-	return outbox.Message{
-		ContentID: r.ContentID, SourceName: r.Source, IndexName: index, ContentType: r.ContentType,
-		Topics: r.Topics, QualityScore: r.QualityScore, IsCrimeRelated: r.IsCrimeRelated,
-		CrimeSubcategory: r.CrimeSubcategory, Title: r.Title, Body: r.Body, URL: r.URL,
-		PublishedDate: r.PublishedDate, Version: r.Version, ChangedFields: r.ChangedFields,
-		CanonicalURL: r.CanonicalURL, DuplicateOf: r.DuplicateOf, Traceparent: r.Traceparent,
-	}
 }
 
 // Counts returns the number of rows per status.
@@ -133,17 +104,10 @@ func Counts(t testing.TB, db *sql.DB) map[string]int {
 }
 
 // WaitFor polls cond every 20ms until it holds, failing the test with what
-// after timeout. It is a wait, not a timing assertion: the timeout only
-// bounds a test that would otherwise hang.
+// after timeout (testenv.WaitFor).
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, timeout, 20*time.Millisecond, what, cond)
 }
 
 // RedisServer is a redis-server process of the test's own, so that stopping

@@ -19,8 +19,8 @@ func TestSameContentIDInTwoIndicesPublishedTwice(t *testing.T) {
 	rs := outboxtest.StartRedis(t)
 	sub := outboxtest.Subscribe(t, rs.Client())
 	rows := []outboxtest.Row{
-		{ContentID: "1", Source: "a", Index: "a_classified_content", ContentType: "article", QualityScore: 60, Title: "from a", URL: "https://a.example/1"},
-		{ContentID: "1", Source: "b", Index: "b_classified_content", ContentType: "article", QualityScore: 60, Title: "from b", URL: "https://b.example/1"},
+		{ContentID: "1", SourceName: "a", IndexName: "a_classified_content", ContentType: "article", QualityScore: 60, Title: "from a", URL: "https://a.example/1"},
+		{ContentID: "1", SourceName: "b", IndexName: "b_classified_content", ContentType: "article", QualityScore: 60, Title: "from b", URL: "https://b.example/1"},
 	}
 	outboxtest.Insert(t, b.db, rows)
 	outboxtest.Insert(t, b.db, rows) // the classifier's re-insertion: a no-op
@@ -33,12 +33,12 @@ func TestSameContentIDInTwoIndicesPublishedTwice(t *testing.T) {
 	}
 	outboxtest.WaitFor(t, time.Minute, "both messages", func() bool { return len(sub.Messages("1")) == 2 })
 	for _, r := range rows {
-		msgs := sub.MessagesIn(r.Index, "1")
+		msgs := sub.MessagesIn(r.IndexName, "1")
 		if len(msgs) != 1 {
-			t.Fatalf("%s/1: %d messages, want 1", r.Index, len(msgs))
+			t.Fatalf("%s/1: %d messages, want 1", r.IndexName, len(msgs))
 		}
-		if m := msgs[0]; m["id"] != "1" || m["source"] != r.Source || m["index"] != r.Index || m["title"] != r.Title {
-			t.Errorf("%s/1: message id %v source %v index %v title %v", r.Index, m["id"], m["source"], m["index"], m["title"])
+		if m := msgs[0]; m["id"] != "1" || m["source"] != r.SourceName || m["index"] != r.IndexName || m["title"] != r.Title {
+			t.Errorf("%s/1: message id %v source %v index %v title %v", r.IndexName, m["id"], m["source"], m["index"], m["title"])
 		}
 	}
 	if ids, total := sub.Distinct(); ids != 2 || total != 2 {

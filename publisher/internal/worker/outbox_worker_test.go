@@ -326,7 +326,7 @@ func TestSubscriberReceivesSpecMessage(t *testing.T) {
 	var rows []outboxtest.Row
 	for i, c := range cases {
 		rows = append(rows, outboxtest.Row{
-			ContentID: fmt.Sprintf("%s-%d", prefix, i), Source: "example_com", ContentType: c.contentType,
+			ContentID: fmt.Sprintf("%s-%d", prefix, i), SourceName: "example_com", ContentType: c.contentType,
 			Topics: []string{"crime", "local"}, QualityScore: 40 + i, IsCrimeRelated: c.crime, CrimeSubcategory: c.subcategory,
 			Title: "Title " + c.name, Body: "Body " + c.name, URL: "https://example.com/" + c.name, PublishedDate: &published,
 		})
@@ -418,7 +418,7 @@ func TestMetricsExposedUnderSpecNames(t *testing.T) {
 	b := setup(t)
 	rs := outboxtest.StartRedis(t)
 	outboxtest.Insert(t, b.db, outboxtest.Rows("metrics", 5))
-	outboxtest.Insert(t, b.db, []outboxtest.Row{{ContentID: "metrics-pending", Source: "s", ContentType: "article", Title: "t", URL: "u"}})
+	outboxtest.Insert(t, b.db, []outboxtest.Row{{ContentID: "metrics-pending", SourceName: "s", ContentType: "article", Title: "t", URL: "u"}})
 	w := b.newWorker(t, worker.Config{BatchSize: 5}, b.repo, rs.Client())
 	if n, err := w.DrainOnce(context.Background()); n != 5 || err != nil {
 		t.Fatalf("drain: %d %v", n, err)

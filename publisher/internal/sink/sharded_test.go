@@ -2,12 +2,7 @@ package sink_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,7 +195,7 @@ func TestClusterShardedFailover(t *testing.T) {
 	var channels []string
 	for i := 0; len(channels) < 12 && i < 1000; i++ {
 		ch := testenv.UniqueName(fmt.Sprintf("failover:%d:", i))
-		addr := masterOf(t, c, ch)
+		addr := testenv.RedisSlotMaster(t, c, ch)
 		if len(masters[addr]) < 4 {
 			masters[addr] = append(masters[addr], ch)
 			channels = append(channels, ch)
@@ -213,8 +208,8 @@ func TestClusterShardedFailover(t *testing.T) {
 		stream := m.Stream(ch)
 		t.Cleanup(func() { _ = c.Del(context.Background(), stream).Err() })
 	}
-	victimAddr := masterOf(t, c, channels[0])
-	victimPID := nodePID(t, victimAddr)
+	victimAddr := testenv.RedisSlotMaster(t, c, channels[0])
+	victimPID := testenv.RedisNodePID(t, victimAddr)
 
 	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs})
 	t.Cleanup(func() { _ = consumer.Close() })
@@ -376,69 +371,11 @@ func TestClusterShardedFailover(t *testing.T) {
 		total, distinct, dups, len(zero), len(zero)-lost, lost, unavailable, perRow,
 		recovered.Sub(killed).Round(time.Millisecond), back.Round(time.Millisecond))
 
-	if err := servicesUp(); err != nil {
+	if err := testenv.ServicesUp(); err != nil {
 		t.Fatal(err)
 	}
 	info, err := c.ClusterInfo(ctx).Result()
 	if err != nil || !strings.Contains(info, "cluster_state:ok") {
 		t.Errorf("cluster after the restart: %v\n%s", err, info)
 	}
-}
-
-// masterOf returns the address of the master that owns key's slot.
-func masterOf(t *testing.T, c *redis.ClusterClient, key string) string {
-	t.Helper()
-	ctx := context.Background()
-	slot, err := c.ClusterKeySlot(ctx, key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges, err := c.ClusterSlots(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range ranges {
-		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
-			return r.Nodes[0].Addr
-		}
-	}
-	t.Fatalf("no master owns slot %d", slot)
-	return ""
-}
-
-// nodePID returns the process id of the Redis server at addr.
-func nodePID(t *testing.T, addr string) int {
-	t.Helper()
-	n := redis.NewClient(&redis.Options{Addr: addr})
-	defer n.Close()
-	info, err := n.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatalf("info server of %s: %v", addr, err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			pid, err := strconv.Atoi(v)
-			if err == nil && pid > 1 {
-				return pid
-			}
-		}
-	}
-	t.Fatalf("no process_id in INFO of %s", addr)
-	return 0
-}
-
-// servicesUp runs `scripts/services.sh up` with the test's environment (the
-// cluster settings included), which starts the killed node again and waits
-// until every node sees the cluster ok.
-func servicesUp() error {
-	script, err := filepath.Abs(filepath.Join("..", "..", "..", "scripts", "services.sh"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(script, "up")
-	cmd.Env = os.Environ()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return errors.Join(fmt.Errorf("scripts/services.sh up: %w", err), errors.New(string(out)))
-	}
-	return nil
 }

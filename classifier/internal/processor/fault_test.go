@@ -189,8 +189,7 @@ func TestOutboxOutageHoldsTheBatchAndChargesNoRetry(t *testing.T) {
 
 	rl.cut()
 	r := e.replica(t, "outage", nil, 2*time.Second)
-	r.stores.Outbox = storage.NewOutboxWriter(outboxDB)
-	r.committer.stores.Outbox = r.stores.Outbox
+	r.committer.outbox.store = storage.NewOutboxWriter(outboxDB)
 	r.start(t)
 
 	// During the outage: the breaker opens, nothing is dead-lettered.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/republish"
@@ -168,19 +165,6 @@ func outcomeOf(d *domain.ClassifiedContent) republish.Outcome {
 	return o
 }
 
-// countHygiene logs the batch's duplicates and held-back outcomes.
-func (c *Committer) countHygiene(ctx context.Context, written []Result) {
-	for _, r := range written {
-		d := r.Doc
-		if d.DuplicateOf != nil {
-			c.logger.DebugContext(ctx, "duplicate recorded", "index", d.RawIndex, "id", d.ID,
-				"kind", d.DuplicateOf.Kind, "duplicate_of_index", d.DuplicateOf.Index, "duplicate_of_id", d.DuplicateOf.ID,
-				"published", d.Publish)
-		}
-		c.metrics.RecordHygiene(ctx, d.SourceName, duplicateKind(d), d.Publish, d.Version)
-	}
-}
-
 func duplicateKind(d *domain.ClassifiedContent) string {
 	if d.DuplicateOf == nil {
 		return ""
@@ -212,27 +196,6 @@ func heldBehindFailed(written, failed []Result) (flip, orphans []Result) {
 		flip = append(flip, r)
 	}
 	return flip, orphans
-}
-
-// requeueOrphans leaves the URL duplicates whose claimant failed pending and
-// releases their claims, so the next poll classifies them again: the failed
-// claimant holds the URL only provisionally now, so they are published,
-// flagged with duplicate_of, instead of vanishing behind a document in the
-// dead-letter queue. A release that fails leaves them to their lease.
-func (c *Committer) requeueOrphans(ctx context.Context, orphans []Result) {
-	if len(orphans) == 0 {
-		return
-	}
-	raws := make([]*domain.RawContent, len(orphans))
-	for i, r := range orphans {
-		raws[i] = r.Raw
-		c.logger.WarnContext(ctx, "URL duplicate requeued: the claimant it was held back behind failed in the same batch",
-			"content_id", r.Raw.ID, "index", r.Raw.Index, "source", r.Raw.SourceName,
-			"claimant_id", r.Doc.DuplicateOf.ID, "reason", requeueClaimantFailed)
-		c.metrics.DocumentsRequeued.Add(ctx, 1, metric.WithAttributes(
-			attribute.String("source", r.Raw.SourceName), attribute.String("reason", requeueClaimantFailed)))
-	}
-	c.releaseClaims(ctx, raws, "requeued")
 }
 
 // requeueClaimantFailed is the reason of requeueOrphans in logs and metrics.

@@ -28,7 +28,7 @@ func TestZombieCommitsNothingAndAChangedDocumentIsReleased(t *testing.T) {
 	zombie := e.replica(t, "zombie", nil, time.Minute)
 	results := e.classifyAll(t, ids, nil)
 	raws := rawsOf(results) // at the versions classifyAll read
-	won, err := zombie.stores.Leases.ClaimDocs(ctx, raws, 0)
+	won, err := zombie.leases.ClaimDocs(ctx, raws, 0)
 	if err != nil || len(won) != len(ids) {
 		t.Fatalf("claim: %d won, %v", len(won), err)
 	}
@@ -180,7 +180,7 @@ func TestFlipRefusedByAWriteBlockReleasesTheClaims(t *testing.T) {
 	r := e.replica(t, "blocked", nil, time.Minute)
 	results := e.classifyAll(t, ids, nil)
 	raws := rawsOf(results)
-	if won, err := r.stores.Leases.ClaimDocs(ctx, raws, 0); err != nil || len(won) != len(ids) {
+	if won, err := r.leases.ClaimDocs(ctx, raws, 0); err != nil || len(won) != len(ids) {
 		t.Fatalf("claim: %d won, %v", len(won), err)
 	}
 	e.writeBlock(t, true)
@@ -256,7 +256,7 @@ func TestFlipIntoADeletedRawIndexDoesNotCreateItAgain(t *testing.T) {
 	ctx := context.Background()
 	r := e.replica(t, "deleted", nil, time.Minute)
 	results := append(e.classifyAll(t, goneIDs, nil), healthy.classifyAll(t, keptIDs, nil)...)
-	if won, err := r.stores.Leases.ClaimDocs(ctx, rawsOf(results), 0); err != nil || len(won) != len(results) {
+	if won, err := r.leases.ClaimDocs(ctx, rawsOf(results), 0); err != nil || len(won) != len(results) {
 		t.Fatalf("claim: %d won, %v", len(won), err)
 	}
 	deleted := contentindex.RawIndex(e.source)
@@ -268,7 +268,7 @@ func TestFlipIntoADeletedRawIndexDoesNotCreateItAgain(t *testing.T) {
 
 	r.committer.Commit(ctx, results)
 
-	if exists, err := r.stores.Raw.Exists(ctx, deleted); err != nil || exists {
+	if exists, err := r.raw.Exists(ctx, deleted); err != nil || exists {
 		t.Errorf("%s exists after the commit (%v): the flips created the deleted index again", deleted, err)
 	}
 	for id, status := range healthy.statuses(t) {

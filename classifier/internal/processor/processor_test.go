@@ -207,8 +207,8 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 		t.Fatalf("DLQ rows = %d, want 2 DB_ERROR rows", n)
 	}
 
-	worker, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r", Lease: time.Minute, Leases: r.stores.Leases}, dlq, r.stores.Raw,
-		claim.TrackingSink{Sink: r.processor, Registry: r.stores.Claims}, testenv.Logger(t))
+	worker, err := deadletter.NewRetryWorker(deadletter.RetryConfig{ReplicaID: "r", Lease: time.Minute, Leases: r.leases}, dlq, r.raw,
+		claim.TrackingSink{Sink: r.processor, Registry: r.registry}, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/north-cloud/classifier/internal/loadgen"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/poller"
+	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/rules"
@@ -124,8 +125,12 @@ type replica struct {
 	urgent    *BatchProcessor
 	committer *Committer
 	heartbeat *claim.Heartbeat
-	stores    Stores
 	breakers  Breakers
+	// The committer's stores that the tests use beyond the committer, as
+	// the service's types.
+	leases   *lease.Store
+	raw      *rawindex.Store
+	registry *claim.Registry
 	// opened counts the times any of the replica's breakers opened.
 	opened *atomic.Int64
 }
@@ -146,9 +151,10 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw := rawtest.Store(t, e.es)
 	stores := Stores{
 		Content:     storage.NewContentStore(e.es),
-		Raw:         rawtest.Store(t, e.es),
+		Raw:         raw,
 		History:     storage.NewHistoryRepository(e.db),
 		Outbox:      storage.NewOutboxWriter(e.outbox),
 		DeadLetters: deadletter.NewRepository(e.db),
@@ -180,12 +186,13 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 		t.Fatal(err)
 	}
 	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
-		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, Raw: stores.Raw, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
+		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, Raw: raw, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
 		claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &replica{poller: pol, processor: proc, urgent: urgent, committer: com, heartbeat: hb, stores: stores, breakers: breakers, opened: opened}
+	return &replica{poller: pol, processor: proc, urgent: urgent, committer: com, heartbeat: hb, breakers: breakers, opened: opened,
+		leases: leases, raw: raw, registry: registry}
 }
 
 func (r *replica) start(t *testing.T) {

@@ -46,8 +46,7 @@ func (e *env) loadWith(t *testing.T, seed uint64, ids ...string) []string {
 // withHygiene gives the replica's committer the duplicate and republish
 // decisions the service runs with.
 func (e *env) withHygiene(r *replica) {
-	r.stores.Hygiene = &Hygiene{Duplicates: dedup.New(e.db, dedup.Config{}), Outcomes: republish.New(e.db)}
-	r.committer.stores.Hygiene = r.stores.Hygiene
+	r.committer.outbox.hygiene = &Hygiene{Duplicates: dedup.New(e.db, dedup.Config{}), Outcomes: republish.New(e.db)}
 }
 
 // reasons returns the classification_error of every raw document.
@@ -290,7 +289,7 @@ func TestURLTwinOfAFailedClaimantIsPublished(t *testing.T) {
 	results := e.classifyAll(t, ids, nil)
 	raws := []*domain.RawContent{results[0].Raw, results[1].Raw}
 	ctx := context.Background()
-	if won, err := r.stores.Leases.ClaimDocs(ctx, raws, 0); err != nil || len(won) != 2 {
+	if won, err := r.leases.ClaimDocs(ctx, raws, 0); err != nil || len(won) != 2 {
 		t.Fatalf("claim: %d won, %v", len(won), err)
 	}
 

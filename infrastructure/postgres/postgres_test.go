@@ -1,4 +1,4 @@
-package postgres
+package postgres_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/infrastructure/config"
+	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -25,7 +26,7 @@ func TestOpenAndMigrateCommand(t *testing.T) {
 	logger := testenv.Logger(t)
 	ctx := context.Background()
 
-	db, err := Open(ctx, Config{URL: dsn, MaxOpenConns: 3}, logger)
+	db, err := postgres.Open(ctx, postgres.Config{URL: dsn, MaxOpenConns: 3}, logger)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -37,7 +38,7 @@ func TestOpenAndMigrateCommand(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := RunCommand(dsn, testMigrations, "m", args, &out, logger); err != nil {
+		if err := postgres.RunCommand(dsn, testMigrations, "m", args, &out, logger); err != nil {
 			t.Fatalf("migrate %v: %v", args, err)
 		}
 		return strings.TrimSpace(out.String())
@@ -63,7 +64,7 @@ func TestOpenAndMigrateCommand(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := RunCommand(dsn, testMigrations, "m", []string{"sideways"}, &out, logger); err == nil || !strings.Contains(err.Error(), "sideways") {
+	if err := postgres.RunCommand(dsn, testMigrations, "m", []string{"sideways"}, &out, logger); err == nil || !strings.Contains(err.Error(), "sideways") {
 		t.Errorf("unknown command error = %v, want one naming it", err)
 	}
 }
@@ -72,7 +73,7 @@ func TestOpenGivesUpWithClearError(t *testing.T) {
 	t.Parallel()
 	// Nothing listens on port 1: Open must retry, then fail naming the target
 	// with the password masked.
-	_, err := Open(context.Background(), Config{URL: "postgres://u:secret@127.0.0.1:1/db?sslmode=disable", ConnectTimeout: 600 * time.Millisecond}, testenv.Logger(t))
+	_, err := postgres.Open(context.Background(), postgres.Config{URL: "postgres://u:secret@127.0.0.1:1/db?sslmode=disable", ConnectTimeout: 600 * time.Millisecond}, testenv.Logger(t))
 	if err == nil {
 		t.Fatal("Open succeeded against a closed port")
 	}
@@ -84,7 +85,7 @@ func TestOpenGivesUpWithClearError(t *testing.T) {
 func TestConfigFromEnvNamesBadVariables(t *testing.T) {
 	t.Parallel()
 	l := config.NewFromMap(map[string]string{"X_DATABASE_URL": "mysql://h/db", "DATABASE_MAX_OPEN_CONNS": "-1"})
-	_ = ConfigFromEnv(l, "X_DATABASE_URL")
+	_ = postgres.ConfigFromEnv(l, "X_DATABASE_URL")
 	err := l.Err()
 	if err == nil {
 		t.Fatal("want a configuration error")
@@ -101,13 +102,13 @@ func TestConfigFromEnvNamesBadVariables(t *testing.T) {
 func TestConfigFromEnvRefusesExamplePassword(t *testing.T) {
 	t.Parallel()
 	l := config.NewFromMap(map[string]string{"X_DATABASE_URL": "postgres://classifier:change-me-classifier-db@postgres:5432/classifier"})
-	_ = ConfigFromEnv(l, "X_DATABASE_URL")
+	_ = postgres.ConfigFromEnv(l, "X_DATABASE_URL")
 	err := l.Err()
 	if err == nil || !strings.Contains(err.Error(), "X_DATABASE_URL: its password is an example placeholder") || strings.Contains(err.Error(), "change-me-classifier-db") {
 		t.Fatalf("err = %v, want X_DATABASE_URL refused as a placeholder without the password", err)
 	}
 	l = config.NewFromMap(map[string]string{"X_DATABASE_URL": "postgres://classifier:0f3a9c@postgres:5432/classifier"})
-	_ = ConfigFromEnv(l, "X_DATABASE_URL")
+	_ = postgres.ConfigFromEnv(l, "X_DATABASE_URL")
 	if err := l.Err(); err != nil {
 		t.Fatalf("a real password refused: %v", err)
 	}

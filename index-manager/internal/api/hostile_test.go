@@ -18,19 +18,6 @@ import (
 	"github.com/north-cloud/infrastructure/auth"
 )
 
-// errorOf returns error.code and error.message of an error body.
-func (r response) errorOf(t testing.TB) (string, string) {
-	t.Helper()
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	r.decode(t, &e)
-	return e.Error.Code, e.Error.Message
-}
-
 // TestCreateIndexSettingsAllowlist: creation accepts only the allowlisted
 // settings within bounds and always applies the shipped mapping; every
 // other setting, shape or mapping is refused with 400 naming it, before

@@ -33,7 +33,6 @@ import (
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -121,16 +120,8 @@ func randomSecret() string {
 func setup(t testing.TB, o options) *bundle {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	dsn := testenv.Postgres(t)
+	db, dsn := testenv.MigratedPostgres(t, migrations.FS)
 	log := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", log); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
 
 	url := o.esURL
 	if url == "" {
@@ -221,8 +212,18 @@ func (r response) decode(t testing.TB, v any) {
 	}
 }
 
-// errorCode returns error.code of an error body.
+// errorCode returns error.code of an error body, which must have a message.
 func (r response) errorCode(t testing.TB) string {
+	t.Helper()
+	code, message := r.errorOf(t)
+	if message == "" {
+		t.Fatalf("error without a message: %s", r.Body)
+	}
+	return code
+}
+
+// errorOf returns error.code and error.message of an error body.
+func (r response) errorOf(t testing.TB) (string, string) {
 	t.Helper()
 	var e struct {
 		Error struct {
@@ -231,10 +232,7 @@ func (r response) errorCode(t testing.TB) string {
 		} `json:"error"`
 	}
 	r.decode(t, &e)
-	if e.Error.Message == "" {
-		t.Fatalf("error without a message: %s", r.Body)
-	}
-	return e.Error.Code
+	return e.Error.Code, e.Error.Message
 }
 
 // request describes one call; Body is JSON-encoded unless it is a string

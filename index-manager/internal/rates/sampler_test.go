@@ -1,7 +1,6 @@
 package rates_test
 
 import (
-	"database/sql"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/north-cloud/index-manager/migrations"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -24,16 +22,8 @@ func TestSamplerStartStopStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn := testenv.Postgres(t)
+	db, _ := testenv.MigratedPostgres(t, migrations.FS)
 	log := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", log); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
 	repo, err := rates.NewRepository(db, rates.WindowDefault)
 	if err != nil {
 		t.Fatal(err)

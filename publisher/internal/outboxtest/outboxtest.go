@@ -21,7 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/outbox"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/migrations"
 )
@@ -30,17 +29,7 @@ import (
 // returns an open pool and its connection string.
 func Database(t testing.TB) (*sql.DB, string) {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	db.SetMaxOpenConns(20)
-	t.Cleanup(func() { _ = db.Close() })
-	return db, dsn
+	return testenv.MigratedPostgres(t, migrations.FS)
 }
 
 // Row is one outbox row as the classifier writes it: the classifier's own

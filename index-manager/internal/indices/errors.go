@@ -178,6 +178,17 @@ func decodeNumbers(op string, res *esapi.Response, v any) error {
 	return nil
 }
 
+// exec is do for a request whose answer says nothing beyond success: the
+// body is drained and closed.
+func (s *Store) exec(ctx context.Context, op string, req esapi.Request) error {
+	res, err := s.do(ctx, op, req)
+	if err != nil {
+		return err
+	}
+	discard(res)
+	return nil
+}
+
 // discard drains and closes a successful response body.
 func discard(res *esapi.Response) {
 	_, _ = io.Copy(io.Discard, res.Body)

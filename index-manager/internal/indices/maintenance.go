@@ -51,23 +51,13 @@ func (s *Store) Aliases(ctx context.Context) ([]Alias, error) {
 // PutAlias points alias at the one concrete index name (adding to the
 // indices it already names).
 func (s *Store) PutAlias(ctx context.Context, index, alias string) error {
-	res, err := s.do(ctx, "put alias", esapi.IndicesPutAliasRequest{Index: []string{index}, Name: alias})
-	if err != nil {
-		return err
-	}
-	discard(res)
-	return nil
+	return s.exec(ctx, "put alias", esapi.IndicesPutAliasRequest{Index: []string{index}, Name: alias})
 }
 
 // DeleteAlias removes alias from the one concrete index name; an alias the
 // index does not carry is ErrNotFound.
 func (s *Store) DeleteAlias(ctx context.Context, index, alias string) error {
-	res, err := s.do(ctx, "delete alias", esapi.IndicesDeleteAliasRequest{Index: []string{index}, Name: []string{alias}})
-	if err != nil {
-		return err
-	}
-	discard(res)
-	return nil
+	return s.exec(ctx, "delete alias", esapi.IndicesDeleteAliasRequest{Index: []string{index}, Name: []string{alias}})
 }
 
 // ForceMerge is what a force merge does: expunge the deleted documents

@@ -296,41 +296,26 @@ func (s *Store) Create(ctx context.Context, name string, settings, mappings map[
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	res, err := s.do(ctx, op, esapi.IndicesCreateRequest{Index: name, Body: bytes.NewReader(b)})
-	if err != nil {
-		return err
-	}
-	discard(res)
-	return nil
+	return s.exec(ctx, op, esapi.IndicesCreateRequest{Index: name, Body: bytes.NewReader(b)})
 }
 
 // Delete deletes exactly one concrete index; wildcards are not expanded, so
 // a pattern that slipped through validation still deletes nothing.
 func (s *Store) Delete(ctx context.Context, name string) error {
-	res, err := s.do(ctx, "delete index", esapi.IndicesDeleteRequest{
+	return s.exec(ctx, "delete index", esapi.IndicesDeleteRequest{
 		Index:           []string{name},
 		ExpandWildcards: "none",
 		AllowNoIndices:  boolPtr(false),
 	})
-	if err != nil {
-		return err
-	}
-	discard(res)
-	return nil
 }
 
 // Refresh makes recent writes to an index searchable.
 func (s *Store) Refresh(ctx context.Context, name string) error {
-	res, err := s.do(ctx, "refresh index", esapi.IndicesRefreshRequest{
+	return s.exec(ctx, "refresh index", esapi.IndicesRefreshRequest{
 		Index:           []string{name},
 		ExpandWildcards: "none",
 		AllowNoIndices:  boolPtr(false),
 	})
-	if err != nil {
-		return err
-	}
-	discard(res)
-	return nil
 }
 
 // ContentCounters returns the counters of every content index in one

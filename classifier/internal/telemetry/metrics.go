@@ -97,10 +97,14 @@ type Metrics struct {
 	// unchanged (the same outcome again: nothing) or held (a duplicate not
 	// published).
 	Publications metric.Int64Counter
+
+	meter metric.Meter // where Observe registers gauges
 }
 
 // Gauges are read at scrape time from their owners (the work queue, the
-// dead-letter table) instead of being kept as deltas that drift.
+// dead-letter table) instead of being kept as deltas that drift. Each owner
+// registers its own once it is built (Metrics.Observe); a nil gauge is not
+// registered.
 type Gauges struct {
 	// QueueDepth returns the number of documents waiting in the main work
 	// queue (classifier_queue_depth{lane="main"}).
@@ -121,9 +125,10 @@ type Gauges struct {
 	BreakerStates func() map[string]int64
 }
 
-// New creates the instruments on meter and registers the observable gauges.
+// New creates the instruments on meter and registers the observable gauges
+// that gauges sets (Observe).
 func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
-	m := &Metrics{}
+	m := &Metrics{meter: meter}
 	var errs []error
 	counter := func(name, desc string) metric.Int64Counter {
 		c, err := meter.Int64Counter(name, metric.WithDescription(desc))
@@ -176,60 +181,7 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.ReprocessDocuments = counter("classifier_reprocess_documents_total", "Raw documents read by a reprocess request, by source and result (requeued, conflict, error)")
 	m.DLQPermanent = counter("classifier_dlq_permanent_total", "Dead-letter entries that failed the same way on consecutive attempts and stopped retrying, by source and error code")
 
-	if gauges.QueueDepth != nil {
-		mainLane, urgentLane := metric.WithAttributes(attribute.String("lane", "main")), metric.WithAttributes(attribute.String("lane", "urgent"))
-		_, err = meter.Int64ObservableGauge("classifier_queue_depth", metric.WithDescription("Current pending documents in work queue, by lane (main, urgent)"),
-			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-				o.Observe(gauges.QueueDepth(), mainLane)
-				if gauges.UrgentQueueDepth != nil {
-					o.Observe(gauges.UrgentQueueDepth(), urgentLane)
-				}
-				return nil
-			}))
-		errs = append(errs, err)
-	}
-	if gauges.DLQDepth != nil {
-		_, err = meter.Int64ObservableGauge("classifier_dlq_depth", metric.WithDescription("Current documents in dead-letter queue"),
-			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
-				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				defer cancel()
-				bySource, err := gauges.DLQDepth(ctx)
-				if err != nil {
-					return err
-				}
-				for source, n := range bySource {
-					o.Observe(n, metric.WithAttributes(attribute.String("source", source)))
-				}
-				return nil
-			}))
-		errs = append(errs, err)
-	}
-	if gauges.DLQBacklog != nil {
-		_, err = meter.Int64ObservableGauge("classifier_dlq_backlog", metric.WithDescription("Dead-letter entries by state (retrying, exhausted), zeros included"),
-			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
-				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				defer cancel()
-				retrying, exhausted, err := gauges.DLQBacklog(ctx)
-				if err != nil {
-					return err
-				}
-				o.Observe(retrying, metric.WithAttributes(attribute.String("state", "retrying")))
-				o.Observe(exhausted, metric.WithAttributes(attribute.String("state", "exhausted")))
-				return nil
-			}))
-		errs = append(errs, err)
-	}
-	if gauges.BreakerStates != nil {
-		_, err = meter.Int64ObservableGauge("classifier_breaker_state",
-			metric.WithDescription("Circuit breaker of each dependency: 0 closed, 1 half-open, 2 open (work that needs it is paused)"),
-			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-				for dep, state := range gauges.BreakerStates() {
-					o.Observe(state, metric.WithAttributes(attribute.String("dependency", dep)))
-				}
-				return nil
-			}))
-		errs = append(errs, err)
-	}
+	errs = append(errs, m.Observe(gauges))
 	m.IndexPollFailing, err = meter.Int64Gauge("classifier_index_poll_failing",
 		metric.WithDescription("1 while the poller skips a raw index that failed (search, mapping or claims), 0 while it polls it"))
 	errs = append(errs, err)
@@ -255,6 +207,71 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	}
 	m.ActiveWorkers.Add(ctx, 0)
 	return m, nil
+}
+
+// Observe registers the observable gauges that gauges sets, read at scrape
+// time from their owners. Each gauge is registered once: by New, or by its
+// owner once that is built.
+func (m *Metrics) Observe(gauges Gauges) error {
+	var errs []error
+	if gauges.QueueDepth != nil {
+		mainLane, urgentLane := metric.WithAttributes(attribute.String("lane", "main")), metric.WithAttributes(attribute.String("lane", "urgent"))
+		_, err := m.meter.Int64ObservableGauge("classifier_queue_depth", metric.WithDescription("Current pending documents in work queue, by lane (main, urgent)"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(gauges.QueueDepth(), mainLane)
+				if gauges.UrgentQueueDepth != nil {
+					o.Observe(gauges.UrgentQueueDepth(), urgentLane)
+				}
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if gauges.DLQDepth != nil {
+		_, err := m.meter.Int64ObservableGauge("classifier_dlq_depth", metric.WithDescription("Current documents in dead-letter queue"),
+			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				bySource, err := gauges.DLQDepth(ctx)
+				if err != nil {
+					return err
+				}
+				for source, n := range bySource {
+					o.Observe(n, metric.WithAttributes(attribute.String("source", source)))
+				}
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if gauges.DLQBacklog != nil {
+		_, err := m.meter.Int64ObservableGauge("classifier_dlq_backlog", metric.WithDescription("Dead-letter entries by state (retrying, exhausted), zeros included"),
+			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				retrying, exhausted, err := gauges.DLQBacklog(ctx)
+				if err != nil {
+					return err
+				}
+				o.Observe(retrying, metric.WithAttributes(attribute.String("state", "retrying")))
+				o.Observe(exhausted, metric.WithAttributes(attribute.String("state", "exhausted")))
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if gauges.BreakerStates != nil {
+		_, err := m.meter.Int64ObservableGauge("classifier_breaker_state",
+			metric.WithDescription("Circuit breaker of each dependency: 0 closed, 1 half-open, 2 open (work that needs it is paused)"),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				for dep, state := range gauges.BreakerStates() {
+					o.Observe(state, metric.WithAttributes(attribute.String("dependency", dep)))
+				}
+				return nil
+			}))
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("observe gauges: %w", err)
+	}
+	return nil
 }
 
 // RecordRuleMatch records one rule-engine match (spec names).

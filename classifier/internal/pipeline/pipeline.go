@@ -50,6 +50,17 @@ type TopicExplainer interface {
 	Explain(title, body string) []rules.Match
 }
 
+// KeyedExplainer explains a rules.Text, whose keys the topic model shares
+// (rules.Engine).
+type KeyedExplainer interface {
+	ExplainKeyed(t *rules.Text) []rules.Match
+}
+
+// KeyedDocumentExplainer is ExplainDoc of a rules.Text (rules.Shadow).
+type KeyedDocumentExplainer interface {
+	ExplainDocKeyed(index, id string, t *rules.Text) []rules.Match
+}
+
 // DocumentExplainer is Explain by document identity, for a matcher rollout
 // (*rules.Shadow).
 type DocumentExplainer interface {
@@ -229,7 +240,8 @@ func (p *Pipeline) Classify(raw *domain.RawContent) (*domain.ClassifiedContent, 
 // a rollout.
 func (p *Pipeline) Decide(index, id, title, body string) topicmodel.Decision {
 	start := time.Now()
-	explained := p.explain(index, id, title, body)
+	text := rules.NewText(title, body) // keyed once for the rules and the models
+	explained := p.explain(index, id, text)
 	if p.cfg.OnRuleMatch != nil {
 		evaluated, matched := 0, 0
 		if p.cfg.RuleCount != nil {
@@ -243,9 +255,9 @@ func (p *Pipeline) Decide(index, id, title, body string) topicmodel.Decision {
 		p.cfg.OnRuleMatch(time.Since(start), evaluated, matched)
 	}
 	model, shadow := p.cfg.Model(index, id)
-	d := p.decideWith(model, title, body, explained)
+	d := p.decideWith(model, text, explained)
 	if shadow != nil && p.cfg.OnModelShadow != nil {
-		p.cfg.OnModelShadow(d, p.decideWith(shadow, title, body, explained))
+		p.cfg.OnModelShadow(d, p.decideWith(shadow, text, explained))
 	}
 	return d
 }
@@ -256,13 +268,13 @@ func (p *Pipeline) Decide(index, id, title, body string) topicmodel.Decision {
 func (p *Pipeline) ExplainDecision(index, id, title, body string) topicmodel.Explanation {
 	body = bounded(body)
 	model, _ := p.cfg.Model(index, id)
-	return topicmodel.Explain(model, title, body, p.explain(index, id, title, body), p.cfg.Decide)
+	return topicmodel.Explain(model, title, body, p.explain(index, id, rules.NewText(title, body)), p.cfg.Decide)
 }
 
-func (p *Pipeline) decideWith(model *topicmodel.Scorer, title, body string, explained []rules.Match) topicmodel.Decision {
+func (p *Pipeline) decideWith(model *topicmodel.Scorer, text *rules.Text, explained []rules.Match) topicmodel.Decision {
 	var scores topicmodel.Scores
 	if model != nil {
-		scores = model.Score(title, body)
+		scores = model.ScoreKeyed(text)
 	}
 	return topicmodel.Decide(model, scores, explained, p.cfg.Decide)
 }
@@ -270,16 +282,20 @@ func (p *Pipeline) decideWith(model *topicmodel.Scorer, title, body string, expl
 // explain returns every rule that found a keyword in the document, Matched
 // telling which passed their threshold. A matcher that cannot explain
 // reports its matches only.
-func (p *Pipeline) explain(index, id, title, body string) []rules.Match {
+func (p *Pipeline) explain(index, id string, t *rules.Text) []rules.Match {
 	switch m := p.cfg.Topics.(type) {
+	case KeyedDocumentExplainer:
+		return m.ExplainDocKeyed(index, id, t)
 	case DocumentExplainer:
-		return m.ExplainDoc(index, id, title, body)
+		return m.ExplainDoc(index, id, t.Title, t.Body)
+	case KeyedExplainer:
+		return m.ExplainKeyed(t)
 	case TopicExplainer:
-		return m.Explain(title, body)
+		return m.Explain(t.Title, t.Body)
 	case DocumentMatcher:
-		return m.MatchDoc(index, id, title, body)
+		return m.MatchDoc(index, id, t.Title, t.Body)
 	}
-	return p.cfg.Topics.Match(title, body)
+	return p.cfg.Topics.Match(t.Title, t.Body)
 }
 
 // DefaultModel is the shipped default topic model, compiled with

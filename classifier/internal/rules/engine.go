@@ -308,6 +308,18 @@ func (e *Engine) Key(text string) string {
 	return n
 }
 
+// MatchKeyed is Match of a Text, whose keys other matchers of the same
+// document share.
+func (e *Engine) MatchKeyed(t *Text) []Match {
+	return e.snap.Load().match(e.documentOf(t), false)
+}
+
+// ExplainKeyed is Explain of a Text, whose keys other matchers of the same
+// document share.
+func (e *Engine) ExplainKeyed(t *Text) []Match {
+	return e.snap.Load().match(e.documentOf(t), true)
+}
+
 // RuleCount is the number of rules in use: enabled rules with at least one
 // non-empty keyword.
 func (e *Engine) RuleCount() int { return len(e.snap.Load().rules) }
@@ -367,7 +379,12 @@ func (e *Engine) Explain(title, body string) []Match {
 // document is the engine's text for a title and body: both keyed, joined by
 // the field separator.
 func (e *Engine) document(title, body string) string {
-	t, b := e.Key(title), e.Key(body)
+	return e.documentOf(NewText(title, body))
+}
+
+// documentOf is document of a Text.
+func (e *Engine) documentOf(text *Text) string {
+	t, b := text.Keys(e.opts.Stemming)
 	switch {
 	case t == "":
 		return b

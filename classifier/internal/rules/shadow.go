@@ -125,7 +125,13 @@ func (s *Shadow) MatchDoc(index, id, title, body string) []Match {
 // matching included (Explain): the matched ones are compared as MatchDoc
 // compares them.
 func (s *Shadow) ExplainDoc(index, id, title, body string) []Match {
-	cur, cand := s.active.Explain(title, body), s.shadow.Explain(title, body)
+	return s.ExplainDocKeyed(index, id, NewText(title, body))
+}
+
+// ExplainDocKeyed is ExplainDoc of a Text, whose keys both engines (and
+// other matchers of the same document) share.
+func (s *Shadow) ExplainDocKeyed(index, id string, t *Text) []Match {
+	cur, cand := s.active.ExplainKeyed(t), s.shadow.ExplainKeyed(t)
 	if s.SideOf(index, id) == SideCandidate {
 		s.compare(SideCandidate, matchedOnly(cand), matchedOnly(cur))
 		return cand

@@ -229,9 +229,16 @@ func (f Features) Found() int { return len(f.Title) + len(f.Body) }
 // Features finds the model's terms in a document's title and body: one
 // matcher pass over each.
 func (s *Scorer) Features(title, body string) Features {
+	return s.FeaturesKeyed(rules.NewText(title, body))
+}
+
+// FeaturesKeyed is Features of a Text, whose keys other matchers of the
+// same document share.
+func (s *Scorer) FeaturesKeyed(t *rules.Text) Features {
 	var f Features
-	f.Title, f.TitleTF = s.match(s.Key(title))
-	f.Body, f.BodyTF = s.match(s.Key(body))
+	title, body := t.Keys(s.m.Stemming)
+	f.Title, f.TitleTF = s.match(title)
+	f.Body, f.BodyTF = s.match(body)
 	return f
 }
 
@@ -268,7 +275,13 @@ type Scores struct {
 
 // Score returns the topic probabilities of a document.
 func (s *Scorer) Score(title, body string) Scores {
-	return s.withBase(s.scores(s.Features(title, body)), title, body)
+	return s.ScoreKeyed(rules.NewText(title, body))
+}
+
+// ScoreKeyed is Score of a Text, whose keys other matchers of the same
+// document (the rules, the base model) share.
+func (s *Scorer) ScoreKeyed(t *rules.Text) Scores {
+	return s.withBase(s.scores(s.FeaturesKeyed(t)), t)
 }
 
 func (s *Scorer) scores(f Features) Scores {
@@ -278,11 +291,11 @@ func (s *Scorer) scores(f Features) Scores {
 
 // withBase adds the base model's logits of a document to sc (its own
 // scores), for the topics the base has.
-func (s *Scorer) withBase(sc Scores, title, body string) Scores {
+func (s *Scorer) withBase(sc Scores, t *rules.Text) Scores {
 	if s.base == nil {
 		return sc
 	}
-	b := s.base.Score(title, body)
+	b := s.base.ScoreKeyed(t)
 	k := s.m.BaseWeight
 	for i, j := range s.baseTopic {
 		if j >= 0 {
@@ -420,5 +433,5 @@ func (s *Scorer) Explain(title, body string, limit int) (Scores, []Contribution)
 			}
 		}
 	}
-	return s.withBase(s.scores(f), title, body), out
+	return s.withBase(s.scores(f), rules.NewText(title, body)), out
 }

@@ -47,8 +47,9 @@ type Config struct {
 	// DeadLetters configures the dead-letter queue (permanent failures).
 	DeadLetters deadletter.RepositoryConfig
 
-	// Matcher is the active rule matcher: aho_corasick (the trie engine) or
-	// token_index; naive when CLASSIFIER_USE_TRIE_ENGINE=false.
+	// Matcher is the active rule matcher (CLASSIFIER_RULE_MATCHER):
+	// aho_corasick (the trie engine), token_index or naive; naive too when
+	// the deprecated CLASSIFIER_USE_TRIE_ENGINE is false.
 	Matcher rules.MatcherKind
 	// RuleOptions are the engine's stemming and scoring (the matcher kind
 	// is Matcher, or ShadowMatcher for the shadow engine).
@@ -77,6 +78,17 @@ type Config struct {
 	// per page (CLASSIFIER_REPROCESS_PAGE_SIZE): one search, one bulk and
 	// one progress write, after which a cancel request is seen.
 	ReprocessPageSize int
+
+	// Warnings are settings loadConfig accepted that an operator should
+	// hear about; serve logs each once its logger exists.
+	Warnings []configWarning
+}
+
+// configWarning is a setting accepted with a caveat: a log message and its
+// attributes (slog key-value pairs).
+type configWarning struct {
+	msg   string
+	attrs []any
 }
 
 // MaxStallsDefault is CLASSIFIER_MAX_STALLS: a document whose lease expired
@@ -137,8 +149,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 		ReputationRefresh: l.Duration("CLASSIFIER_REPUTATION_REFRESH", 30*time.Second),
 	}
 	c.Matcher = matcherKind(l, "CLASSIFIER_RULE_MATCHER", string(rules.MatcherAhoCorasick))
-	if !l.Bool("CLASSIFIER_USE_TRIE_ENGINE", true) {
-		c.Matcher = rules.MatcherNaive
+	if w := useTrieEngine(l, &c.Matcher); w != nil {
+		c.Warnings = append(c.Warnings, *w)
 	}
 	c.RuleOptions.Stemming = l.Bool("CLASSIFIER_RULE_STEMMING", rules.StemmingDefault)
 	scoring := l.OneOf("CLASSIFIER_RULE_SCORING", string(rules.ScoringDefault), string(rules.ScoringMinKeywords), string(rules.ScoringSpec))
@@ -212,6 +224,32 @@ func trackingParams(v string) []string {
 		}
 	}
 	return out
+}
+
+// useTrieEngine applies CLASSIFIER_USE_TRIE_ENGINE to matcher. The original
+// design names that variable as the rule engine's rollout flag, so it is
+// kept, as a deprecated alias of CLASSIFIER_RULE_MATCHER: false means the
+// naive matcher and wins, being the design's rollback; true leaves the
+// matcher to CLASSIFIER_RULE_MATCHER (both of its trie matchers agree with
+// it). When both variables are set and disagree, the warning says which
+// matcher runs.
+func useTrieEngine(l *config.Loader, matcher *rules.MatcherKind) *configWarning {
+	const alias, successor = "CLASSIFIER_USE_TRIE_ENGINE", "CLASSIFIER_RULE_MATCHER"
+	if l.String(alias, "") == "" {
+		return nil // unset: the matcher is CLASSIFIER_RULE_MATCHER's
+	}
+	trie := l.Bool(alias, true)
+	named := *matcher
+	if !trie {
+		*matcher = rules.MatcherNaive
+	}
+	if l.String(successor, "") == "" || (named != rules.MatcherNaive) == trie {
+		return nil
+	}
+	return &configWarning{
+		msg:   alias + " is deprecated and disagrees with " + successor + "; set only " + successor,
+		attrs: []any{"use_trie_engine", trie, "rule_matcher", string(named), "matcher", string(*matcher)},
+	}
 }
 
 func matcherKind(l *config.Loader, name, def string) rules.MatcherKind {

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/config"
 )
 
@@ -61,5 +62,52 @@ func TestReprocessPageSize(t *testing.T) {
 		if tc.ok && cfg.ReprocessPageSize != tc.want {
 			t.Errorf("CLASSIFIER_REPROCESS_PAGE_SIZE=%q: page size %d, want %d", tc.value, cfg.ReprocessPageSize, tc.want)
 		}
+	}
+}
+
+// CLASSIFIER_USE_TRIE_ENGINE, the original design's rollout flag, is a
+// deprecated alias of CLASSIFIER_RULE_MATCHER: false means naive and wins
+// (the design's rollback, whatever the matcher is set to); true leaves the
+// matcher to CLASSIFIER_RULE_MATCHER. Both set and disagreeing is accepted
+// with a warning.
+func TestUseTrieEngineIsAnAliasOfRuleMatcher(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		trie, matcher string
+		want          rules.MatcherKind
+		warn          bool
+	}{
+		{"", "", rules.MatcherAhoCorasick, false},
+		{"", "token_index", rules.MatcherTokenIndex, false},
+		{"", "naive", rules.MatcherNaive, false},
+		{"true", "", rules.MatcherAhoCorasick, false},
+		{"false", "", rules.MatcherNaive, false},
+		{"true", "aho_corasick", rules.MatcherAhoCorasick, false},
+		{"true", "token_index", rules.MatcherTokenIndex, false},
+		{"false", "naive", rules.MatcherNaive, false},
+		{"false", "aho_corasick", rules.MatcherNaive, true},
+		{"false", "token_index", rules.MatcherNaive, true},
+		{"true", "naive", rules.MatcherNaive, true},
+	} {
+		env := required()
+		if tc.trie != "" {
+			env["CLASSIFIER_USE_TRIE_ENGINE"] = tc.trie
+		}
+		if tc.matcher != "" {
+			env["CLASSIFIER_RULE_MATCHER"] = tc.matcher
+		}
+		cfg, err := loadConfig(config.NewFromMap(env))
+		if err != nil {
+			t.Fatalf("USE_TRIE_ENGINE=%q RULE_MATCHER=%q: %v", tc.trie, tc.matcher, err)
+		}
+		if cfg.Matcher != tc.want || (len(cfg.Warnings) > 0) != tc.warn {
+			t.Errorf("USE_TRIE_ENGINE=%q RULE_MATCHER=%q: matcher %s, warnings %v; want %s, a warning %v",
+				tc.trie, tc.matcher, cfg.Matcher, cfg.Warnings, tc.want, tc.warn)
+		}
+	}
+	env := required()
+	env["CLASSIFIER_USE_TRIE_ENGINE"] = "sometimes"
+	if _, err := loadConfig(config.NewFromMap(env)); err == nil {
+		t.Error("CLASSIFIER_USE_TRIE_ENGINE=sometimes accepted")
 	}
 }

@@ -90,13 +90,17 @@ func serve(ctx context.Context, _ []string) error {
 	return lifecycle.Run(ctx, log, cfg.HTTP.ShutdownTimeout, components(rs, classify, guards, proc, feed, web, log)...)
 }
 
-// logStart logs the effective configuration, secrets masked.
+// logStart logs the effective configuration, secrets masked, and what of
+// it deserves a warning.
 func logStart(ctx context.Context, log *slog.Logger, cfg Config) {
 	log.InfoContext(ctx, "starting classifier", "http_addr", cfg.HTTP.Addr, "replica", cfg.Poller.ReplicaID,
 		"database", postgres.Redact(cfg.DB.URL), "outbox_database", postgres.Redact(cfg.OutboxDB.URL),
 		"elasticsearch", esclient.Redact(cfg.ES.URL), "index_pattern", cfg.Poller.IndexPattern, "matcher", cfg.Matcher,
 		"shadow_matcher", cfg.ShadowMatcher, "matcher_rollout_percent", cfg.MatcherRolloutPercent, "dlq_enabled", cfg.DLQEnabled, "workers", cfg.Processor.Concurrency,
 		"max_queue_depth", cfg.Processor.MaxQueueDepth, "auth", cfg.Auth.String())
+	for _, w := range cfg.Warnings {
+		log.WarnContext(ctx, w.msg, w.attrs...)
+	}
 }
 
 // components are the parts that run, started in this order and stopped in

@@ -3,14 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,26 +169,12 @@ func killPID(t *testing.T, pid int) {
 	t.Fatalf("process %d still alive 30s after SIGKILL", pid)
 }
 
-// restartNode runs `scripts/services.sh up` with the test's environment
-// (the cluster settings included) in the background: it starts whatever
+// restartNode runs testenv.ServicesUp in the background: it starts whatever
 // node of the clusters is not running and waits until the cluster is whole.
 // The test waits for the answer before it ends.
-func restartNode(t *testing.T) <-chan error {
-	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "services.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+func restartNode() <-chan error {
 	done := make(chan error, 1)
-	go func() {
-		cmd := exec.Command(script, "up")
-		cmd.Env = os.Environ()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			done <- fmt.Errorf("scripts/services.sh up: %w\n%s", err, out)
-			return
-		}
-		done <- nil
-	}()
+	go func() { done <- testenv.ServicesUp() }()
 	return done
 }
 
@@ -200,30 +183,15 @@ func restartNode(t *testing.T) <-chan error {
 // classified again under a new claim.
 func historyTwice(t testing.TB, classifierDB string) (docs, twice int) {
 	t.Helper()
-	db, err := sql.Open("postgres", classifierDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE n > 1) FROM
-		(SELECT COUNT(*) AS n FROM classification_history GROUP BY index_name, content_id) h`).Scan(&docs, &twice)
-	if err != nil {
-		t.Fatalf("read the classification history: %v", err)
-	}
+	queryRow(t, classifierDB, "the classification history", `SELECT COUNT(*), COUNT(*) FILTER (WHERE n > 1) FROM
+		(SELECT COUNT(*) AS n FROM classification_history GROUP BY index_name, content_id) h`, &docs, &twice)
 	return docs, twice
 }
 
 // outboxRows counts the outbox rows and the distinct documents among them.
 func outboxRows(t testing.TB, publisherDB string) (rows, distinct int) {
 	t.Helper()
-	db, err := sql.Open("postgres", publisherDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT (source_name, content_id)) FROM classified_outbox`).Scan(&rows, &distinct); err != nil {
-		t.Fatalf("read the outbox: %v", err)
-	}
+	queryRow(t, publisherDB, "the outbox", `SELECT COUNT(*), COUNT(DISTINCT (source_name, content_id)) FROM classified_outbox`, &rows, &distinct)
 	return rows, distinct
 }
 
@@ -304,7 +272,7 @@ func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	restarted := restartNode(t)
+	restarted := restartNode()
 
 	keys := append(keysOf(docs), keysOf(acked)...)
 	missing := sub.WaitAll(keys, 180*time.Second)
@@ -409,34 +377,6 @@ func subscribeSharded(t *testing.T, c *redis.ClusterClient, prefix string) *subs
 	return s
 }
 
-// record counts one message of a document under the subscriber's prefix.
-func (s *subscriber) record(channel, payload string) {
-	var body message
-	if err := json.Unmarshal([]byte(payload), &body); err != nil {
-		if strings.Contains(payload, s.prefix) {
-			s.mu.Lock()
-			s.errors = append(s.errors, fmt.Sprintf("message on %s is not JSON: %v", channel, err))
-			s.mu.Unlock()
-		}
-		return
-	}
-	if !strings.HasPrefix(body.Source, s.prefix) {
-		return // another test's document
-	}
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := docKey(body.Source, body.ID)
-	d := s.byKey[k]
-	if d == nil {
-		d = &delivery{first: body, at: now}
-		s.byKey[k] = d
-	}
-	d.count++
-	s.total++
-	s.last = now
-}
-
 // streamCopies reads the publisher's stream of every channel (the mirror
 // appends each message it published, on the channel's slot) and counts the
 // entries per document under prefix. During a failover it fails, and the
@@ -457,47 +397,6 @@ func streamCopies(c *redis.ClusterClient, prefix string) (map[string]int, error)
 		}
 	}
 	return out, nil
-}
-
-// redisNodePID returns the process id of the Redis server at addr.
-func redisNodePID(t *testing.T, addr string) int {
-	t.Helper()
-	n := redis.NewClient(&redis.Options{Addr: addr})
-	defer n.Close()
-	info, err := n.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatalf("info server of %s: %v", addr, err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			if pid, err := strconv.Atoi(v); err == nil && pid > 1 {
-				return pid
-			}
-		}
-	}
-	t.Fatalf("no process_id in INFO of %s", addr)
-	return 0
-}
-
-// slotMaster returns the address of the master that owns key's slot.
-func slotMaster(t *testing.T, c *redis.ClusterClient, key string) string {
-	t.Helper()
-	ctx := context.Background()
-	slot, err := c.ClusterKeySlot(ctx, key).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges, err := c.ClusterSlots(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range ranges {
-		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
-			return r.Nodes[0].Addr
-		}
-	}
-	t.Fatalf("no master owns slot %d", slot)
-	return ""
 }
 
 // TestClusterRedisMasterKilledMidDrain drains 1,500 documents through the
@@ -548,8 +447,8 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 		"CLASSIFIER_CONCURRENCY": "2",
 	}))
 
-	victim := slotMaster(t, rc, "articles:news")
-	pid := redisNodePID(t, victim)
+	victim := testenv.RedisSlotMaster(t, rc, "articles:news")
+	pid := testenv.RedisNodePID(t, victim)
 	if !sub.WaitDistinct(300, 90*time.Second) {
 		t.Fatalf("only %d documents delivered within 90s; the drain never got going\npublisher:\n%s", sub.Distinct(), publisher.log.Tail(30))
 	}
@@ -559,7 +458,7 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 	}
 	killed := time.Now()
 	t.Cleanup(func() {
-		if err := <-restartNode(t); err != nil {
+		if err := <-restartNode(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -617,16 +516,7 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 	if max(dups, streamDups)*100 > len(keys) {
 		t.Errorf("%d duplicate messages at the subscriber, %d in the streams: over 1%% of %d", dups, streamDups, len(keys))
 	}
-	db, err := sql.Open("postgres", st.publisherDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var rows, failed, retried int
-	if err := db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'failed'), COUNT(*) FILTER (WHERE retry_count > 0)
-		FROM classified_outbox`).Scan(&rows, &failed, &retried); err != nil {
-		t.Fatalf("read the outbox: %v", err)
-	}
+	rows, failed, retried := outboxOutcomes(t, st.publisherDB)
 	if failed > 0 || retried > 0 {
 		t.Errorf("outbox: %d rows failed and %d spent a retry during the failover, want none (an outage is not a failure of the rows)", failed, retried)
 	}

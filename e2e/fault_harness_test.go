@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -47,7 +48,7 @@ type svc struct {
 	name  string // binary
 	label string // e.g. classifier-a
 	addr  string
-	log   *syncBuffer
+	log   *testenv.SyncBuffer
 	file  *os.File
 
 	mu     sync.Mutex
@@ -76,10 +77,8 @@ func launch(t testing.TB, name, label string, env map[string]string) *svc {
 // newSvc prepares a service without starting it.
 func newSvc(t testing.TB, name, label string, env map[string]string) *svc {
 	t.Helper()
-	s := &svc{t: t, name: name, label: label, addr: freeAddrB(t), log: &syncBuffer{}, env: map[string]string{}}
-	for k, v := range env {
-		s.env[k] = v
-	}
+	s := &svc{t: t, name: name, label: label, addr: freeAddrB(t), log: &testenv.SyncBuffer{}, env: map[string]string{}}
+	maps.Copy(s.env, env)
 	if dir := os.Getenv("E2E_LOG_DIR"); dir != "" {
 		d := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
 		if err := os.MkdirAll(d, 0o755); err == nil {
@@ -246,6 +245,10 @@ func (s *svc) signal(sig syscall.Signal) {
 	}
 }
 
+// waitExit reports whether the process has exited within timeout. Same
+// shape as testenv.ESNode's wait and signal, kept apart: a node also waits
+// out the JVM its launcher forked and signals a process group, a svc is one
+// Go binary.
 func (s *svc) waitExit(timeout time.Duration) bool {
 	s.mu.Lock()
 	done := s.done
@@ -269,11 +272,7 @@ func (s *svc) Crashes() []string {
 }
 
 // Output is everything the process wrote, across every start.
-func (s *svc) Output() string {
-	s.log.mu.Lock()
-	defer s.log.mu.Unlock()
-	return s.log.buf.String()
-}
+func (s *svc) Output() string { return s.log.String() }
 
 // panicPattern matches a Go runtime panic or fatal error in a process's
 // output (a recovered and logged classification panic is not one).
@@ -291,18 +290,7 @@ func (s *svc) Panics() []string {
 }
 
 // get returns the status and body of GET path, or 0 when nothing answers.
-func (s *svc) get(path string) (int, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr+path, nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
-}
+func (s *svc) get(path string) (int, string) { return httpGet(s.addr, path) }
 
 // api calls the service's /api/v1 with a bearer token and decodes a 200
 // answer into out. It returns the status (0 when nothing answers).
@@ -419,9 +407,7 @@ func (st *stack) classifierEnv(id string, extra map[string]string) map[string]st
 		"CLASSIFIER_DLQ_RETRY_INTERVAL":  "1s",
 		"CLASSIFIER_ID":                  id,
 	}
-	for k, v := range extra {
-		env[k] = v
-	}
+	maps.Copy(env, extra)
 	return env
 }
 
@@ -430,10 +416,19 @@ func (st *stack) publisherEnv(extra map[string]string) map[string]string {
 		"PUBLISHER_DATABASE_URL":         st.publisherDB,
 		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
 	}
-	for k, v := range extra {
-		env[k] = v
-	}
+	maps.Copy(env, extra)
 	return env
+}
+
+// startDrain writes docs to st's Elasticsearch, subscribes to what is
+// published under st's prefix and launches a publisher: where a fault test
+// stands before it launches its classifiers. It returns docs' keys.
+func (st *stack) startDrain(t testing.TB, docs []contentindex.RawDocument) (keys []string, sub *subscriber, publisher *svc) {
+	t.Helper()
+	loadDocs(t, st.es, docs)
+	sub = subscribe(t, st.rdb, st.prefix)
+	publisher = launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	return keysOf(docs), sub, publisher
 }
 
 // -------------------------------------------------------------- subscriber --
@@ -476,31 +471,7 @@ func subscribe(t testing.TB, rdb *redis.Client, prefix string) *subscriber {
 	go func() {
 		defer close(done)
 		for m := range msgs {
-			var body message
-			if err := json.Unmarshal([]byte(m.Payload), &body); err != nil {
-				if strings.Contains(m.Payload, prefix) {
-					s.mu.Lock()
-					s.errors = append(s.errors, fmt.Sprintf("message on %s is not JSON: %v", m.Channel, err))
-					s.mu.Unlock()
-				}
-				continue
-			}
-			if !strings.HasPrefix(body.Source, prefix) {
-				continue // another test's document
-			}
-			now := time.Now()
-			s.mu.Lock()
-			k := docKey(body.Source, body.ID)
-			d := s.byKey[k]
-			if d == nil {
-				d = &delivery{first: body, at: now}
-				s.byKey[k] = d
-			}
-			d.count++
-			d.all = append(d.all, body)
-			s.total++
-			s.last = now
-			s.mu.Unlock()
+			s.record(m.Channel, m.Payload)
 		}
 	}()
 	t.Cleanup(func() {
@@ -514,6 +485,37 @@ func subscribe(t testing.TB, rdb *redis.Client, prefix string) *subscriber {
 		}
 	})
 	return s
+}
+
+// record counts one message of a document under the subscriber's prefix;
+// a message that is not JSON but names the prefix is an error the test
+// reports at its end.
+func (s *subscriber) record(channel, payload string) {
+	var body message
+	if err := json.Unmarshal([]byte(payload), &body); err != nil {
+		if strings.Contains(payload, s.prefix) {
+			s.mu.Lock()
+			s.errors = append(s.errors, fmt.Sprintf("message on %s is not JSON: %v", channel, err))
+			s.mu.Unlock()
+		}
+		return
+	}
+	if !strings.HasPrefix(body.Source, s.prefix) {
+		return // another test's document
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := docKey(body.Source, body.ID)
+	d := s.byKey[k]
+	if d == nil {
+		d = &delivery{first: body, at: now}
+		s.byKey[k] = d
+	}
+	d.count++
+	d.all = append(d.all, body)
+	s.total++
+	s.last = now
 }
 
 // Messages returns every message of a document, in arrival order.
@@ -849,6 +851,29 @@ func tryRawStates(es *esclient.Client, pattern string, query map[string]any) (ma
 		out[docKey(strings.TrimSuffix(h.Index, contentindex.RawSuffix), h.ID)] = s
 	}
 	return out, nil
+}
+
+// queryRow runs a query of one row on the database at dsn and scans it
+// into dest, failing the test with what it read on an error.
+func queryRow(t testing.TB, dsn, what, query string, dest ...any) {
+	t.Helper()
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(query).Scan(dest...); err != nil {
+		t.Fatalf("read %s: %v", what, err)
+	}
+}
+
+// outboxOutcomes counts the outbox rows in the publisher's database (dsn),
+// those failed and those that spent a retry.
+func outboxOutcomes(t testing.TB, dsn string) (rows, failed, retried int) {
+	t.Helper()
+	queryRow(t, dsn, "the outbox", `SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'failed'), COUNT(*) FILTER (WHERE retry_count > 0)
+		FROM classified_outbox`, &rows, &failed, &retried)
+	return rows, failed, retried
 }
 
 // countClaimed counts the documents replica holds a live claim on (any

@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,27 +38,9 @@ func TestFaultOutboxDatabaseDownTwoMinutes(t *testing.T) {
 	// classifier's role INSERT on it.
 	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
 	loadDocs(t, st.es, docs)
-	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, map[string]string{
-		"CLASSIFIER_BATCH_SIZE":      "20",
-		"CLASSIFIER_CONCURRENCY":     "1",
-		"CLASSIFIER_CLAIM_LEASE":     "20s",
-		"CLASSIFIER_CLAIM_HEARTBEAT": "5s",
-	}))
+	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, outageEnv(20, 1)))
 
-	if !sub.WaitDistinct(100, 90*time.Second) {
-		t.Fatalf("only %d documents delivered within 90s; the drain never got going\n%s", sub.Distinct(), classifier.log.Tail(30))
-	}
-	before := readDLQCounters(t, classifier)
-	// The classifier is frozen while the database stops, so the outage
-	// lands mid-drain however fast this machine drains: it resumes with
-	// its queues full and the database gone.
-	var atStop int
-	classifier.WhileFrozen(func() {
-		if _, atStop, _, _ = sub.Stats(); atStop >= len(keys) {
-			t.Fatalf("all %d documents were delivered before the stop: the drain is too fast to test this", len(keys))
-		}
-		pg.Stop()
-	})
+	before, atStop := outageMidDrain(t, sub, classifier, keys, 100, "stop", pg.Stop)
 	stopped := time.Now()
 	t.Logf("stopped the outbox database with %d of %d documents delivered", atStop, len(keys))
 	time.Sleep(2 * time.Minute)
@@ -76,23 +58,54 @@ func TestFaultOutboxDatabaseDownTwoMinutes(t *testing.T) {
 			len(missing), missing[0], logLines(classifier.Output(), 15, "level=ERROR", "level=WARN"),
 			logLines(publisher.Output(), 10, "level=ERROR", "level=WARN"))
 	}
-	checkNoRetriesSpent(t, classifier, st.prefix, before)
-	logDLQSummary(t, classifier, st.prefix)
-
-	db, err := sql.Open("postgres", st.publisherDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var rows, failed, retried int
-	if err := db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE status = 'failed'), COUNT(*) FILTER (WHERE retry_count > 0)
-		FROM classified_outbox`).Scan(&rows, &failed, &retried); err != nil {
-		t.Fatalf("read the outbox: %v", err)
-	}
+	checkOutageCostNothing(t, classifier, publisher, st.prefix, before)
+	rows, failed, retried := outboxOutcomes(t, st.publisherDB)
 	t.Logf("outbox: %d rows, %d failed, %d with retries", rows, failed, retried)
 	if rows != len(keys) || failed != 0 || retried != 0 {
 		t.Errorf("outbox has %d rows (%d failed, %d with retries), want %d rows, none failed or retried", rows, failed, retried, len(keys))
 	}
+}
+
+// outageEnv is the classifier's environment in an outage test: batches of
+// batch documents on concurrency workers, slow enough that the fault lands
+// mid-drain, and a 20s lease renewed every 5s.
+func outageEnv(batch, concurrency int) map[string]string {
+	return map[string]string{
+		"CLASSIFIER_BATCH_SIZE":      strconv.Itoa(batch),
+		"CLASSIFIER_CONCURRENCY":     strconv.Itoa(concurrency),
+		"CLASSIFIER_CLAIM_LEASE":     "20s",
+		"CLASSIFIER_CLAIM_HEARTBEAT": "5s",
+	}
+}
+
+// outageMidDrain waits until started documents are delivered (the drain got
+// going), reads the classifier's DLQ counters and runs fault, which stops
+// or kills a dependency (what names it in a failure), with the classifier
+// frozen: the outage lands mid-drain however fast this machine drains, and
+// the classifier resumes with its queues full and the dependency gone. It
+// returns the counters and how many documents were delivered at the fault.
+func outageMidDrain(t *testing.T, sub *subscriber, classifier *svc, keys []string, started int, what string, fault func()) (before dlqCounters, delivered int) {
+	t.Helper()
+	if !sub.WaitDistinct(started, 90*time.Second) {
+		t.Fatalf("only %d documents delivered within 90s; the drain never got going\n%s", sub.Distinct(), classifier.log.Tail(30))
+	}
+	before = readDLQCounters(t, classifier)
+	classifier.WhileFrozen(func() {
+		if _, delivered, _, _ = sub.Stats(); delivered >= len(keys) {
+			t.Fatalf("all %d documents were delivered before the %s: the drain is too fast to test this", len(keys), what)
+		}
+		fault()
+	})
+	return before, delivered
+}
+
+// checkOutageCostNothing checks what an outage of a dependency must not
+// cost: no dead-letter retry spent since before, no service dead or
+// crashed. It logs the DLQ entries of prefix.
+func checkOutageCostNothing(t *testing.T, classifier, publisher *svc, prefix string, before dlqCounters) {
+	t.Helper()
+	checkNoRetriesSpent(t, classifier, prefix, before)
+	logDLQSummary(t, classifier, prefix)
 	if !classifier.Running() || !publisher.Running() {
 		t.Errorf("a service died during the outage: classifier running %t, publisher running %t", classifier.Running(), publisher.Running())
 	}
@@ -348,33 +361,11 @@ func TestFaultElasticsearchKilledMidDrain(t *testing.T) {
 	var docs []contentindex.RawDocument
 	docs = append(docs, healthyDocs(st.prefix+"_one", 1500, 11)...)
 	docs = append(docs, healthyDocs(st.prefix+"_two", 1500, 12)...)
-	loadDocs(t, st.es, docs)
-	keys := keysOf(docs)
-	sub := subscribe(t, st.rdb, st.prefix)
+	keys, sub, publisher := st.startDrain(t, docs)
+	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix,
+		withEnv(outageEnv(100, 2), map[string]string{"CONNECT_TIMEOUT": "5m"})))
 
-	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
-	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, map[string]string{
-		// Slow enough that the kill lands mid-drain.
-		"CLASSIFIER_BATCH_SIZE":      "100",
-		"CLASSIFIER_CONCURRENCY":     "2",
-		"CLASSIFIER_CLAIM_LEASE":     "20s",
-		"CLASSIFIER_CLAIM_HEARTBEAT": "5s",
-		"CONNECT_TIMEOUT":            "5m",
-	}))
-
-	if !sub.WaitDistinct(300, 90*time.Second) {
-		t.Fatalf("only %d documents delivered within 90s; the drain never got going\n%s", sub.Distinct(), classifier.log.Tail(30))
-	}
-	before := readDLQCounters(t, classifier)
-	// Frozen across the kill, the classifier resumes mid-drain against a
-	// dead node however fast this machine drains.
-	var deliveredAtKill int
-	classifier.WhileFrozen(func() {
-		if _, deliveredAtKill, _, _ = sub.Stats(); deliveredAtKill >= len(keys) {
-			t.Fatalf("all %d documents were delivered before the kill: the drain is too fast to test this", len(keys))
-		}
-		node.Kill()
-	})
+	before, deliveredAtKill := outageMidDrain(t, sub, classifier, keys, 300, "kill", node.Kill)
 	killed := time.Now()
 	t.Logf("SIGKILLed Elasticsearch with %d of %d documents delivered", deliveredAtKill, len(keys))
 	time.Sleep(20 * time.Second)
@@ -391,10 +382,5 @@ func TestFaultElasticsearchKilledMidDrain(t *testing.T) {
 		t.Errorf("%d documents not delivered within 150s of the restart, e.g. %s\nclassifier:\n%s",
 			len(missing), missing[0], logLines(classifier.Output(), 15, "level=ERROR", "level=WARN"))
 	}
-	checkNoRetriesSpent(t, classifier, st.prefix, before)
-	logDLQSummary(t, classifier, st.prefix)
-	if !classifier.Running() || !publisher.Running() {
-		t.Errorf("a service died during the outage: classifier running %t, publisher running %t", classifier.Running(), publisher.Running())
-	}
-	checkNoCrash(t, classifier, publisher)
+	checkOutageCostNothing(t, classifier, publisher, st.prefix, before)
 }

@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"database/sql"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -22,14 +22,10 @@ var inFlightEnv = map[string]string{
 	"CLASSIFIER_USE_TRIE_ENGINE": "false",
 }
 
+// withEnv returns base with extra on top, leaving both as they are.
 func withEnv(base map[string]string, extra map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
-	}
+	out := maps.Clone(base)
+	maps.Copy(out, extra)
 	return out
 }
 
@@ -51,10 +47,7 @@ func TestFaultClassifierKilledMidBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := sharedStack(t)
 			docs := healthyDocs(st.prefix+"_kill", 2000, 31)
-			keys := keysOf(docs)
-			loadDocs(t, st.es, docs)
-			sub := subscribe(t, st.rdb, st.prefix)
-			publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+			keys, sub, publisher := st.startDrain(t, docs)
 			first := "e2e-" + st.prefix + "-a"
 			classifier := launch(t, "classifier", "classifier-1", st.classifierEnv(first, inFlightEnv))
 
@@ -107,10 +100,7 @@ func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
 	t.Parallel()
 	st := sharedStack(t)
 	docs := healthyDocs(st.prefix+"_zombie", 2000, 41)
-	keys := keysOf(docs)
-	loadDocs(t, st.es, docs)
-	sub := subscribe(t, st.rdb, st.prefix)
-	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	keys, sub, publisher := st.startDrain(t, docs)
 	lease := withEnv(inFlightEnv, map[string]string{"CLASSIFIER_CLAIM_LEASE": "6s", "CLASSIFIER_CLAIM_HEARTBEAT": "2s"})
 	idA, idB := "e2e-"+st.prefix+"-a", "e2e-"+st.prefix+"-b"
 	a := launch(t, "classifier", "classifier-a", st.classifierEnv(idA, lease))
@@ -144,15 +134,8 @@ func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
 	if len(twice) > 0 {
 		t.Errorf("%d documents published more than once, e.g. %v", len(twice), twice[:min(5, len(twice))])
 	}
-	db, err := sql.Open("postgres", st.publisherDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var rows, distinctIDs int
-	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT content_id) FROM classified_outbox`).Scan(&rows, &distinctIDs); err != nil {
-		t.Fatal(err)
-	}
+	queryRow(t, st.publisherDB, "the outbox", `SELECT COUNT(*), COUNT(DISTINCT content_id) FROM classified_outbox`, &rows, &distinctIDs)
 	t.Logf("outbox: %d rows, %d distinct content ids", rows, distinctIDs)
 	if rows != len(keys) || distinctIDs != len(keys) {
 		t.Errorf("outbox has %d rows (%d distinct ids), want exactly one per document (%d)", rows, distinctIDs, len(keys))
@@ -183,10 +166,7 @@ func TestFaultStopWithOneSecondDeadline(t *testing.T) {
 		docs[i].RawText = strings.Repeat(docs[i].RawText+" ", 4)
 		docs[i].WordCount *= 4
 	}
-	keys := keysOf(docs)
-	loadDocs(t, st.es, docs)
-	sub := subscribe(t, st.rdb, st.prefix)
-	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	keys, sub, publisher := st.startDrain(t, docs)
 	env := st.classifierEnv("e2e-"+st.prefix, withEnv(inFlightEnv, map[string]string{
 		// Several workers, each in the middle of a document when the
 		// deadline passes: one that finishes after the committer has

@@ -56,10 +56,7 @@ func TestFaultBadDocumentsInOneBatch(t *testing.T) {
 	if len(longID.ID) != 300 {
 		t.Fatalf("long id has %d characters", len(longID.ID))
 	}
-	loadDocs(t, st.es, docs)
-	sub := subscribe(t, st.rdb, st.prefix)
-
-	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	_, sub, publisher := st.startDrain(t, docs)
 	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, map[string]string{
 		// One poll claims all 200, and they are committed together.
 		"CLASSIFIER_BATCH_SIZE":   "200",
@@ -202,15 +199,11 @@ func TestFaultBadIndexDoesNotStopOthers(t *testing.T) {
 		}
 	})
 	goodDocs := healthyDocs(good, 2000, 5)
-	loadDocs(t, st.es, goodDocs)
-	sub := subscribe(t, st.rdb, st.prefix)
-
-	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	keys, sub, publisher := st.startDrain(t, goodDocs)
 	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, map[string]string{
 		"CLASSIFIER_BATCH_SIZE": "100",
 	}))
 
-	keys := keysOf(goodDocs)
 	start := time.Now()
 	missing := sub.WaitAll(keys, 150*time.Second)
 	if len(missing) > 0 {
@@ -261,12 +254,9 @@ func TestFaultSameIDInTwoSources(t *testing.T) {
 		healthyDoc(a, "1", time.Now().Add(-time.Minute), rng),
 		healthyDoc(b, "1", time.Now().Add(-time.Minute), rng),
 	}
-	loadDocs(t, st.es, docs)
-	sub := subscribe(t, st.rdb, st.prefix)
-	publisher := launch(t, "publisher", "publisher", st.publisherEnv(nil))
+	keys, sub, publisher := st.startDrain(t, docs)
 	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
 
-	keys := keysOf(docs)
 	if missing := sub.WaitAll(keys, 30*time.Second); len(missing) > 0 {
 		t.Errorf("not delivered within 30s: %v (the same id in another source must not shadow it)\nclassifier:\n%s\npublisher:\n%s",
 			missing, logLines(classifier.Output(), 10, "level=ERROR", "level=WARN"), logLines(publisher.Output(), 10, "level=ERROR", "level=WARN"))

@@ -1,10 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -49,6 +50,33 @@ func binaryB(t testing.TB, name string) string {
 	return filepath.Join(dir, name)
 }
 
+// runBinary runs a binary to completion with extra environment and returns
+// its output, failing the test on error.
+func runBinary(t testing.TB, bin string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
+	}
+	return string(out)
+}
+
+// migrateOutbox creates the outbox in the database at publisherDB with the
+// publisher's own migrations (publisher migrate up).
+func migrateOutbox(t testing.TB, publisherDB string) {
+	t.Helper()
+	runBinary(t, binaryB(t, "publisher"), []string{"PUBLISHER_DATABASE_URL=" + publisherDB}, "migrate", "up")
+}
+
+// runLoader runs cmd/loader (raw documents into Elasticsearch) with args
+// and extra environment, and returns its output.
+func runLoader(t testing.TB, env []string, args ...string) string {
+	t.Helper()
+	return runBinary(t, binaryB(t, "loader"), env, args...)
+}
+
 // freeAddr returns a loopback address with a port nobody listens on.
 func freeAddr(t *testing.T) string { return freeAddrB(t) }
 
@@ -67,7 +95,7 @@ type process struct {
 	name string
 	cmd  *exec.Cmd
 	addr string
-	log  *syncBuffer
+	log  *testenv.SyncBuffer
 	done chan error
 }
 
@@ -76,7 +104,7 @@ type process struct {
 // cleanup, failing the test if it does not exit cleanly.
 func startService(t *testing.T, name string, env map[string]string) *process {
 	t.Helper()
-	p := &process{name: name, addr: freeAddr(t), log: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{name: name, addr: freeAddr(t), log: &testenv.SyncBuffer{}, done: make(chan error, 1)}
 	addrVar := strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_HTTP_ADDR"
 	p.cmd = exec.Command(binary(t, name))
 	p.cmd.Env = append(os.Environ(), addrVar+"="+p.addr, "LOG_FORMAT=text", "LOG_LEVEL=info")
@@ -118,12 +146,55 @@ func startService(t *testing.T, name string, env map[string]string) *process {
 	}
 }
 
+// pipeline is the three services of one test, each on a database of its
+// own, with the shared Elasticsearch and Redis.
+type pipeline struct {
+	classifierDB, publisherDB           string
+	classifier, publisher, indexManager *process
+}
+
+// startPipeline starts the publisher first (its migrations create the
+// outbox and grant the harness's INSERT-only role), then the classifier on
+// the raw indices under prefix as replica id, writing the outbox with that
+// role as in production, then the index-manager; the publisher and the
+// classifier poll every 200ms. extra adds to a service's environment (or
+// replaces a variable of it), by binary name.
+func startPipeline(t *testing.T, prefix, id string, extra map[string]map[string]string) pipeline {
+	t.Helper()
+	p := pipeline{classifierDB: testenv.Postgres(t), publisherDB: testenv.Postgres(t)}
+	env := func(service string, base map[string]string) map[string]string {
+		maps.Copy(base, extra[service])
+		return base
+	}
+	p.publisher = startService(t, "publisher", env("publisher", map[string]string{
+		"PUBLISHER_DATABASE_URL":         p.publisherDB,
+		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
+	}))
+	p.classifier = startService(t, "classifier", env("classifier", map[string]string{
+		"CLASSIFIER_DATABASE_URL":        p.classifierDB,
+		"CLASSIFIER_OUTBOX_DATABASE_URL": testenv.WithUser(t, p.publisherDB, "classifier", "classifier"),
+		"CLASSIFIER_INDEX_PATTERN":       prefix + "*" + contentindex.RawSuffix,
+		"CLASSIFIER_POLL_INTERVAL":       "200ms",
+		"CLASSIFIER_ID":                  id,
+	}))
+	p.indexManager = startService(t, "index-manager", env("index-manager", map[string]string{
+		"INDEX_MANAGER_DATABASE_URL": testenv.Postgres(t),
+	}))
+	return p
+}
+
 // get returns the status and body of GET path, or 0 when nothing answers.
 func (p *process) get(t *testing.T, path string) (int, string) {
 	t.Helper()
+	return httpGet(p.addr, path)
+}
+
+// httpGet returns the status and body of GET http://addr/path, or 0 and the
+// error when nothing answers within 5s.
+func httpGet(addr, path string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err.Error()
@@ -131,29 +202,6 @@ func (p *process) get(t *testing.T, path string) (int, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
-}
-
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// Tail returns the last n lines written.
-func (s *syncBuffer) Tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(s.buf.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // relay forwards TCP connections to a target so a test can cut a service

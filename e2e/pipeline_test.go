@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +51,6 @@ type message struct {
 // on the channel its classification routes it to.
 func TestPipelineDeliversEveryDocumentOnce(t *testing.T) {
 	t.Parallel()
-	classifierDB := testenv.Postgres(t)
-	publisherDB := testenv.Postgres(t)
 	es, prefix := testenv.Elasticsearch(t)
 	rdb := testenv.Redis(t)
 	esURL := testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
@@ -65,21 +61,10 @@ func TestPipelineDeliversEveryDocumentOnce(t *testing.T) {
 	// The classifier reaches Elasticsearch through a relay the test can cut.
 	esRelay := newRelay(t, esTarget.Host)
 
-	publisher := startService(t, "publisher", map[string]string{
-		"PUBLISHER_DATABASE_URL":         publisherDB,
-		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
+	pipe := startPipeline(t, prefix, "e2e-"+prefix, map[string]map[string]string{
+		"classifier": {"ELASTICSEARCH_URL": "http://" + esRelay.addr},
 	})
-	classifier := startService(t, "classifier", map[string]string{
-		"CLASSIFIER_DATABASE_URL": classifierDB,
-		// The harness's INSERT-only role, as in production.
-		"CLASSIFIER_OUTBOX_DATABASE_URL": testenv.WithUser(t, publisherDB, "classifier", "classifier"),
-		"ELASTICSEARCH_URL":              "http://" + esRelay.addr,
-		"CLASSIFIER_INDEX_PATTERN":       prefix + "*" + contentindex.RawSuffix,
-		"CLASSIFIER_POLL_INTERVAL":       "200ms",
-		"CLASSIFIER_ID":                  "e2e-" + prefix,
-	})
-
-	indexManager := startService(t, "index-manager", map[string]string{"INDEX_MANAGER_DATABASE_URL": testenv.Postgres(t)})
+	classifier, publisher, indexManager := pipe.classifier, pipe.publisher, pipe.indexManager
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -92,10 +77,7 @@ func TestPipelineDeliversEveryDocumentOnce(t *testing.T) {
 
 	const count = 60
 	sources := prefix + "_metro," + prefix + "_sports"
-	load := exec.Command(binary(t, "loader"), "-count", "60", "-sources", sources, "-seed", "7", "-refresh")
-	if out, err := load.CombinedOutput(); err != nil {
-		t.Fatalf("loader: %v\n%s", err, out)
-	}
+	runLoader(t, nil, "-count", "60", "-sources", sources, "-seed", "7", "-refresh")
 	loaded := rawDocuments(t, es, prefix)
 	if len(loaded) != count {
 		t.Fatalf("loader wrote %d documents, want %d", len(loaded), count)
@@ -152,8 +134,8 @@ collect:
 			t.Errorf("raw document %s is %q, want classified", id, status)
 		}
 	}
-	assertCount(t, classifierDB, `SELECT COUNT(DISTINCT content_id) FROM classification_history`, count)
-	assertCount(t, publisherDB, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published'`, count)
+	assertCount(t, pipe.classifierDB, `SELECT COUNT(DISTINCT content_id) FROM classification_history`, count)
+	assertCount(t, pipe.publisherDB, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published'`, count)
 
 	// Every metric the original design named is on /metrics under its exact name. The
 	// outbox metrics come from the publisher, which owns the outbox table
@@ -253,29 +235,18 @@ func expectedChannel(m message) string {
 
 func assertCount(t *testing.T, dsn, query string, want int) {
 	t.Helper()
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var got int
-	if err := db.QueryRow(query).Scan(&got); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	queryRow(t, dsn, query, query, &got)
 	if got != want {
 		t.Errorf("%s = %d, want %d", query, got, want)
 	}
 }
 
+// waitFor polls ok every 200ms (each poll is an HTTP or Elasticsearch
+// request) until it holds, failing the test after timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.WaitFor(t, timeout, 200*time.Millisecond, what, ok)
 }
 
 type searchHits struct {

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -33,25 +32,9 @@ func TestPrometheusScrapesThePipeline(t *testing.T) {
 	if err != nil {
 		testenv.Unavailable(t, "prometheus (apt-get install prometheus)", err)
 	}
-	classifierDB := testenv.Postgres(t)
-	publisherDB := testenv.Postgres(t)
-	indexManagerDB := testenv.Postgres(t)
 	_, prefix := testenv.Elasticsearch(t)
-
-	publisher := startService(t, "publisher", map[string]string{
-		"PUBLISHER_DATABASE_URL":         publisherDB,
-		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
-	})
-	classifier := startService(t, "classifier", map[string]string{
-		"CLASSIFIER_DATABASE_URL":        classifierDB,
-		"CLASSIFIER_OUTBOX_DATABASE_URL": testenv.WithUser(t, publisherDB, "classifier", "classifier"),
-		"CLASSIFIER_INDEX_PATTERN":       prefix + "*" + contentindex.RawSuffix,
-		"CLASSIFIER_POLL_INTERVAL":       "200ms",
-		"CLASSIFIER_ID":                  "e2e-prom-" + prefix,
-	})
-	indexManager := startService(t, "index-manager", map[string]string{
-		"INDEX_MANAGER_DATABASE_URL": indexManagerDB,
-	})
+	pipe := startPipeline(t, prefix, "e2e-prom-"+prefix, nil)
+	classifier, publisher, indexManager := pipe.classifier, pipe.publisher, pipe.indexManager
 
 	prom := startPrometheus(t, promBin, map[string]string{
 		"classifier":    classifier.addr,
@@ -72,10 +55,7 @@ func TestPrometheusScrapesThePipeline(t *testing.T) {
 	}
 
 	const count = 30
-	load := exec.Command(binary(t, "loader"), "-count", strconv.Itoa(count), "-sources", prefix+"_news,"+prefix+"_metro", "-seed", "11", "-refresh")
-	if out, err := load.CombinedOutput(); err != nil {
-		t.Fatalf("loader: %v\n%s", err, out)
-	}
+	runLoader(t, nil, "-count", strconv.Itoa(count), "-sources", prefix+"_news,"+prefix+"_metro", "-seed", "11", "-refresh")
 
 	for _, q := range []string{`sum(classifier_documents_processed_total)`, `sum(classifier_outbox_published_total)`} {
 		var last float64

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -47,39 +45,21 @@ func drainOneIndex(b *testing.B, htmlKB string) {
 	classifierDB := testenv.Postgres(b)
 	publisherDB := testenv.Postgres(b)
 	es, prefix := testenv.Elasticsearch(b)
-	migrate := exec.Command(binaryB(b, "publisher"), "migrate", "up")
-	migrate.Env = append(os.Environ(), "PUBLISHER_DATABASE_URL="+publisherDB)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		b.Fatalf("publisher migrate up: %v\n%s", err, out)
-	}
+	migrateOutbox(b, publisherDB)
 	source := prefix + "_one"
 	index := contentindex.RawIndex(source)
 
 	load := func() float64 {
-		cmd := exec.Command(binaryB(b, "loader"), "-count", strconv.Itoa(n), "-sources", source,
+		out := runLoader(b, nil, "-count", strconv.Itoa(n), "-sources", source,
 			"-seed", "13", "-shape", "crawler", "-html-kb", htmlKB, "-refresh")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("loader: %v\n%s", err, out)
-		}
-		b.Logf("loader: %s", lastLine(string(out)))
+		b.Logf("loader: %s", lastLine(out))
 		settleMerges(b, es)
-		return float64(n) / loaderBulkSeconds(b, string(out))
+		return float64(n) / loaderBulkSeconds(b, out)
 	}
 	// drain starts the classifier at its defaults and returns the rate at
 	// which it classified every document of the index.
 	drain := func(what string) float64 {
-		cmd := exec.Command(binaryB(b, "classifier"))
-		cmd.Env = append(os.Environ(),
-			"CLASSIFIER_HTTP_ADDR="+freeAddrB(b),
-			"CLASSIFIER_DATABASE_URL="+classifierDB,
-			"CLASSIFIER_OUTBOX_DATABASE_URL="+testenv.WithUser(b, publisherDB, "classifier", "classifier"),
-			"CLASSIFIER_INDEX_PATTERN="+index,
-			"CLASSIFIER_ID=bench",
-			"LOG_LEVEL=warn",
-		)
-		var logs syncBuffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
+		cmd, logs := benchClassifier(b, classifierDB, publisherDB, index, nil)
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,18 +104,10 @@ func drainWithClassifiers(b *testing.B, esURL, publisherDB string, n, k int) dra
 			b.Fatal(err)
 		}
 	}
-	migrate := exec.Command(binaryB(b, "publisher"), "migrate", "up")
-	migrate.Env = append(os.Environ(), "PUBLISHER_DATABASE_URL="+publisherDB)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		b.Fatalf("publisher migrate up: %v\n%s", err, out)
-	}
+	migrateOutbox(b, publisherDB)
 	sources := []string{prefix + "_a", prefix + "_b", prefix + "_c", prefix + "_d"}
-	load := exec.Command(binaryB(b, "loader"), "-count", strconv.Itoa(n), "-sources", strings.Join(sources, ","),
+	runLoader(b, []string{"ELASTICSEARCH_URL=" + esURL}, "-count", strconv.Itoa(n), "-sources", strings.Join(sources, ","),
 		"-seed", "13", "-batch", "2000", "-refresh")
-	load.Env = append(os.Environ(), "ELASTICSEARCH_URL="+esURL)
-	if out, err := load.CombinedOutput(); err != nil {
-		b.Fatalf("loader: %v\n%s", err, out)
-	}
 
 	// Started together, timed from the first start: each replica's start-up
 	// (migrations, templates) is part of the drain, and they overlap.

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	osexec "os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -28,7 +25,7 @@ func TestRuleEditChangesNextClassification(t *testing.T) {
 	publisherDB := testenv.Postgres(t)
 	es, prefix := testenv.Elasticsearch(t)
 	secret := testenv.Env(t, "JWT_SECRET", "jwt secret")
-	runBinary(t, binary(t, "publisher"), []string{"PUBLISHER_DATABASE_URL=" + publisherDB}, "migrate", "up")
+	migrateOutbox(t, publisherDB)
 	classifier := startService(t, "classifier", map[string]string{
 		"CLASSIFIER_DATABASE_URL":        classifierDB,
 		"CLASSIFIER_OUTBOX_DATABASE_URL": testenv.WithUser(t, publisherDB, "classifier", "classifier"),
@@ -155,17 +152,4 @@ func waitClassified(t *testing.T, es *esclient.Client, source, id string) classi
 		return true
 	})
 	return out
-}
-
-// runBinary runs a binary to completion with extra environment, failing the
-// test on error.
-func runBinary(t *testing.T, bin string, env []string, args ...string) string {
-	t.Helper()
-	cmd := osexec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
-	}
-	return fmt.Sprint(string(out))
 }

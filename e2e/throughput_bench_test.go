@@ -62,6 +62,27 @@ func BenchmarkClassifierDrainTuned(b *testing.B) {
 	drainBench(b, "20-200", drainTunedEnv)
 }
 
+// benchClassifier prepares a classifier (not started) at its defaults on
+// the raw indices of pattern, as replica "bench", logging warnings only to
+// the buffer it returns, with env on top.
+func benchClassifier(b *testing.B, classifierDB, publisherDB, pattern string, env map[string]string) (*exec.Cmd, *testenv.SyncBuffer) {
+	cmd := exec.Command(binaryB(b, "classifier"))
+	cmd.Env = append(os.Environ(),
+		"CLASSIFIER_HTTP_ADDR="+freeAddrB(b),
+		"CLASSIFIER_DATABASE_URL="+classifierDB,
+		"CLASSIFIER_OUTBOX_DATABASE_URL="+testenv.WithUser(b, publisherDB, "classifier", "classifier"),
+		"CLASSIFIER_INDEX_PATTERN="+pattern,
+		"CLASSIFIER_ID=bench",
+		"LOG_LEVEL=warn",
+	)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	logs := &testenv.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	return cmd, logs
+}
+
 // drainBench loads the backlog (pages of htmlKB, loader -html-kb) into the
 // raw indices of four sources with bare _bulk, then times the classifier
 // with env on top of its defaults classifying all of it. It reports:
@@ -101,44 +122,22 @@ func drainBench(b *testing.B, htmlKB string, env map[string]string) {
 	publisherDB := testenv.Postgres(b)
 	es, prefix := testenv.Elasticsearch(b)
 
-	// The outbox schema comes from the publisher's own migrations.
-	migrate := exec.Command(binaryB(b, "publisher"), "migrate", "up")
-	migrate.Env = append(os.Environ(), "PUBLISHER_DATABASE_URL="+publisherDB)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		b.Fatalf("publisher migrate up: %v\n%s", err, out)
-	}
+	migrateOutbox(b, publisherDB)
 
 	sources := []string{prefix + "_a", prefix + "_b", prefix + "_c", prefix + "_d"}
 	rawIndices := prefix + "*" + contentindex.RawSuffix
 	esCPU := esCPUMillis(b, es)
-	load := exec.Command(binaryB(b, "loader"), "-count", strconv.Itoa(backlogSize), "-sources", strings.Join(sources, ","),
+	out := runLoader(b, nil, "-count", strconv.Itoa(backlogSize), "-sources", strings.Join(sources, ","),
 		"-seed", "11", "-shape", "crawler", "-html-kb", htmlKB, "-refresh")
-	out, err := load.CombinedOutput()
-	if err != nil {
-		b.Fatalf("loader: %v\n%s", err, out)
-	}
 	// The merges the load sets off are the load's work, not the drain's.
 	settleMerges(b, es)
 	bulkCPU := esCPUMillis(b, es) - esCPU
-	bulkSecs := loaderBulkSeconds(b, string(out))
-	b.Logf("loader: %s", lastLine(string(out)))
+	bulkSecs := loaderBulkSeconds(b, out)
+	b.Logf("loader: %s", lastLine(out))
 	loadedWrites := rawIndexOps(b, es, rawIndices)
 
 	b.ResetTimer()
-	cmd := exec.Command(binaryB(b, "classifier"))
-	cmd.Env = append(os.Environ(),
-		"CLASSIFIER_HTTP_ADDR="+freeAddrB(b),
-		"CLASSIFIER_DATABASE_URL="+classifierDB,
-		"CLASSIFIER_OUTBOX_DATABASE_URL="+testenv.WithUser(b, publisherDB, "classifier", "classifier"),
-		"CLASSIFIER_INDEX_PATTERN="+rawIndices,
-		"CLASSIFIER_ID=bench",
-		"LOG_LEVEL=warn",
-	)
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd, logs := benchClassifier(b, classifierDB, publisherDB, rawIndices, env)
 	classifiedIndices := prefix + "*" + contentindex.ClassifiedSuffix
 	rawTimes, classifiedTimes := indexTimes(b, es, rawIndices), indexTimes(b, es, classifiedIndices)
 	esCPU = esCPUMillis(b, es)

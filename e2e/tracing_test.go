@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -48,8 +46,6 @@ type spanLink struct {
 // logged, span by span, with durations.
 func TestTraceFollowsDocumentToRedis(t *testing.T) {
 	t.Parallel()
-	classifierDB := testenv.Postgres(t)
-	publisherDB := testenv.Postgres(t)
 	es, prefix := testenv.Elasticsearch(t)
 	rdb := testenv.Redis(t)
 	dir := t.TempDir()
@@ -58,23 +54,12 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 		files[s] = filepath.Join(dir, s+".json")
 	}
 
-	publisher := startService(t, "publisher", map[string]string{
-		"PUBLISHER_DATABASE_URL":         publisherDB,
-		"PUBLISHER_OUTBOX_POLL_INTERVAL": "200ms",
-		"OTEL_TRACES_FILE":               files["publisher"],
+	pipe := startPipeline(t, prefix, "e2e-"+prefix, map[string]map[string]string{
+		"publisher":     {"OTEL_TRACES_FILE": files["publisher"]},
+		"classifier":    {"OTEL_TRACES_FILE": files["classifier"]},
+		"index-manager": {"OTEL_TRACES_FILE": files["index-manager"]},
 	})
-	classifier := startService(t, "classifier", map[string]string{
-		"CLASSIFIER_DATABASE_URL":        classifierDB,
-		"CLASSIFIER_OUTBOX_DATABASE_URL": testenv.WithUser(t, publisherDB, "classifier", "classifier"),
-		"CLASSIFIER_INDEX_PATTERN":       prefix + "*" + contentindex.RawSuffix,
-		"CLASSIFIER_POLL_INTERVAL":       "200ms",
-		"CLASSIFIER_ID":                  "e2e-" + prefix,
-		"OTEL_TRACES_FILE":               files["classifier"],
-	})
-	indexManager := startService(t, "index-manager", map[string]string{
-		"INDEX_MANAGER_DATABASE_URL": testenv.Postgres(t),
-		"OTEL_TRACES_FILE":           files["index-manager"],
-	})
+	classifier, publisher, indexManager := pipe.classifier, pipe.publisher, pipe.indexManager
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -83,10 +68,7 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatalf("psubscribe: %v", err)
 	}
-	load := exec.Command(binary(t, "loader"), "-count", "1", "-sources", prefix+"_traced", "-seed", "7", "-refresh")
-	if out, err := load.CombinedOutput(); err != nil {
-		t.Fatalf("loader: %v\n%s", err, out)
-	}
+	runLoader(t, nil, "-count", "1", "-sources", prefix+"_traced", "-seed", "7", "-refresh")
 	if n := len(rawDocuments(t, es, prefix)); n != 1 {
 		t.Fatalf("loader wrote %d documents, want 1", n)
 	}
@@ -109,7 +91,7 @@ func TestTraceFollowsDocumentToRedis(t *testing.T) {
 	}
 	traceID, publishSpanID := traceparentIDs(t, "the Redis message", msg.Traceparent)
 
-	admin, err := sql.Open("postgres", publisherDB)
+	admin, err := sql.Open("postgres", pipe.publisherDB)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -56,13 +57,8 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		"INDEX_MANAGER_DATABASE_URL": "postgres://u:p@127.0.0.1:5432/im",
 	}
 	with := func(extra map[string]string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
+		m := maps.Clone(base)
+		maps.Copy(m, extra)
 		return m
 	}
 	cfg, err := loadConfig(config.NewFromMap(base))

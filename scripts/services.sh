@@ -155,10 +155,18 @@ fail_with_log() {
 # wait_until SERVICE LOGFILE CHECK-COMMAND...: retry the check once a second
 # until it succeeds or NC_WAIT_TIMEOUT passes.
 wait_until() {
-  local service=$1 logfile=$2 deadline=$((SECONDS + WAIT_TIMEOUT))
+  local service=$1 logfile=$2
   shift 2
+  wait_until_or "$service" "$logfile" "did not answer within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)" "$@"
+}
+
+# wait_until_or SERVICE LOGFILE MESSAGE CHECK-COMMAND...: wait_until, failing
+# with MESSAGE.
+wait_until_or() {
+  local service=$1 logfile=$2 message=$3 deadline=$((SECONDS + WAIT_TIMEOUT))
+  shift 3
   until "$@"; do
-    ((SECONDS < deadline)) || fail_with_log "$service" "$logfile" "did not answer within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)"
+    ((SECONDS < deadline)) || fail_with_log "$service" "$logfile" "$message"
     sleep 1
   done
 }
@@ -679,12 +687,8 @@ es_cluster_up() {
     wait "${pids[i]}" || fail_with_log "elasticsearch node ${started[i]}" "$(es_node_dir "${started[i]}")/start.log" \
       "bin/elasticsearch -d failed or did not finish within ${WAIT_TIMEOUT}s (node log: $(es_node_dir "${started[i]}")/logs/north-cloud-cluster.log)"
   done
-  local deadline=$((SECONDS + WAIT_TIMEOUT))
-  until es_cluster_ready; do
-    ((SECONDS < deadline)) || fail_with_log "elasticsearch cluster" "$(es_node_dir 1)/logs/north-cloud-cluster.log" \
-      "$ES_NODES nodes did not form a cluster within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)"
-    sleep 1
-  done
+  wait_until_or "elasticsearch cluster" "$(es_node_dir 1)/logs/north-cloud-cluster.log" \
+    "$ES_NODES nodes did not form a cluster within ${WAIT_TIMEOUT}s (NC_WAIT_TIMEOUT)" es_cluster_ready
 }
 
 # es_node_stop I: SIGTERM, then SIGKILL after 60 s.
@@ -797,12 +801,8 @@ redis_cluster_up() {
     redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$LOG_DIR/redis-cluster-create.log" 2>&1 ||
       fail_with_log "redis cluster" "$LOG_DIR/redis-cluster-create.log" "redis-cli --cluster create failed"
   fi
-  local deadline=$((SECONDS + WAIT_TIMEOUT))
-  until redis_cluster_ok; do
-    ((SECONDS < deadline)) || fail_with_log "redis cluster" "$(redis_node_log 1)" \
-      "the cluster is not ok on every node within ${WAIT_TIMEOUT}s; to start over: $0 down-clusters && rm -rf $REDIS_CLUSTER_DIR"
-    sleep 1
-  done
+  wait_until_or "redis cluster" "$(redis_node_log 1)" \
+    "the cluster is not ok on every node within ${WAIT_TIMEOUT}s; to start over: $0 down-clusters && rm -rf $REDIS_CLUSTER_DIR" redis_cluster_ok
 }
 
 # Every node a previous `up` started, whatever the settings say now.

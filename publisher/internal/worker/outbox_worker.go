@@ -126,24 +126,8 @@ func (c *Config) setDefaults() {
 	if c.Retry == (backoff.Policy{}) {
 		c.Retry = backoff.Policy{Initial: RetryInitialDefault, Max: RetryMaxDefault, Multiplier: 2, Jitter: 0.2}
 	}
-	if c.BreakerThreshold <= 0 {
-		c.BreakerThreshold = BreakerThresholdDefault
-	}
-	if c.BreakerCooldown <= 0 {
-		c.BreakerCooldown = BreakerCooldownDefault
-	}
-	if c.BreakerMaxCooldown <= 0 {
-		c.BreakerMaxCooldown = BreakerMaxCooldownDefault
-	}
-	if c.PostgresBreakerThreshold <= 0 {
-		c.PostgresBreakerThreshold = BreakerThresholdDefault
-	}
-	if c.PostgresBreakerCooldown <= 0 {
-		c.PostgresBreakerCooldown = BreakerCooldownDefault
-	}
-	if c.BreakerProbeInterval <= 0 {
-		c.BreakerProbeInterval = breaker.MonitorIntervalDefault
-	}
+	// The breaker settings are defaulted where they are used: breaker.New
+	// and breaker.NewMonitor apply the same defaults to a zero value.
 }
 
 // OutboxWorker claims outbox rows and publishes them to their channels.

@@ -98,7 +98,7 @@ func TestRedisOutageMidDrain(t *testing.T) {
 	outboxtest.WaitFor(t, 2*time.Minute, "every row published after Redis is back", func() bool {
 		return outboxtest.Counts(t, b.db)["published"] == 11000
 	})
-	if got := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`); got != 0 {
+	if got := b.retried(t); got != 0 {
 		t.Errorf("%d rows used a retry because of the outage", got)
 	}
 	if w1.RedisBreaker().State() != breaker.Closed || w2.RedisBreaker().State() != breaker.Closed {
@@ -251,7 +251,7 @@ func TestGracefulStopReleasesClaimedRows(t *testing.T) {
 	if counts["pending"] != 30 {
 		t.Fatalf("after stop: %v, want all 30 rows pending", counts)
 	}
-	if got := b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`); got != 0 {
+	if got := b.retried(t); got != 0 {
 		t.Errorf("%d rows used a retry", got)
 	}
 }

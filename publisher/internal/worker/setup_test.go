@@ -120,6 +120,12 @@ func (b *bundle) count(t testing.TB, query string, args ...any) int {
 	return n
 }
 
+// retried counts the rows that spent a retry.
+func (b *bundle) retried(t testing.TB) int {
+	t.Helper()
+	return b.count(t, `SELECT COUNT(*) FROM classified_outbox WHERE retry_count > 0`)
+}
+
 func (b *bundle) scrape(t testing.TB) string {
 	t.Helper()
 	rec := httptest.NewRecorder()

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,6 +32,17 @@ func buildBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// setup builds the binary and gives the test a migrated database and a
+// Redis server of its own, and the environment that points the binary at
+// them, polling every 200ms, with env added.
+func setup(t *testing.T, env ...string) (bin string, db *sql.DB, rs *outboxtest.RedisServer, fullEnv []string) {
+	t.Helper()
+	bin = buildBinary(t)
+	db, dsn := outboxtest.Database(t)
+	rs = outboxtest.StartRedis(t)
+	return bin, db, rs, append([]string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms"}, env...)
 }
 
 type proc struct {
@@ -82,9 +94,7 @@ func startBinary(t *testing.T, bin string, env ...string) *proc {
 // lands while a batch of each claim loop is in flight, every time.
 func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	db, dsn := outboxtest.Database(t)
-	rs := outboxtest.StartRedis(t)
+	bin, db, rs, env := setup(t, "PUBLISHER_OUTBOX_BATCH_SIZE=500", "PUBLISHER_OUTBOX_PUBLISH_TIMEOUT=1s", "PUBLISHER_OUTBOX_STALE_AFTER=2s")
 	admin := rs.Client()
 	sub := outboxtest.Subscribe(t, rs.Client())
 	ctx := context.Background()
@@ -95,8 +105,6 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Do(ctx, "CLIENT", "UNPAUSE") })
-	env := []string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_BATCH_SIZE=500",
-		"PUBLISHER_OUTBOX_PUBLISH_TIMEOUT=1s", "PUBLISHER_OUTBOX_STALE_AFTER=2s", "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms"}
 	first := startBinary(t, bin, env...)
 	outboxtest.WaitFor(t, time.Minute, "a batch in flight in each claim loop", func() bool { return outboxtest.Counts(t, db)["publishing"] == killed })
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -154,12 +162,8 @@ func TestSIGKILLMidBatchRowsAreRescued(t *testing.T) {
 // and every row is published.
 func TestReadyNamesOpenBreaker(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	db, dsn := outboxtest.Database(t)
-	rs := outboxtest.StartRedis(t)
+	bin, db, rs, env := setup(t, "PUBLISHER_OUTBOX_BATCH_SIZE=5", "PUBLISHER_REDIS_BREAKER_COOLDOWN=100ms")
 	ctx := context.Background()
-	env := []string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms",
-		"PUBLISHER_OUTBOX_BATCH_SIZE=5", "PUBLISHER_REDIS_BREAKER_COOLDOWN=100ms"}
 	p := startBinary(t, bin, env...)
 	outboxtest.Insert(t, db, outboxtest.Rows("ready-before", 5))
 	outboxtest.WaitFor(t, time.Minute, "first rows published", func() bool { return outboxtest.Counts(t, db)["published"] == 5 })
@@ -281,13 +285,8 @@ func TestBadConfigurationExits2(t *testing.T) {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	_, body := getStatus(t, url)
+	return body
 }
 
 var _ = fmt.Sprint
@@ -343,10 +342,7 @@ func TestRedisPasswordNotLogged(t *testing.T) {
 // publisher with the worker on publishes every one of them.
 func TestOutboxWorkerOffSwitch(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	db, dsn := outboxtest.Database(t)
-	rs := outboxtest.StartRedis(t)
-	env := []string{"PUBLISHER_DATABASE_URL=" + dsn, "REDIS_URL=" + rs.URL(), "PUBLISHER_OUTBOX_POLL_INTERVAL=200ms"}
+	bin, db, _, env := setup(t)
 	off := startBinary(t, bin, append(env, "PUBLISHER_OUTBOX_ENABLED=false")...)
 	outboxtest.Insert(t, db, outboxtest.Rows("switched-off", 5))
 

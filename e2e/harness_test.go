@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -192,16 +191,11 @@ func (p *process) get(t *testing.T, path string) (int, string) {
 // httpGet returns the status and body of GET http://addr/path, or 0 and the
 // error when nothing answers within 5s.
 func httpGet(addr, path string) (int, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	res, err := http.DefaultClient.Do(req)
+	status, body, err := testenv.HTTPGet("http://"+addr+path, 5*time.Second)
 	if err != nil {
 		return 0, err.Error()
 	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return status, body
 }
 
 // relay forwards TCP connections to a target so a test can cut a service

@@ -255,13 +255,11 @@ func operatorToken(t *testing.T) string {
 
 func getStatus(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	status, body, err := testenv.HTTPGet(url, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return status, body
 }
 
 // A configuration error names the offending new variables and exits 2.

@@ -119,6 +119,36 @@ func Main(def string, commands map[string]Command) {
 	os.Exit(1)
 }
 
+// Configured is a service's whole configuration: the shared settings and
+// its own. A configuration struct that embeds Common is one.
+type Configured interface {
+	Shared() Common
+}
+
+// Shared returns c: what a configuration that embeds Common provides to
+// ServeCommand.
+func (c Common) Shared() Common { return c }
+
+// ServeCommand returns the serve subcommand of a service: it reads the
+// service's configuration with load (a configuration error names every
+// variable at once), builds the Runtime of its shared settings, logging to
+// stderr, runs run with both until it returns, and then shuts telemetry
+// down.
+func ServeCommand[C Configured](load func(*config.Loader) (C, error), run func(context.Context, C, *Runtime) error) Command {
+	return func(ctx context.Context, _ []string) error {
+		cfg, err := load(config.New())
+		if err != nil {
+			return err
+		}
+		rt, err := NewRuntime(ctx, cfg.Shared(), os.Stderr)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
+		return run(ctx, cfg, rt)
+	}
+}
+
 // MigrateCommand returns the `migrate up|down [N]|version` subcommand of a
 // service whose database URL is in urlVar and whose migrations are the
 // *.sql files at the root of fsys.

@@ -35,9 +35,12 @@ import (
 	"github.com/north-cloud/infrastructure/service"
 )
 
+// serveCommand is the serve subcommand: serve, with its configuration read.
+var serveCommand = service.ServeCommand(loadConfig, serve)
+
 func main() {
 	service.Main("serve", map[string]service.Command{
-		"serve":         serve,
+		"serve":         serveCommand,
 		"migrate":       service.MigrateCommand("index-manager", "INDEX_MANAGER_DATABASE_URL", migrations.FS),
 		"hash-password": hashPassword,
 	})
@@ -174,17 +177,9 @@ func writeHash(in io.Reader, out io.Writer) error {
 	return err
 }
 
-func serve(ctx context.Context, _ []string) error {
-	cfg, err := loadConfig(config.New())
-	if err != nil {
-		return err
-	}
-	rt, err := service.NewRuntime(ctx, cfg.Common, os.Stderr)
-	if err != nil {
-		return err
-	}
+// serve runs the service (service.ServeCommand has read cfg and built rt).
+func serve(ctx context.Context, cfg Config, rt *service.Runtime) error {
 	log := rt.Logger
-	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting index-manager", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
 		"elasticsearch", redactURL(cfg.ES.URL), "auth", cfg.Auth.String(), "admin_user", cfg.Account.User,
 		"accounts_file", cfg.AccountsFile, "accounts", len(cfg.Accounts),

@@ -160,7 +160,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, nil) }()
+	go func() { done <- serveCommand(ctx, nil) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

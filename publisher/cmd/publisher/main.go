@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,9 +27,12 @@ import (
 	"github.com/north-cloud/publisher/migrations"
 )
 
+// serveCommand is the serve subcommand: serve, with its configuration read.
+var serveCommand = service.ServeCommand(loadConfig, serve)
+
 func main() {
 	service.Main("serve", map[string]service.Command{
-		"serve":   serve,
+		"serve":   serveCommand,
 		"migrate": service.MigrateCommand("publisher", "PUBLISHER_DATABASE_URL", migrations.FS),
 	})
 }
@@ -98,17 +100,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	return c, l.Err()
 }
 
-func serve(ctx context.Context, _ []string) error {
-	cfg, err := loadConfig(config.New())
-	if err != nil {
-		return err
-	}
-	rt, err := service.NewRuntime(ctx, cfg.Common, os.Stderr)
-	if err != nil {
-		return err
-	}
+// serve runs the service (service.ServeCommand has read cfg and built rt).
+func serve(ctx context.Context, cfg Config, rt *service.Runtime) error {
 	log := rt.Logger
-	defer func() { _ = rt.Telemetry.Shutdown(context.Background()) }()
 	log.InfoContext(ctx, "starting publisher", "http_addr", cfg.HTTP.Addr, "database", postgres.Redact(cfg.DB.URL),
 		"redis", redisclient.Redact(cfg.Redis.URL), "auth", cfg.Auth.String(),
 		"batch_size", cfg.Worker.BatchSize, "claim_loops", cfg.Worker.ClaimLoops, "poll_interval", cfg.Worker.PollInterval.String(),

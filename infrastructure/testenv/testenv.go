@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -27,7 +26,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/esclient"
-	"github.com/north-cloud/infrastructure/postgres"
 )
 
 // InCI reports whether missing services must fail tests rather than skip them.
@@ -104,21 +102,6 @@ func Postgres(t testing.TB) string {
 		}
 	})
 	return WithDatabase(t, adminURL, name)
-}
-
-// MigratedPostgres creates a database as Postgres does, applies the
-// migrations at the root of fsys and opens a pool on it the way a service
-// starts (postgres.OpenMigrated, at its default pool size), closed when the
-// test ends. It returns the pool and the database's URL.
-func MigratedPostgres(t testing.TB, fsys fs.FS) (*sql.DB, string) {
-	t.Helper()
-	dsn := Postgres(t)
-	db, err := postgres.OpenMigrated(context.Background(), postgres.Config{URL: dsn}, fsys, Logger(t))
-	if err != nil {
-		t.Fatalf("migrated database: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db, dsn
 }
 
 // WithDatabase returns dsn pointing at database name instead.

@@ -33,6 +33,7 @@ import (
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -120,7 +121,7 @@ func randomSecret() string {
 func setup(t testing.TB, o options) *bundle {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	db, dsn := testenv.MigratedPostgres(t, migrations.FS)
+	db, dsn := postgrestest.Migrated(t, migrations.FS)
 	log := testenv.Logger(t)
 
 	url := o.esURL

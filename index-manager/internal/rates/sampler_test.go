@@ -9,6 +9,7 @@ import (
 	"github.com/north-cloud/index-manager/migrations"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -22,7 +23,7 @@ func TestSamplerStartStopStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, _ := testenv.MigratedPostgres(t, migrations.FS)
+	db, _ := postgrestest.Migrated(t, migrations.FS)
 	log := testenv.Logger(t)
 	repo, err := rates.NewRepository(db, rates.WindowDefault)
 	if err != nil {

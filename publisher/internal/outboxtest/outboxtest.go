@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/outbox"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/migrations"
 )
@@ -29,7 +30,7 @@ import (
 // returns an open pool and its connection string.
 func Database(t testing.TB) (*sql.DB, string) {
 	t.Helper()
-	return testenv.MigratedPostgres(t, migrations.FS)
+	return postgrestest.Migrated(t, migrations.FS)
 }
 
 // Row is one outbox row as the classifier writes it: the classifier's own

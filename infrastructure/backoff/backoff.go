@@ -14,6 +14,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/north-cloud/infrastructure/config"
 )
 
 const (
@@ -41,12 +43,8 @@ type Policy struct {
 }
 
 func (p Policy) withDefaults() Policy {
-	if p.Initial <= 0 {
-		p.Initial = InitialDefault
-	}
-	if p.Max <= 0 {
-		p.Max = MaxDefault
-	}
+	p.Initial = config.PositiveOr(p.Initial, InitialDefault)
+	p.Max = config.PositiveOr(p.Max, MaxDefault)
 	if p.Multiplier < 1 {
 		p.Multiplier = MultiplierDefault
 	}

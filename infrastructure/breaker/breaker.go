@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/north-cloud/infrastructure/config"
 )
 
 // State is the state of a Breaker.
@@ -89,15 +91,9 @@ func New(cfg Config) (*Breaker, error) {
 	if cfg.Name == "" {
 		return nil, fmt.Errorf("new breaker: Name is required")
 	}
-	if cfg.Threshold <= 0 {
-		cfg.Threshold = ThresholdDefault
-	}
-	if cfg.Cooldown <= 0 {
-		cfg.Cooldown = CooldownDefault
-	}
-	if cfg.MaxCooldown <= 0 {
-		cfg.MaxCooldown = MaxCooldownDefault
-	}
+	cfg.Threshold = config.PositiveOr(cfg.Threshold, ThresholdDefault)
+	cfg.Cooldown = config.PositiveOr(cfg.Cooldown, CooldownDefault)
+	cfg.MaxCooldown = config.PositiveOr(cfg.MaxCooldown, MaxCooldownDefault)
 	if cfg.MaxCooldown < cfg.Cooldown {
 		cfg.MaxCooldown = cfg.Cooldown
 	}

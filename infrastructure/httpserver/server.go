@@ -4,6 +4,7 @@
 package httpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,27 +104,13 @@ func ConfigFromEnv(l *config.Loader, service, addrVar, defaultAddr string) Confi
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = MaxBodyBytesDefault
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = ShutdownTimeoutDefault
-	}
-	if c.ReadHeaderTimeout == 0 {
-		c.ReadHeaderTimeout = ReadHeaderTimeoutDefault
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = ReadTimeoutDefault
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = WriteTimeoutDefault
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = IdleTimeoutDefault
-	}
-	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = ReadyTimeoutDefault
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, ShutdownTimeoutDefault)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, ReadTimeoutDefault)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, WriteTimeoutDefault)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, IdleTimeoutDefault)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, ReadyTimeoutDefault)
 }
 
 func (c *Config) validate() error {

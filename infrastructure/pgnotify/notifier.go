@@ -22,6 +22,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -58,12 +59,8 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.MinReconnect <= 0 {
-		c.MinReconnect = MinReconnectDefault
-	}
-	if c.MaxReconnect <= 0 {
-		c.MaxReconnect = MaxReconnectDefault
-	}
+	c.MinReconnect = config.PositiveOr(c.MinReconnect, MinReconnectDefault)
+	c.MaxReconnect = config.PositiveOr(c.MaxReconnect, MaxReconnectDefault)
 	if c.MaxReconnect < c.MinReconnect {
 		c.MaxReconnect = c.MinReconnect
 	}

@@ -67,21 +67,13 @@ func ConfigFromEnv(l *config.Loader, urlVar string) Config {
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxOpenConns <= 0 {
-		c.MaxOpenConns = MaxOpenConnsDefault
-	}
-	if c.MaxIdleConns <= 0 {
-		c.MaxIdleConns = MaxIdleConnsDefault
-	}
+	c.MaxOpenConns = config.PositiveOr(c.MaxOpenConns, MaxOpenConnsDefault)
+	c.MaxIdleConns = config.PositiveOr(c.MaxIdleConns, MaxIdleConnsDefault)
 	if c.MaxIdleConns > c.MaxOpenConns {
 		c.MaxIdleConns = c.MaxOpenConns
 	}
-	if c.ConnMaxLifetime <= 0 {
-		c.ConnMaxLifetime = ConnMaxLifetimeDefault
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = ConnectTimeoutDefault
-	}
+	c.ConnMaxLifetime = config.PositiveOr(c.ConnMaxLifetime, ConnMaxLifetimeDefault)
+	c.ConnectTimeout = config.PositiveOr(c.ConnectTimeout, ConnectTimeoutDefault)
 }
 
 // Open returns a pool whose first connection has been proven with a ping,

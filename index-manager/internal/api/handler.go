@@ -4,6 +4,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,12 +77,8 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.TokenTTL == 0 {
-		c.TokenTTL = TokenTTLDefault
-	}
-	if c.QueryTimeout == 0 {
-		c.QueryTimeout = QueryTimeoutDefault
-	}
+	c.TokenTTL = cmp.Or(c.TokenTTL, TokenTTLDefault)
+	c.QueryTimeout = cmp.Or(c.QueryTimeout, QueryTimeoutDefault)
 	c.LoginLimits.setDefaults()
 }
 

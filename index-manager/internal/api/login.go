@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -90,18 +91,10 @@ type LoginLimits struct {
 }
 
 func (l *LoginLimits) setDefaults() {
-	if l.PerUser == 0 {
-		l.PerUser = LoginFailuresPerUserDefault
-	}
-	if l.PerAddress == 0 {
-		l.PerAddress = LoginFailuresPerAddressDefault
-	}
-	if l.Window == 0 {
-		l.Window = LoginWindowDefault
-	}
-	if l.MaxDelay == 0 {
-		l.MaxDelay = LoginMaxDelayDefault
-	}
+	l.PerUser = cmp.Or(l.PerUser, LoginFailuresPerUserDefault)
+	l.PerAddress = cmp.Or(l.PerAddress, LoginFailuresPerAddressDefault)
+	l.Window = cmp.Or(l.Window, LoginWindowDefault)
+	l.MaxDelay = cmp.Or(l.MaxDelay, LoginMaxDelayDefault)
 }
 
 // Validate checks that the limits are positive and that a key is not

@@ -1,6 +1,7 @@
 package rates
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,12 +43,8 @@ type SamplerConfig struct {
 }
 
 func (c *SamplerConfig) setDefaults() {
-	if c.Interval == 0 {
-		c.Interval = IntervalDefault
-	}
-	if c.Retention == 0 {
-		c.Retention = RetentionDefault
-	}
+	c.Interval = cmp.Or(c.Interval, IntervalDefault)
+	c.Retention = cmp.Or(c.Retention, RetentionDefault)
 	if c.Meter == nil {
 		c.Meter = noop.NewMeterProvider().Meter("")
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -35,15 +36,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.Rounds <= 0 {
-		c.Rounds = RoundsDefault
-	}
-	if c.Goroutines <= 0 {
-		c.Goroutines = GoroutinesDefault
-	}
-	if c.StopTimeout <= 0 {
-		c.StopTimeout = StopTimeoutDefault
-	}
+	c.Rounds = config.PositiveOr(c.Rounds, RoundsDefault)
+	c.Goroutines = config.PositiveOr(c.Goroutines, GoroutinesDefault)
+	c.StopTimeout = config.PositiveOr(c.StopTimeout, StopTimeoutDefault)
 }
 
 // Stress is StressWith with the default Config.

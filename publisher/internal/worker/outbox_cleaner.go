@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
@@ -36,12 +37,8 @@ type OutboxCleaner struct {
 
 // NewCleaner returns a cleaner; call Start to run it.
 func NewCleaner(cfg CleanerConfig, repo *outbox.Repository, metrics *telemetry.Metrics, logger *slog.Logger) *OutboxCleaner {
-	if cfg.Retention <= 0 {
-		cfg.Retention = RetentionDefault
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = CleanupIntervalDefault
-	}
+	cfg.Retention = config.PositiveOr(cfg.Retention, RetentionDefault)
+	cfg.Interval = config.PositiveOr(cfg.Interval, CleanupIntervalDefault)
 	logger = logger.With("component", "outbox_cleaner")
 	c := &OutboxCleaner{}
 	c.Loop = lifecycle.Loop{Name: "outbox cleaner", Logger: logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/publisher/internal/outbox"
 	"github.com/north-cloud/publisher/internal/telemetry"
@@ -38,12 +39,8 @@ type OutboxRescuer struct {
 
 // NewRescuer returns a rescuer; call Start to run it.
 func NewRescuer(cfg RescuerConfig, repo *outbox.Repository, metrics *telemetry.Metrics, logger *slog.Logger) *OutboxRescuer {
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = StaleAfterDefault
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = max(min(cfg.StaleAfter/5, RescueIntervalDefault), minRescueIntervalFloor)
-	}
+	cfg.StaleAfter = config.PositiveOr(cfg.StaleAfter, StaleAfterDefault)
+	cfg.Interval = config.PositiveOr(cfg.Interval, max(min(cfg.StaleAfter/5, RescueIntervalDefault), minRescueIntervalFloor))
 	logger = logger.With("component", "outbox_rescuer")
 	r := &OutboxRescuer{}
 	r.Loop = lifecycle.Loop{Name: "outbox rescuer", Logger: logger, Step: lifecycle.Every(cfg.Interval, func(ctx context.Context) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/pgnotify"
@@ -108,18 +109,10 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.PollInterval <= 0 {
-		c.PollInterval = PollIntervalDefault
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = BatchSizeDefault
-	}
-	if c.ClaimLoops <= 0 {
-		c.ClaimLoops = ClaimLoopsDefault
-	}
-	if c.PublishTimeout <= 0 {
-		c.PublishTimeout = PublishTimeoutDefault
-	}
+	c.PollInterval = config.PositiveOr(c.PollInterval, PollIntervalDefault)
+	c.BatchSize = config.PositiveOr(c.BatchSize, BatchSizeDefault)
+	c.ClaimLoops = config.PositiveOr(c.ClaimLoops, ClaimLoopsDefault)
+	c.PublishTimeout = config.PositiveOr(c.PublishTimeout, PublishTimeoutDefault)
 	if c.NotifyDebounce < 0 {
 		c.NotifyDebounce = NotifyDebounceDefault
 	}

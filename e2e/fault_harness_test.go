@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -333,15 +334,7 @@ func (s *svc) apiSend(t testing.TB, method, path string, in, out any) (int, stri
 
 func apiToken(t testing.TB) string {
 	t.Helper()
-	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("e2e-fault@example.org", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token
+	return authtest.EnvToken(t, "e2e-fault@example.org", auth.RoleOperator)
 }
 
 func closed(ch chan struct{}) bool {

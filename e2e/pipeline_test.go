@@ -12,6 +12,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/testenv"
 )
@@ -293,14 +294,7 @@ func hasMetric(exposition, name string) bool {
 // refresh) until n indices of want documents each are listed or 15 s pass.
 func listIndices(t *testing.T, p *process, prefix string, n int, want int64) map[string]int64 {
 	t.Helper()
-	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("e2e@example.org", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := authtest.EnvToken(t, "e2e@example.org", auth.RoleOperator)
 	out := map[string]int64{}
 	settled := func() bool {
 		if len(out) != n {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -24,7 +25,6 @@ func TestRuleEditChangesNextClassification(t *testing.T) {
 	classifierDB := testenv.Postgres(t)
 	publisherDB := testenv.Postgres(t)
 	es, prefix := testenv.Elasticsearch(t)
-	secret := testenv.Env(t, "JWT_SECRET", "jwt secret")
 	migrateOutbox(t, publisherDB)
 	classifier := startService(t, "classifier", map[string]string{
 		"CLASSIFIER_DATABASE_URL":        classifierDB,
@@ -32,14 +32,7 @@ func TestRuleEditChangesNextClassification(t *testing.T) {
 		"CLASSIFIER_INDEX_PATTERN":       prefix + "*" + contentindex.RawSuffix,
 		"CLASSIFIER_POLL_INTERVAL":       "200ms",
 	})
-	authn, err := auth.New(auth.Config{Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("e2e@example.org", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := authtest.EnvToken(t, "e2e@example.org", auth.RoleOperator)
 	api := func(method, path string, body any, out any) int {
 		t.Helper()
 		raw, _ := json.Marshal(body)

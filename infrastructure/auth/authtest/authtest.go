@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -191,11 +190,7 @@ func Header(t testing.TB, a *auth.Authenticator, role auth.Role) http.Header {
 // issue returns a token a issues for role, valid for an hour.
 func issue(t testing.TB, a *auth.Authenticator, role auth.Role) string {
 	t.Helper()
-	tok, _, err := a.Issue(string(role)+"@example.org", role, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return Token(t, a, string(role)+"@example.org", role)
 }
 
 // CheckService is the whole check of a service's API as its main mounts it

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 	"github.com/north-cloud/publisher/internal/worker"
@@ -242,15 +243,7 @@ func TestReadyNamesOpenBreaker(t *testing.T) {
 // the environment (scripts/services.sh env).
 func operatorToken(t *testing.T) string {
 	t.Helper()
-	authn, err := auth.New(auth.Config{Secret: testenv.Env(t, "JWT_SECRET", "jwt secret")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("publisher-test", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token
+	return authtest.EnvToken(t, "publisher-test", auth.RoleOperator)
 }
 
 func getStatus(t *testing.T, url string) (int, string) {

@@ -6,11 +6,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -53,14 +53,8 @@ func (c *client) do(method, path, body string) (int, map[string]any) {
 func setup(t *testing.T) (*client, *outboxtestDB) {
 	t.Helper()
 	db, _ := outboxtest.Database(t)
-	authn, err := auth.New(auth.Config{Secret: strings.Repeat("k", 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("operator", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	authn := authtest.New(t, strings.Repeat("k", 32))
+	token := authtest.Token(t, authn, "operator", auth.RoleOperator)
 	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "publisher"}, testenv.Logger(t), http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)

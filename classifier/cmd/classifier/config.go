@@ -13,6 +13,7 @@ import (
 	"github.com/north-cloud/classifier/internal/claim"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/dedup"
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/classifier/internal/processor"
 	"github.com/north-cloud/classifier/internal/reprocess"
@@ -41,7 +42,10 @@ type Config struct {
 	Committer     processor.CommitterConfig
 	Retry         deadletter.RetryConfig
 	Heartbeat     claim.HeartbeatConfig
-	Store         storage.StoreConfig
+	// ClaimLease is how long a claim keeps other replicas away unless
+	// renewed (CLASSIFIER_CLAIM_LEASE; lease.Config.Lease).
+	ClaimLease time.Duration
+	Store      storage.StoreConfig
 	// Limits are what a raw document may carry (checked at the door).
 	Limits admission.Limits
 	// DeadLetters configures the dead-letter queue (permanent failures).
@@ -108,10 +112,10 @@ func loadConfig(l *config.Loader) (Config, error) {
 			IndexPattern: l.String("CLASSIFIER_INDEX_PATTERN", poller.IndexPatternDefault),
 			PollInterval: l.Duration("CLASSIFIER_POLL_INTERVAL", poller.PollIntervalDefault),
 			BatchSize:    l.PositiveInt("CLASSIFIER_BATCH_SIZE", poller.BatchSizeDefault),
-			ClaimLease:   l.Duration("CLASSIFIER_CLAIM_LEASE", claim.LeaseDefault),
 			BacklogShare: backlogShare(l.Fraction("CLASSIFIER_BACKLOG_SHARE", poller.BacklogShareDefault)),
 			RecencyScale: l.Duration("CLASSIFIER_PRIORITY_RECENCY_SCALE", poller.RecencyScaleDefault),
 		},
+		ClaimLease: l.Duration("CLASSIFIER_CLAIM_LEASE", lease.LeaseDefault),
 		Heartbeat: claim.HeartbeatConfig{
 			ReplicaID: replica,
 			Interval:  l.Duration("CLASSIFIER_CLAIM_HEARTBEAT", claim.IntervalDefault),
@@ -184,8 +188,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 	c.Canonical.TrackingParams = trackingParams(l.String("CLASSIFIER_TRACKING_PARAMS", ""))
 	l.Check("CLASSIFIER_ID", utf8.ValidString(replica) && len(replica) <= 200 && !strings.ContainsFunc(replica, unicode.IsControl),
 		"must be at most 200 bytes of UTF-8 without control characters (it is part of every claim id)")
-	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.Poller.ClaimLease,
-		fmt.Sprintf("must be at most half of CLASSIFIER_CLAIM_LEASE (%s), so a claim is renewed before it expires (got %s)", c.Poller.ClaimLease, c.Heartbeat.Interval))
+	l.Check("CLASSIFIER_CLAIM_HEARTBEAT", c.Heartbeat.Interval*2 <= c.ClaimLease,
+		fmt.Sprintf("must be at most half of CLASSIFIER_CLAIM_LEASE (%s), so a claim is renewed before it expires (got %s)", c.ClaimLease, c.Heartbeat.Interval))
 	l.Check("CLASSIFIER_BATCH_SIZE", c.Poller.BatchSize <= 1000, fmt.Sprintf("must be at most 1000 (got %d)", c.Poller.BatchSize))
 	l.Check("CLASSIFIER_DLQ_SOURCE_RETRY_WINDOW", c.Retry.BudgetWindow >= time.Minute && c.Retry.BudgetWindow <= 24*time.Hour,
 		fmt.Sprintf("must be from 1m to 24h (got %s)", c.Retry.BudgetWindow))

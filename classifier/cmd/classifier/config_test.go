@@ -2,7 +2,9 @@ package main
 
 import (
 	"testing"
+	"time"
 
+	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/config"
 )
@@ -109,5 +111,24 @@ func TestUseTrieEngineIsAnAliasOfRuleMatcher(t *testing.T) {
 	env["CLASSIFIER_USE_TRIE_ENGINE"] = "sometimes"
 	if _, err := loadConfig(config.NewFromMap(env)); err == nil {
 		t.Error("CLASSIFIER_USE_TRIE_ENGINE=sometimes accepted")
+	}
+}
+
+// One lease default: CLASSIFIER_CLAIM_LEASE unset is lease.LeaseDefault,
+// the lease the lease table's claims hold, and the heartbeat must fit in
+// half of whatever it is set to.
+func TestClaimLeaseDefault(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(config.NewFromMap(required()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClaimLease != lease.LeaseDefault || lease.LeaseDefault != 15*time.Second {
+		t.Errorf("claim lease %s, want lease.LeaseDefault (15s)", cfg.ClaimLease)
+	}
+	env := required()
+	env["CLASSIFIER_CLAIM_LEASE"] = "6s"
+	if _, err := loadConfig(config.NewFromMap(env)); err == nil {
+		t.Error("a 6s lease with the 5s heartbeat was accepted")
 	}
 }

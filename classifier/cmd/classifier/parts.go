@@ -257,7 +257,7 @@ func newProcessing(cfg Config, c *connections, g *guards, dlq *deadletter.Reposi
 	p := &processing{claims: claim.NewRegistry()}
 	p.hygiene = &processor.Hygiene{Duplicates: dedup.New(c.db, cfg.Duplicates), Outcomes: republish.New(c.db)}
 	var err error
-	if p.leases, err = lease.New(lease.Config{DB: c.db, Replica: cfg.Poller.ReplicaID, Lease: cfg.Poller.ClaimLease}); err != nil {
+	if p.leases, err = lease.New(lease.Config{DB: c.db, Replica: cfg.Poller.ReplicaID, Lease: cfg.ClaimLease}); err != nil {
 		return nil, err
 	}
 	// Every read and write of raw documents goes through raw, bounded like

@@ -13,7 +13,6 @@ import (
 
 // Defaults of HeartbeatConfig.
 const (
-	LeaseDefault    = 15 * time.Second
 	IntervalDefault = 5 * time.Second
 )
 

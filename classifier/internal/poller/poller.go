@@ -39,7 +39,6 @@ import (
 const (
 	PollIntervalDefault  = 2 * time.Second
 	BatchSizeDefault     = 100
-	ClaimLeaseDefault    = 5 * time.Minute
 	IndexPatternDefault  = "*" + contentindex.RawSuffix
 	IndexRefreshDefault  = 5 * time.Second
 	IndexRetryDefault    = 5 * time.Second
@@ -87,14 +86,10 @@ type Config struct {
 	// BatchSize is the number of documents claimed per poll.
 	// Defaults to BatchSizeDefault.
 	BatchSize int
-	// ClaimLease is how long a claim keeps other replicas away.
-	// Defaults to ClaimLeaseDefault.
-	ClaimLease time.Duration
-	// ClaimVisibility is how long a document this replica just claimed (or
-	// lost to another writer) is left out of its index's searches: claims
-	// are sent without a refresh, and a search sees them only after the
-	// index's next one. Defaults to ClaimVisibilityDefault; at most half of
-	// ClaimLease.
+	// ClaimVisibility is how long a document this replica just found is
+	// left out of its index's searches (recent.go): the claim of it may not
+	// be a row of the lease table yet when the next search runs. Defaults
+	// to ClaimVisibilityDefault; at most half of the lease (Leases.Lease).
 	ClaimVisibility time.Duration
 	// IndexRefresh is how long the list of indices matching IndexPattern
 	// (and their date mappings) is reused before it is read again; a new
@@ -179,13 +174,12 @@ func (c *Config) setDefaults() {
 	if c.BatchSize <= 0 {
 		c.BatchSize = BatchSizeDefault
 	}
-	if c.ClaimLease <= 0 {
-		c.ClaimLease = ClaimLeaseDefault
-	}
 	if c.ClaimVisibility <= 0 {
 		c.ClaimVisibility = ClaimVisibilityDefault
 	}
-	c.ClaimVisibility = min(c.ClaimVisibility, c.ClaimLease/2)
+	if c.Leases != nil {
+		c.ClaimVisibility = min(c.ClaimVisibility, c.Leases.Lease()/2)
+	}
 	if c.IndexRefresh <= 0 {
 		c.IndexRefresh = IndexRefreshDefault
 	}

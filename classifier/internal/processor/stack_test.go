@@ -186,7 +186,7 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 		t.Fatal(err)
 	}
 	pol, err := poller.New(poller.Config{ReplicaID: id, IndexPattern: pattern,
-		PollInterval: 50 * time.Millisecond, BatchSize: 25, ClaimLease: leaseFor, Leases: leases, Raw: raw, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
+		PollInterval: 50 * time.Millisecond, BatchSize: 25, Leases: leases, Raw: raw, MaxStalls: 3, Urgent: claim.TrackingSink{Sink: urgent, Registry: registry}},
 		claim.TrackingSink{Sink: proc, Registry: registry}, e.metrics, tracer, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ const PaceDefault = IntervalDefault / 4
 // Pace, it reports the sink as throttled, so no more is claimed until the
 // pipeline catches up. Claims then live about as long as it takes to
 // finish them: a pipeline slower than the poll does not pile up claims that
-// each cost a renewal (a re-index of the raw document) while they wait, and
+// each cost a renewal (an UPDATE of the lease table) while they wait, and
 // documents not claimed stay free for other replicas. The median, not the
 // oldest, so one slow document does not hold the poll.
 type TrackingSink struct {

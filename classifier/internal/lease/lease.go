@@ -2,16 +2,14 @@
 // document some replica is classifying, live while its lease_until is in the
 // future.
 //
-// A claim used to be a conditional re-index of the whole raw document in
-// Elasticsearch, and so was every renewal and release: the raw text was
-// analysed again for each. Here a claim, a renewal and a release are
-// Postgres statements, and the raw document is written once, at the commit
-// point, by the status flip conditional on the version the search returned
-// (the seq_no and primary_term a Claim carries). A lease that expires is
-// taken over by the next replica that finds the document pending; the
-// takeover counts a stall and gives the row a new claim_id, so the old
-// owner's Renew no longer finds it (Owned, the one ownership check) and it
-// writes nothing of the document.
+// A claim, a renewal and a release are Postgres statements; the raw
+// document is written once, at the commit point, by the status flip
+// conditional on the version the search returned (the seq_no and
+// primary_term a Claim carries), within the incarnation of the index the
+// claim names (IndexUUID). A lease that expires is taken over by the next
+// replica that finds the document pending; the takeover counts a stall and
+// gives the row a new claim_id, so the old owner's Renew no longer finds it
+// (the one ownership check, also the committer's before a commit) and it writes nothing of the document.
 package lease
 
 import (

@@ -17,8 +17,8 @@ import (
 // Reason codes of a failing index: the reason label of
 // classifier_index_poll_failures_total and IndexStatus.ReasonCode.
 const (
-	// ReasonMapping: a field the poll sorts or filters on (crawled_at,
-	// claimed_at) is not mapped as a date.
+	// ReasonMapping: a field the poll sorts on (crawled_at) is not mapped
+	// as a date.
 	ReasonMapping = "mapping"
 	// ReasonSearch: the index's search failed (a bad mapping, a red index).
 	ReasonSearch = "search_error"

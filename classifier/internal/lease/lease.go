@@ -8,8 +8,9 @@
 // primary_term a Claim carries), within the incarnation of the index the
 // claim names (IndexUUID). A lease that expires is taken over by the next
 // replica that finds the document pending; the takeover counts a stall and
-// gives the row a new claim_id, so the old owner's Renew no longer finds it
-// (the one ownership check, also the committer's before a commit) and it writes nothing of the document.
+// gives the row a new claim_id, so the old owner's Renew (the one ownership
+// check, also the committer's before a commit) no longer finds it, and it
+// writes nothing of the document.
 package lease
 
 import (

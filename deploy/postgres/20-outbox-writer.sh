@@ -6,6 +6,8 @@
 # CLASSIFIER_OUTBOX_DATABASE_URL. The role gets nothing but CONNECT here: the publisher's
 # migrations own classified_outbox and GRANT INSERT on it (and USAGE on its sequence, if any)
 # to this role.
+# Same shape as 10-app-role.sh: kept apart because each init script is mounted on its own
+# (this one into postgres-publisher only) and the image runs them as they are.
 set -e
 : "${POSTGRES_USER:=postgres}"
 : "${POSTGRES_DB:?POSTGRES_DB must be set}"

@@ -3,7 +3,9 @@
 -- (the classifier's tests). The publisher's migrations own the real table;
 -- a publisher test compares the two, column by column, and fails when they
 -- disagree. Indexes that only speed up the publisher's queries, comments and
--- grants are left out.
+-- grants are left out. Same lines as publisher/migrations/002, 003 and 004:
+-- kept apart because the classifier's module may not import the publisher's,
+-- and released migrations are never edited to share them.
 CREATE TABLE classified_outbox (
     id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
     content_id VARCHAR(255) NOT NULL,

@@ -63,7 +63,9 @@ func TestAuditListFiltersAndPages(t *testing.T) {
 	if got := list("?until=" + url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))); len(got.Entries) != 5 {
 		t.Fatalf("until the future: %+v", got)
 	}
-	// Keyset pages of two cover all five entries once, newest first.
+	// Keyset pages of two cover all five entries once, newest first. (Same
+	// walk as infrastructure/audit's test of the shared handler; this one
+	// pages the index-manager's own route and response type.)
 	var ids []int64
 	q := "?limit=2"
 	for range 5 {

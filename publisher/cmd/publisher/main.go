@@ -30,6 +30,8 @@ import (
 // serveCommand is the serve subcommand: serve, with its configuration read.
 var serveCommand = service.ServeCommand(loadConfig, serve)
 
+// Same shape as the other services' main: kept apart because each binary
+// names its own commands; what they share is in infrastructure/service.
 func main() {
 	service.Main("serve", map[string]service.Command{
 		"serve":   serveCommand,

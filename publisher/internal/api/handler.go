@@ -62,6 +62,8 @@ func (h *Handler) Register(rg *gin.RouterGroup) error {
 	if err != nil {
 		return fmt.Errorf("register publisher api: %w", err)
 	}
+	// Same shape as the index-manager's route table: kept apart because
+	// each service registers its own endpoints.
 	rg.GET("/openapi.json", gin.WrapH(doc))
 	rg.GET("/outbox/stats", h.stats)
 	rg.GET("/outbox", h.list)

@@ -30,7 +30,9 @@ type CleanerConfig struct {
 }
 
 // OutboxCleaner deletes published rows older than the retention. Failed rows
-// are never deleted: they wait for an operator.
+// are never deleted: they wait for an operator. Same shape as OutboxRescuer
+// (a config of two durations, a lifecycle.Loop): kept apart because each is
+// a component of its own, named in logs, metrics and shutdown.
 type OutboxCleaner struct {
 	lifecycle.Loop
 }

@@ -108,6 +108,8 @@ type Config struct {
 	BreakerProbeInterval time.Duration
 }
 
+// setDefaults is one line a field, the shape of every setDefaults (the
+// index-manager's LoginLimits looks the same): the fields are the worker's.
 func (c *Config) setDefaults() {
 	c.PollInterval = config.PositiveOr(c.PollInterval, PollIntervalDefault)
 	c.BatchSize = config.PositiveOr(c.BatchSize, BatchSizeDefault)

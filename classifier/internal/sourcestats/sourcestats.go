@@ -317,7 +317,10 @@ type statsResponse struct {
 }
 
 // elastic reads the Elasticsearch figures of every raw and classified index
-// in one search. An index without duplicate_of.kind (a raw index, a
+// in one search. It is the one read of raw indices outside rawindex: an
+// aggregation over the raw and classified indices together (counts by
+// status, never a document), which split between two owners would be two
+// searches whose counts are not of one moment. An index without duplicate_of.kind (a raw index, a
 // classified index written before duplicates were recorded) has no
 // duplicate buckets.
 func (r *Reader) elastic(ctx context.Context, now time.Time, get func(string) *Source) (partial bool, err error) {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -114,13 +115,7 @@ func TestFeaturesServedAndEnforced(t *testing.T) {
 			}
 		}
 		for _, c := range passed {
-			req, _ := http.NewRequest(c.method, b.srv.URL+c.path, strings.NewReader("{}"))
-			res, err := http.DefaultClient.Do(req)
-			must(t, err)
-			res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				t.Errorf("DASHBOARD_FEATURES=%q: %s %s = %d, want forwarded", off, c.method, c.path, res.StatusCode)
-			}
+			wantForwarded(t, b.srv.URL, c.method, c.path, fmt.Sprintf("DASHBOARD_FEATURES=%q", off))
 		}
 		if n := len(*b.upstreams["classifier"]); off != "" && n != 8 {
 			t.Errorf("the classifier saw %d requests, want only the 8 that pass", n)

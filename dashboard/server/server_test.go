@@ -103,6 +103,20 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// wantForwarded sends method path with an empty JSON body and fails the
+// test, naming the case as when, unless the stub upstream answered it: the
+// guard under test (read-only mode, a feature switch) let it pass.
+func wantForwarded(t *testing.T, base, method, path, when string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader("{}"))
+	res, err := http.DefaultClient.Do(req)
+	must(t, err)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("%s: %s %s = %d, want forwarded", when, method, path, res.StatusCode)
+	}
+}
+
 func get(t *testing.T, url string, header ...string) (int, http.Header, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)

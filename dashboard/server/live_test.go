@@ -195,35 +195,11 @@ func TestLiveTailStreamsPublishedMessages(t *testing.T) {
 // ("dropped"), while a stream beside it receives every message at once.
 func TestLiveTailSlowReaderDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
-	// A channel of its own: every test and service of the run publishes on
-	// articles:*, and those messages would overflow the fast stream's
-	// buffer of 4 too.
-	prefix := testenv.UniqueName("slow")
-	channel := "articles:" + prefix
-	srv, _, rdb := liveSetup(t, func(c *server.Config) {
-		c.LiveBuffer, c.LiveWriteTimeout, c.LiveChannels = 4, 5*time.Minute, []string{channel}
-	})
+	srv, rdb, prefix, channel := slowLiveSetup(t, "slow", nil)
 	tok := roleToken(t, auth.RoleOperator)
 	fast := readEvents(openLive(t, srv.URL, tok, nil))
 	next(t, fast, "ready", nil)
-	// The slow reader stops reading after its first line: the server's
-	// writes block once the socket's buffers are full. Its receive buffer
-	// is fixed at 256 KB (the kernel doubles it; a fixed size also stops
-	// the kernel's autotuning from growing it to net.ipv4.tcp_rmem's
-	// maximum, 32 MB here), and the server's send buffer is at most
-	// net.ipv4.tcp_wmem's, 4 MB.
-	fixed := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			err = c.(*net.TCPConn).SetReadBuffer(256 << 10)
-		}
-		return c, err
-	}
-	slowRes := openLive(t, srv.URL, tok, fixed)
-	slowReader := bufio.NewReader(slowRes.Body)
-	if line, err := slowReader.ReadString('\n'); err != nil || line != "event: ready\n" {
-		t.Fatalf("slow stream's first line = %q, %v", line, err)
-	}
+	slowRes, slowReader := openSlowLive(t, srv.URL, tok)
 	// 200 messages of 64 KB (12.8 MB), each waited for on the fast stream
 	// before the next is sent: the fast stream never falls behind, and
 	// would stall if the slow one held the fan-out.
@@ -239,6 +215,46 @@ func TestLiveTailSlowReaderDoesNotBlockOthers(t *testing.T) {
 	if d, _ := dropped.Data["dropped"].(float64); d <= 0 {
 		t.Errorf("dropped event = %v, want a positive count", dropped.Data)
 	}
+}
+
+// slowLiveSetup is liveSetup with a stream buffer of 4 and a channel of its
+// own, named from name: every test and service of the run publishes on
+// articles:*, and those messages would overflow the buffer too. It returns
+// the server, a Redis client, the channel's unique prefix and the channel.
+func slowLiveSetup(t *testing.T, name string, edit func(*server.Config)) (*httptest.Server, *redis.Client, string, string) {
+	t.Helper()
+	prefix := testenv.UniqueName(name)
+	channel := "articles:" + prefix
+	srv, _, rdb := liveSetup(t, func(c *server.Config) {
+		c.LiveBuffer, c.LiveWriteTimeout, c.LiveChannels = 4, 5*time.Minute, []string{channel}
+		if edit != nil {
+			edit(c)
+		}
+	})
+	return srv, rdb, prefix, channel
+}
+
+// openSlowLive opens a stream whose reader stops after its first line (the
+// "ready" event, read here): the server's writes block once the socket's
+// buffers are full. Its receive buffer is fixed at 256 KB (the kernel
+// doubles it; a fixed size also stops the kernel's autotuning from growing
+// it to net.ipv4.tcp_rmem's maximum, 32 MB here), and the server's send
+// buffer is at most net.ipv4.tcp_wmem's, 4 MB.
+func openSlowLive(t *testing.T, url, tok string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	fixed := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(256 << 10)
+		}
+		return c, err
+	}
+	res := openLive(t, url, tok, fixed)
+	r := bufio.NewReader(res.Body)
+	if line, err := r.ReadString('\n'); err != nil || line != "event: ready\n" {
+		t.Fatalf("slow stream's first line = %q, %v", line, err)
+	}
+	return res, r
 }
 
 type readCloser struct {

@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"context"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +10,6 @@ import (
 
 	server "github.com/north-cloud/dashboard-server"
 	"github.com/north-cloud/infrastructure/auth"
-	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // scrape reads GET /metrics (no token, as Prometheus scrapes it) and
@@ -67,10 +64,7 @@ func atLeast(n float64) func(float64) bool { return func(v float64) bool { retur
 // by its reason.
 func TestMetricsLiveTail(t *testing.T) {
 	t.Parallel()
-	prefix := testenv.UniqueName("metrics")
-	channel := "articles:" + prefix
-	srv, _, rdb := liveSetup(t, func(c *server.Config) {
-		c.LiveBuffer, c.LiveWriteTimeout, c.LiveChannels = 4, 5*time.Minute, []string{channel}
+	srv, rdb, prefix, channel := slowLiveSetup(t, "metrics", func(c *server.Config) {
 		c.LiveMaxStreams, c.LiveMinRole = 2, auth.RoleOperator
 	})
 	m, code := scrape(t, srv.URL)
@@ -96,17 +90,7 @@ func TestMetricsLiveTail(t *testing.T) {
 	// A reader that stops after its first line (as in
 	// TestLiveTailSlowReaderDoesNotBlockOthers): its buffer of 4 fills and
 	// the messages beyond it are dropped and counted.
-	fixed := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			err = c.(*net.TCPConn).SetReadBuffer(256 << 10)
-		}
-		return c, err
-	}
-	slowRes := openLive(t, srv.URL, tok, fixed)
-	if line, err := bufio.NewReader(slowRes.Body).ReadString('\n'); err != nil || line != "event: ready\n" {
-		t.Fatalf("slow stream's first line = %q, %v", line, err)
-	}
+	slowRes, _ := openSlowLive(t, srv.URL, tok)
 	waitMetric(t, srv.URL, "dashboard_live_streams", func(v float64) bool { return v == 2 })
 	body := strings.Repeat("x", 64<<10)
 	sent := 0

@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/openapi"
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
@@ -107,15 +108,9 @@ func Register(router gin.IRouter, deps Deps) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("register rules api: %w", err)
 	}
-	if deps.DBTimeout <= 0 {
-		deps.DBTimeout = DBTimeoutDefault
-	}
-	if deps.MaxTestBytes <= 0 {
-		deps.MaxTestBytes = MaxTestBytesDefault
-	}
-	if deps.MaxConcurrentTests <= 0 {
-		deps.MaxConcurrentTests = MaxConcurrentTestsDefault
-	}
+	deps.DBTimeout = config.PositiveOr(deps.DBTimeout, DBTimeoutDefault)
+	deps.MaxTestBytes = config.PositiveOr(deps.MaxTestBytes, MaxTestBytesDefault)
+	deps.MaxConcurrentTests = config.PositiveOr(deps.MaxConcurrentTests, MaxConcurrentTestsDefault)
 	doc, err := openapi.Load()
 	if err != nil {
 		return fmt.Errorf("register rules api: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -45,12 +46,8 @@ func NewHeartbeat(cfg HeartbeatConfig, registry *Registry, leases *lease.Store, 
 	if cfg.ReplicaID == "" || leases == nil {
 		return nil, errors.New("new heartbeat: ReplicaID and leases are required")
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = IntervalDefault
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = max(cfg.Interval, 5*time.Second)
-	}
+	cfg.Interval = config.PositiveOr(cfg.Interval, IntervalDefault)
+	cfg.Timeout = config.PositiveOr(cfg.Timeout, max(cfg.Interval, 5*time.Second))
 	h := &Heartbeat{cfg: cfg, registry: registry, leases: leases, logger: logger.With("component", "claim_heartbeat")}
 	h.loop = lifecycle.Loop{Name: "claim heartbeat", Logger: h.logger, Step: func(ctx context.Context) time.Duration {
 		h.Renew(ctx)

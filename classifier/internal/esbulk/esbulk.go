@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -77,9 +78,7 @@ type Writer struct {
 // NewWriter returns a writer over es whose requests hold at most maxBytes
 // (MaxBytesDefault when not positive).
 func NewWriter(es *esclient.Client, maxBytes int) *Writer {
-	if maxBytes <= 0 {
-		maxBytes = MaxBytesDefault
-	}
+	maxBytes = config.PositiveOr(maxBytes, MaxBytesDefault)
 	return &Writer{es: es, maxBytes: maxBytes}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/fault"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
@@ -45,9 +46,7 @@ func Register(router gin.IRouter, deps Deps) error {
 	if deps.Store == nil || deps.Finder == nil || deps.Logger == nil {
 		return errors.New("register labels api: Store, Finder and Logger are required")
 	}
-	if deps.Timeout <= 0 {
-		deps.Timeout = RequestTimeoutDefault
-	}
+	deps.Timeout = config.PositiveOr(deps.Timeout, RequestTimeoutDefault)
 	if deps.Topics == nil {
 		deps.Topics = func() []string { return nil }
 	}

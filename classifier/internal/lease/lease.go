@@ -24,6 +24,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/config"
 )
 
 // Defaults of Config.
@@ -68,15 +69,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.DB == nil || cfg.Replica == "" {
 		return nil, errors.New("new lease store: DB and Replica are required")
 	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = LeaseDefault
-	}
-	if cfg.Hold <= 0 {
-		cfg.Hold = HoldDefault
-	}
-	if cfg.Keep <= 0 {
-		cfg.Keep = KeepDefault
-	}
+	cfg.Lease = config.PositiveOr(cfg.Lease, LeaseDefault)
+	cfg.Hold = config.PositiveOr(cfg.Hold, HoldDefault)
+	cfg.Keep = config.PositiveOr(cfg.Keep, KeepDefault)
 	return &Store{cfg: cfg}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -126,9 +127,7 @@ func (g *Generator) body(lead string, short bool) string {
 // one bulk request per batch of batchSize, calling progress after each batch
 // with the running total. Creating the indices is left to the index templates.
 func Load(ctx context.Context, es *esclient.Client, docs []contentindex.RawDocument, batchSize int, progress func(done int)) error {
-	if batchSize <= 0 {
-		batchSize = 500
-	}
+	batchSize = config.PositiveOr(batchSize, 500)
 	for start := 0; start < len(docs); start += batchSize {
 		end := min(start+batchSize, len(docs))
 		var buf bytes.Buffer

@@ -22,6 +22,7 @@ import (
 	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/classifier/internal/topicmodel"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
@@ -84,18 +85,10 @@ func Register(router gin.IRouter, deps Deps) error {
 	if deps.Store == nil || deps.Logger == nil {
 		return errors.New("register models api: Store and Logger are required")
 	}
-	if deps.DBTimeout <= 0 {
-		deps.DBTimeout = DBTimeoutDefault
-	}
-	if deps.MaxTrainBytes <= 0 {
-		deps.MaxTrainBytes = MaxTrainBytesDefault
-	}
-	if deps.MaxTrainDocuments <= 0 {
-		deps.MaxTrainDocuments = MaxTrainDocumentsDefault
-	}
-	if deps.TrainTimeout <= 0 {
-		deps.TrainTimeout = TrainTimeoutDefault
-	}
+	deps.DBTimeout = config.PositiveOr(deps.DBTimeout, DBTimeoutDefault)
+	deps.MaxTrainBytes = config.PositiveOr(deps.MaxTrainBytes, MaxTrainBytesDefault)
+	deps.MaxTrainDocuments = config.PositiveOr(deps.MaxTrainDocuments, MaxTrainDocumentsDefault)
+	deps.TrainTimeout = config.PositiveOr(deps.TrainTimeout, TrainTimeoutDefault)
 	deps.Logger = deps.Logger.With(slog.String("component", "models_api"))
 	h := &handler{Deps: deps}
 	router.GET("/models", h.list)

@@ -6,6 +6,7 @@ import (
 	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -110,36 +111,20 @@ func (c *Config) setDefaults() {
 		c.BacklogShare = 0
 	}
 	c.BacklogShare = min(c.BacklogShare, 1)
-	if c.RecencyScale <= 0 {
-		c.RecencyScale = RecencyScaleDefault
-	}
-	if c.UrgentAge <= 0 {
-		c.UrgentAge = 3 * c.RecencyScale
-	}
+	c.RecencyScale = config.PositiveOr(c.RecencyScale, RecencyScaleDefault)
+	c.UrgentAge = config.PositiveOr(c.UrgentAge, 3*c.RecencyScale)
 	if c.IndexPattern == "" {
 		c.IndexPattern = IndexPatternDefault
 	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = PollIntervalDefault
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = BatchSizeDefault
-	}
-	if c.ClaimVisibility <= 0 {
-		c.ClaimVisibility = ClaimVisibilityDefault
-	}
+	c.PollInterval = config.PositiveOr(c.PollInterval, PollIntervalDefault)
+	c.BatchSize = config.PositiveOr(c.BatchSize, BatchSizeDefault)
+	c.ClaimVisibility = config.PositiveOr(c.ClaimVisibility, ClaimVisibilityDefault)
 	if c.Leases != nil {
 		c.ClaimVisibility = min(c.ClaimVisibility, c.Leases.Lease()/2)
 	}
-	if c.IndexRefresh <= 0 {
-		c.IndexRefresh = IndexRefreshDefault
-	}
-	if c.IndexRetry <= 0 {
-		c.IndexRetry = IndexRetryDefault
-	}
-	if c.IndexRetryMax <= 0 {
-		c.IndexRetryMax = IndexRetryMaxDefault
-	}
+	c.IndexRefresh = config.PositiveOr(c.IndexRefresh, IndexRefreshDefault)
+	c.IndexRetry = config.PositiveOr(c.IndexRetry, IndexRetryDefault)
+	c.IndexRetryMax = config.PositiveOr(c.IndexRetryMax, IndexRetryMaxDefault)
 	if c.IndexRetryMax < c.IndexRetry {
 		c.IndexRetryMax = c.IndexRetry
 	}

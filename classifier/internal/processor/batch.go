@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	tracectx "github.com/north-cloud/infrastructure/telemetry"
 )
@@ -76,15 +77,9 @@ type BatchProcessorConfig struct {
 }
 
 func (c *BatchProcessorConfig) setDefaults() {
-	if c.Concurrency <= 0 {
-		c.Concurrency = ConcurrencyDefault
-	}
-	if c.MaxQueueDepth <= 0 {
-		c.MaxQueueDepth = MaxQueueDepthDefault
-	}
-	if c.SubmitTimeout <= 0 {
-		c.SubmitTimeout = SubmitTimeoutDefault
-	}
+	c.Concurrency = config.PositiveOr(c.Concurrency, ConcurrencyDefault)
+	c.MaxQueueDepth = config.PositiveOr(c.MaxQueueDepth, MaxQueueDepthDefault)
+	c.SubmitTimeout = config.PositiveOr(c.SubmitTimeout, SubmitTimeoutDefault)
 }
 
 // BatchProcessor classifies submitted documents on a fixed pool of workers

@@ -12,6 +12,7 @@ import (
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/telemetry"
 	"github.com/north-cloud/infrastructure/breaker"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
@@ -123,15 +124,9 @@ type Committer struct {
 
 // NewCommitter returns a committer; its Output is what the workers write to.
 func NewCommitter(cfg CommitterConfig, stores Stores, breakers Breakers, metrics *telemetry.Metrics, tracer trace.Tracer, logger *slog.Logger) *Committer {
-	if cfg.Batch <= 0 {
-		cfg.Batch = CommitBatchDefault
-	}
-	if cfg.Linger <= 0 {
-		cfg.Linger = CommitLingerDefault
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = CommitWorkersDefault
-	}
+	cfg.Batch = config.PositiveOr(cfg.Batch, CommitBatchDefault)
+	cfg.Linger = config.PositiveOr(cfg.Linger, CommitLingerDefault)
+	cfg.Workers = config.PositiveOr(cfg.Workers, CommitWorkersDefault)
 	for _, b := range []struct {
 		p    **breaker.Breaker
 		name string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/esclient"
 )
 
@@ -65,12 +66,8 @@ func (s *Store) Scan(ctx context.Context, q ScanQuery, page Page) (err error) {
 	if q.Indices == "" {
 		return errors.New("raw scan: Indices is required")
 	}
-	if q.PageSize <= 0 {
-		q.PageSize = PageSizeDefault
-	}
-	if q.KeepAlive <= 0 {
-		q.KeepAlive = KeepAliveDefault
-	}
+	q.PageSize = config.PositiveOr(q.PageSize, PageSizeDefault)
+	q.KeepAlive = config.PositiveOr(q.KeepAlive, KeepAliveDefault)
 	keepAlive := fmt.Sprintf("%ds", int(q.KeepAlive.Seconds()))
 	if q.Refresh {
 		res, err := es.Indices.Refresh(es.Indices.Refresh.WithContext(ctx), es.Indices.Refresh.WithIndex(strings.Split(q.Indices, ",")...),

@@ -41,6 +41,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/telemetry"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
@@ -168,15 +169,9 @@ type Runner struct {
 
 // New returns a Runner after checking cfg.
 func New(cfg Config) (*Runner, error) {
-	if cfg.PageSize <= 0 {
-		cfg.PageSize = PageSizeDefault
-	}
-	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = MaxConcurrentDefault
-	}
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = StaleAfterDefault
-	}
+	cfg.PageSize = config.PositiveOr(cfg.PageSize, PageSizeDefault)
+	cfg.MaxConcurrent = config.PositiveOr(cfg.MaxConcurrent, MaxConcurrentDefault)
+	cfg.StaleAfter = config.PositiveOr(cfg.StaleAfter, StaleAfterDefault)
 	var errs []error
 	for _, c := range []struct {
 		missing bool

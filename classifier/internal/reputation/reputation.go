@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
 
@@ -137,9 +138,7 @@ type Cache struct {
 
 // NewCache returns a cache refreshed every interval (30s when zero).
 func NewCache(repo *Repository, interval time.Duration, logger *slog.Logger) *Cache {
-	if interval <= 0 {
-		interval = 30 * time.Second
-	}
+	interval = config.PositiveOr(interval, 30*time.Second)
 	c := &Cache{repo: repo, interval: interval, logger: logger.With("component", "reputation_cache")}
 	empty := map[string]float64{}
 	c.scores.Store(&empty)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/north-cloud/classifier/internal/rules"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/pgnotify"
 )
@@ -90,24 +91,14 @@ type WatcherConfig struct {
 }
 
 func (c *WatcherConfig) setDefaults() {
-	if c.PollInterval <= 0 {
-		c.PollInterval = PollIntervalDefault
-	}
-	if c.QueryTimeout <= 0 {
-		c.QueryTimeout = QueryTimeoutDefault
-	}
-	if c.ListenerMinReconnect <= 0 {
-		c.ListenerMinReconnect = ListenerMinReconnectDefault
-	}
-	if c.ListenerMaxReconnect <= 0 {
-		c.ListenerMaxReconnect = ListenerMaxReconnectDefault
-	}
+	c.PollInterval = config.PositiveOr(c.PollInterval, PollIntervalDefault)
+	c.QueryTimeout = config.PositiveOr(c.QueryTimeout, QueryTimeoutDefault)
+	c.ListenerMinReconnect = config.PositiveOr(c.ListenerMinReconnect, ListenerMinReconnectDefault)
+	c.ListenerMaxReconnect = config.PositiveOr(c.ListenerMaxReconnect, ListenerMaxReconnectDefault)
 	if c.ListenerMaxReconnect < c.ListenerMinReconnect {
 		c.ListenerMaxReconnect = c.ListenerMinReconnect
 	}
-	if c.ListenWait <= 0 {
-		c.ListenWait = ListenWaitDefault
-	}
+	c.ListenWait = config.PositiveOr(c.ListenWait, ListenWaitDefault)
 	if c.Meter == nil {
 		c.Meter = noop.NewMeterProvider().Meter("rulestore")
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/lifecycle"
 )
@@ -24,9 +25,7 @@ type Cache struct {
 // NewCache returns a cache over store refreshed every interval (default
 // CacheRefreshDefault); Start runs it.
 func NewCache(store *Store, interval time.Duration, logger *slog.Logger) *Cache {
-	if interval <= 0 {
-		interval = CacheRefreshDefault
-	}
+	interval = config.PositiveOr(interval, CacheRefreshDefault)
 	c := &Cache{}
 	c.marks.Store(&map[string]Priority{})
 	c.loop = lifecycle.Loop{Name: "source_priority_cache", Logger: logger, Step: func(ctx context.Context) time.Duration {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/north-cloud/classifier/internal/rawindex"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -90,9 +91,7 @@ type Store struct{ cfg Config }
 
 // New returns a store after checking cfg.
 func New(cfg Config) (*Store, error) {
-	if cfg.MaxLowMarks <= 0 {
-		cfg.MaxLowMarks = MaxLowMarksDefault
-	}
+	cfg.MaxLowMarks = config.PositiveOr(cfg.MaxLowMarks, MaxLowMarksDefault)
 	var errs []error
 	if cfg.DB == nil {
 		errs = append(errs, errors.New("DB is required"))

@@ -32,6 +32,7 @@ import (
 	"github.com/north-cloud/classifier/internal/lease"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/infrastructure/clock"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 )
@@ -86,9 +87,7 @@ func New(cfg Config) (*Reader, error) {
 	if cfg.RawPattern == "" {
 		cfg.RawPattern = RawPatternDefault
 	}
-	if cfg.MaxIndices <= 0 {
-		cfg.MaxIndices = MaxIndicesDefault
-	}
+	cfg.MaxIndices = config.PositiveOr(cfg.MaxIndices, MaxIndicesDefault)
 	if cfg.CacheFor == 0 {
 		cfg.CacheFor = CacheForDefault
 	}

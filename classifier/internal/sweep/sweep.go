@@ -21,6 +21,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/rawindex"
+	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 )
 
@@ -116,9 +117,7 @@ func New(cfg Config) (*Sweeper, error) {
 	if cfg.Pattern == "" {
 		cfg.Pattern = PatternDefault
 	}
-	if cfg.Samples <= 0 {
-		cfg.Samples = SamplesDefault
-	}
+	cfg.Samples = config.PositiveOr(cfg.Samples, SamplesDefault)
 	var errs []error
 	if cfg.Raw == nil {
 		errs = append(errs, errors.New("Raw is required"))
@@ -151,9 +150,7 @@ func (s *Sweeper) Run(ctx context.Context) (*Report, error) {
 		// read again as pending.
 		Refresh: true,
 	}
-	if q.PageSize <= 0 {
-		q.PageSize = rawindex.PageSizeDefault
-	}
+	q.PageSize = config.PositiveOr(q.PageSize, rawindex.PageSizeDefault)
 	if s.cfg.Limit > 0 {
 		q.PageSize = min(q.PageSize, s.cfg.Limit)
 	}

@@ -1,0 +1,163 @@
+package deadletter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/north-cloud/classifier/internal/domain"
+)
+
+// Filter selects entries for the operator's list and bulk requeue.
+type Filter struct {
+	Source string
+	// NoSource selects the entries recorded without a source name (a
+	// document whose source_name was empty): an empty Source means any
+	// source, so it cannot select them.
+	NoSource  bool
+	ErrorCode string
+	// ContentID and Index, when set, select the entries of one document
+	// (exact content id) or one raw index (exact name).
+	ContentID string
+	Index     string
+	// Exhausted, when set, selects exhausted (true) or retryable (false) entries.
+	Exhausted *bool
+	// Permanent, when set, selects the entries made permanent by repeated
+	// identical failures (true) or the others (false).
+	Permanent *bool
+}
+
+func (f Filter) where(args *[]any) string {
+	var conds []string
+	add := func(cond string, v any) {
+		*args = append(*args, v)
+		conds = append(conds, fmt.Sprintf(cond, len(*args)))
+	}
+	if f.Source != "" {
+		add("source_name = $%d", f.Source)
+	}
+	if f.NoSource {
+		conds = append(conds, "source_name = ''")
+	}
+	if f.ErrorCode != "" {
+		add("error_code = $%d", f.ErrorCode)
+	}
+	if f.ContentID != "" {
+		add("content_id = $%d", f.ContentID)
+	}
+	if f.Index != "" {
+		add("index_name = $%d", f.Index)
+	}
+	if f.Exhausted != nil {
+		if *f.Exhausted {
+			conds = append(conds, "retry_count >= max_retries")
+		} else {
+			conds = append(conds, "retry_count < max_retries")
+		}
+	}
+	if f.Permanent != nil {
+		if *f.Permanent {
+			conds = append(conds, "permanent_at IS NOT NULL")
+		} else {
+			conds = append(conds, "permanent_at IS NULL")
+		}
+	}
+	if len(conds) == 0 {
+		return "TRUE"
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// Cursor is the position after the last entry of a page (newest first).
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// List returns up to limit entries matching f, newest first, after cursor.
+func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]domain.DeadLetterEntry, error) {
+	var args []any
+	where := f.where(&args)
+	if after != nil {
+		args = append(args, after.CreatedAt, after.ID)
+		where += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d::uuid)", len(args)-1, len(args))
+	}
+	args = append(args, limit)
+	rows, err := r.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM dead_letter_queue WHERE `+where+
+		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	defer rows.Close()
+	return r.scanEntries(rows)
+}
+
+// Requeue makes one entry due now with its retries reset. An entry that was
+// never retryable (a validation error) gets one attempt; a permanent one
+// gets its code's retries back and a new streak.
+func (r *Repository) Requeue(ctx context.Context, id string) error {
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE id = $1::uuid`, id)
+	if err != nil {
+		return fmt.Errorf("requeue dead letter %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// requeueSet is the SET clause of a re-queue.
+func requeueSet() string {
+	return fmt.Sprintf(`retry_count = 0,
+		max_retries = CASE WHEN permanent_at IS NULL THEN GREATEST(max_retries, 1) ELSE GREATEST(max_retries, %d) END,
+		next_retry_at = NOW(), failure_streak = 0, permanent_reason = NULL, permanent_at = NULL`, domain.MaxRetriesDefault)
+}
+
+// RequeueMatching requeues every entry matching f and returns how many.
+func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, error) {
+	var args []any
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE `+f.where(&args), args...)
+	if err != nil {
+		return 0, fmt.Errorf("requeue dead letters: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// DeleteMatching deletes every entry matching f and returns how many; the
+// documents stay failed in Elasticsearch.
+func (r *Repository) DeleteMatching(ctx context.Context, f Filter) (int64, error) {
+	var args []any
+	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE `+f.where(&args), args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete dead letters: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// MarkExhausted spends the remaining retries of doc's entry: it stays in
+// the queue, visible and re-queueable, and is no longer retried. It returns
+// ErrNotFound when doc has no entry.
+func (r *Repository) MarkExhausted(ctx context.Context, doc domain.DocKey) error {
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET retry_count = max_retries, last_attempt_at = NOW()
+		WHERE index_name = $1 AND content_id = $2`, doc.Index, doc.ID)
+	if err != nil {
+		return fmt.Errorf("mark dead letter %s/%s exhausted: %w", doc.Index, doc.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Delete removes one entry; the document stays failed in Elasticsearch.
+func (r *Repository) Delete(ctx context.Context, id string) error {
+	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE id = $1::uuid`, id)
+	if err != nil {
+		return fmt.Errorf("delete dead letter %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -54,9 +54,7 @@ func (f *inflight) documents() int {
 func (f *inflight) collect() (*pollResult, error) {
 	f.collecting.Lock()
 	defer f.collecting.Unlock()
-	f.mu.Lock()
-	done := f.done
-	f.mu.Unlock()
+	done := f.current()
 	if done == nil {
 		return nil, nil
 	}
@@ -70,9 +68,7 @@ func (f *inflight) collect() (*pollResult, error) {
 func (f *inflight) wait(ctx context.Context) error {
 	f.collecting.Lock()
 	defer f.collecting.Unlock()
-	f.mu.Lock()
-	done := f.done
-	f.mu.Unlock()
+	done := f.current()
 	if done == nil {
 		return nil
 	}
@@ -87,6 +83,13 @@ func (f *inflight) wait(ctx context.Context) error {
 	}
 	f.clear()
 	return nil
+}
+
+// current returns the outcome channel of the claim in flight; nil when none.
+func (f *inflight) current() chan claimOutcome {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done
 }
 
 func (f *inflight) clear() {

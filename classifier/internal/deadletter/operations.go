@@ -135,21 +135,6 @@ func (r *Repository) DeleteMatching(ctx context.Context, f Filter) (int64, error
 	return res.RowsAffected()
 }
 
-// MarkExhausted spends the remaining retries of doc's entry: it stays in
-// the queue, visible and re-queueable, and is no longer retried. It returns
-// ErrNotFound when doc has no entry.
-func (r *Repository) MarkExhausted(ctx context.Context, doc domain.DocKey) error {
-	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET retry_count = max_retries, last_attempt_at = NOW()
-		WHERE index_name = $1 AND content_id = $2`, doc.Index, doc.ID)
-	if err != nil {
-		return fmt.Errorf("mark dead letter %s/%s exhausted: %w", doc.Index, doc.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
-}
-
 // Delete removes one entry; the document stays failed in Elasticsearch.
 func (r *Repository) Delete(ctx context.Context, id string) error {
 	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE id = $1::uuid`, id)

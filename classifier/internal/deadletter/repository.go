@@ -451,6 +451,21 @@ func (r *Repository) Remove(ctx context.Context, docs ...domain.DocKey) (int64, 
 	return res.RowsAffected()
 }
 
+// MarkExhausted spends the remaining retries of doc's entry: it stays in
+// the queue, visible and re-queueable, and is no longer retried. It returns
+// ErrNotFound when doc has no entry.
+func (r *Repository) MarkExhausted(ctx context.Context, doc domain.DocKey) error {
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET retry_count = max_retries, last_attempt_at = NOW()
+		WHERE index_name = $1 AND content_id = $2`, doc.Index, doc.ID)
+	if err != nil {
+		return fmt.Errorf("mark dead letter %s/%s exhausted: %w", doc.Index, doc.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 func (r *Repository) scanEntries(rows *sql.Rows) ([]domain.DeadLetterEntry, error) {
 	var out []domain.DeadLetterEntry
 	for rows.Next() {

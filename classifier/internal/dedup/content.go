@@ -141,13 +141,6 @@ func earliestNewNear(docs []Doc, verdicts []Verdict, isNew []bool, i int) (domai
 	return best, found
 }
 
-func keyLess(a, b domain.DocKey) bool {
-	if a.Index != b.Index {
-		return a.Index < b.Index
-	}
-	return a.ID < b.ID
-}
-
 // candidatesQuery is the statement of candidates. Index and id compare
 // in the C collation, as Go compares strings; the bound (b) is the
 // document's own place in that order.
@@ -287,35 +280,6 @@ func (s *Store) record(ctx context.Context, docs []Doc) error {
 	}
 	return nil
 }
-
-// Retention is how long the store remembers a document: the longer of its
-// windows.
-func (s *Store) Retention() time.Duration { return max(s.cfg.URLWindow, s.cfg.ContentWindow) }
-
-// Cleanup deletes URLs and fingerprints older than their windows, at most
-// limit rows of each, and returns how many it deleted.
-func (s *Store) Cleanup(ctx context.Context, limit int) (int64, error) {
-	var total int64
-	for _, q := range []struct {
-		table  string
-		window time.Duration
-	}{
-		{"canonical_urls", s.cfg.URLWindow},
-		{"content_fingerprints", s.cfg.ContentWindow},
-	} {
-		res, err := s.db.ExecContext(ctx, `DELETE FROM `+q.table+` WHERE ctid IN (
-			SELECT ctid FROM `+q.table+` WHERE first_seen_at < NOW() - $1::interval LIMIT $2)`,
-			interval(q.window), limit)
-		if err != nil {
-			return total, fmt.Errorf("clean up %s: %w", q.table, err)
-		}
-		n, _ := res.RowsAffected()
-		total += n
-	}
-	return total, nil
-}
-
-func interval(d time.Duration) string { return fmt.Sprintf("%d milliseconds", d.Milliseconds()) }
 
 // exactBytes is the hash's bytes; a malformed hash (never made by
 // fingerprint.Of) gives nil, which matches nothing.

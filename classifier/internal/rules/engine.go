@@ -87,6 +87,20 @@ func Vetoes(excludeTopic, topic string) bool {
 	return excludeTopic == topic || excludeTopic == CrimeFamily && IsCrimeSubcategory(topic)
 }
 
+// crimeSubcategories are the topics that make a document crime related.
+var crimeSubcategories = map[string]bool{
+	"violent_crime":    true,
+	"property_crime":   true,
+	"drug_crime":       true,
+	"organized_crime":  true,
+	"criminal_justice": true,
+}
+
+// IsCrimeSubcategory reports whether topic is a crime subcategory
+// (violent_crime, property_crime, drug_crime, organized_crime,
+// criminal_justice): a match sets is_crime_related and crime_subcategory.
+func IsCrimeSubcategory(topic string) bool { return crimeSubcategories[topic] }
+
 // The thresholds a rule can be decided by (Rule.Threshold).
 const (
 	ThresholdMinKeywords   = "min_keywords"
@@ -279,15 +293,6 @@ func (e *Engine) Update(rules []Rule) error {
 	}
 	e.snap.Store(s)
 	return nil
-}
-
-// interim is the snapshot with a token index over its keywords in place of
-// its matcher: the same results, for the time a new automaton is built.
-func (s *snapshot) interim() *snapshot {
-	t := &snapshot{version: s.version, scoring: s.scoring, rules: s.rules, terms: s.terms,
-		postings: s.postings, postingStart: s.postingStart, matcher: NewTokenIndexMatcher(s.terms)}
-	t.initScratch()
-	return t
 }
 
 // Kind is the engine's matcher kind.

@@ -139,6 +139,15 @@ func (s *snapshot) initScratch() {
 	}
 }
 
+// interim is the snapshot with a token index over its keywords in place of
+// its matcher: the same results, for the time a new automaton is built.
+func (s *snapshot) interim() *snapshot {
+	t := &snapshot{version: s.version, scoring: s.scoring, rules: s.rules, terms: s.terms,
+		postings: s.postings, postingStart: s.postingStart, matcher: NewTokenIndexMatcher(s.terms)}
+	t.initScratch()
+	return t
+}
+
 // threshold returns the fewest distinct keywords of a rule with n distinct
 // keywords that pass its threshold under scoring (n+1 when none do), and
 // whether the threshold is the rule's MinKeywords.
@@ -218,17 +227,3 @@ func (s *snapshot) match(text string, all bool) []Match {
 	})
 	return out
 }
-
-// crimeSubcategories are the topics that make a document crime related.
-var crimeSubcategories = map[string]bool{
-	"violent_crime":    true,
-	"property_crime":   true,
-	"drug_crime":       true,
-	"organized_crime":  true,
-	"criminal_justice": true,
-}
-
-// IsCrimeSubcategory reports whether topic is a crime subcategory
-// (violent_crime, property_crime, drug_crime, organized_crime,
-// criminal_justice): a match sets is_crime_related and crime_subcategory.
-func IsCrimeSubcategory(topic string) bool { return crimeSubcategories[topic] }

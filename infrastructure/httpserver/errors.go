@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -91,4 +92,26 @@ func WriteRequestError(c *gin.Context, err error) bool {
 	}
 	WriteError(c, re.Status, re.Code, re.Message)
 	return true
+}
+
+// WriteUnavailable answers 503 with code (CodeDatabaseUnavailable or
+// CodeUnavailable) and msg, which says what did not answer and never holds
+// the driver's text, and logs err as a warning with the request id and the
+// route: a dependency that is down is the operator's business, not the
+// client's.
+func WriteUnavailable(c *gin.Context, logger *slog.Logger, code, msg string, err error) {
+	ctx := c.Request.Context()
+	logger.WarnContext(ctx, "dependency unavailable", slog.String("request_id", RequestID(ctx)),
+		slog.String("path", c.FullPath()), slog.Any("error", err))
+	WriteError(c, http.StatusServiceUnavailable, code, msg)
+}
+
+// WriteInternal answers 500 internal_error without the detail and logs err
+// as an error with the request id and the route: a bug or an unexpected
+// failure, which the client cannot fix by changing its request.
+func WriteInternal(c *gin.Context, logger *slog.Logger, err error) {
+	ctx := c.Request.Context()
+	logger.ErrorContext(ctx, "request failed", slog.String("request_id", RequestID(ctx)),
+		slog.String("path", c.FullPath()), slog.Any("error", err))
+	WriteError(c, http.StatusInternalServerError, CodeInternal, "internal error")
 }

@@ -133,10 +133,6 @@ func Register(router gin.IRouter, deps Deps) error {
 	return nil
 }
 
-func (h *handler) dbContext(c *gin.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request.Context(), h.DBTimeout)
-}
-
 func (h *handler) rulesVersion() *int64 {
 	if h.RulesVersion == nil {
 		return nil
@@ -155,16 +151,8 @@ func (h *handler) fail(c *gin.Context, err error) {
 	case errors.Is(err, rulestore.ErrConflict):
 		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, "a rule with this name already exists")
 	case errors.Is(err, rulestore.ErrUnavailable) || rulestore.IsUnavailable(err):
-		h.Logger.WarnContext(c.Request.Context(), "rule database unavailable",
-			slog.String("request_id", httpserver.RequestID(c.Request.Context())), slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the rule database is unavailable; retry later")
+		httpserver.WriteUnavailable(c, h.Logger, httpserver.CodeDatabaseUnavailable, "the rule database is unavailable; retry later", err)
 	default:
-		h.Logger.ErrorContext(c.Request.Context(), "rules api error",
-			slog.String("request_id", httpserver.RequestID(c.Request.Context())), slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "internal error")
+		httpserver.WriteInternal(c, h.Logger, err)
 	}
-}
-
-func badRequest(c *gin.Context, msg string) {
-	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
 }

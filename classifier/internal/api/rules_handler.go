@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -98,7 +99,7 @@ func (h *handler) listRules(c *gin.Context) {
 	var f rulestore.Filter
 	if topic, ok := c.GetQuery("topic"); ok {
 		if len(topic) > rulestore.MaxTopicLength {
-			badRequest(c, fmt.Sprintf("topic: must be at most %d characters", rulestore.MaxTopicLength))
+			httpserver.WriteBadRequest(c, fmt.Sprintf("topic: must be at most %d characters", rulestore.MaxTopicLength))
 			return
 		}
 		f.Topic = topic
@@ -106,12 +107,12 @@ func (h *handler) listRules(c *gin.Context) {
 	if raw, ok := c.GetQuery("enabled"); ok {
 		enabled, err := strconv.ParseBool(raw)
 		if err != nil {
-			badRequest(c, fmt.Sprintf("enabled: must be true or false (got %q)", raw))
+			httpserver.WriteBadRequest(c, fmt.Sprintf("enabled: must be true or false (got %q)", raw))
 			return
 		}
 		f.Enabled = &enabled
 	}
-	ctx, cancel := h.dbContext(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	list, err := h.Store.List(ctx, f)
 	if err != nil {
@@ -145,7 +146,7 @@ func ruleID(c *gin.Context) (int64, bool) {
 	raw := c.Param("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id <= 0 {
-		badRequest(c, fmt.Sprintf("id: must be a positive integer (got %q)", raw))
+		httpserver.WriteBadRequest(c, fmt.Sprintf("id: must be a positive integer (got %q)", raw))
 		return 0, false
 	}
 	return id, true
@@ -157,7 +158,7 @@ func (h *handler) getRule(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.dbContext(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	rule, err := h.Store.Get(ctx, id)
 	if err != nil {
@@ -169,20 +170,8 @@ func (h *handler) getRule(c *gin.Context) {
 
 // POST /rules
 func (h *handler) createRule(c *gin.Context) {
-	var req ruleRequest
-	if !httpserver.DecodeJSON(c, &req) {
-		return
-	}
-	in, err := req.input()
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	ctx, cancel := h.dbContext(c)
-	defer cancel()
-	rule, err := h.Store.Create(ctx, in)
-	if err != nil {
-		h.fail(c, err)
+	rule, ok := h.saveRule(c, h.Store.Create)
+	if !ok {
 		return
 	}
 	c.Header("Location", fmt.Sprintf("%s/%d", c.FullPath(), rule.ID))
@@ -195,23 +184,34 @@ func (h *handler) updateRule(c *gin.Context) {
 	if !ok {
 		return
 	}
+	rule, ok := h.saveRule(c, func(ctx context.Context, in rulestore.Input) (rulestore.Rule, error) {
+		return h.Store.Update(ctx, id, in)
+	})
+	if ok {
+		c.JSON(http.StatusOK, h.withThreshold(rule))
+	}
+}
+
+// saveRule decodes and checks the rule in the body and hands it to save
+// (create or update), answering every failure itself: false after it did.
+func (h *handler) saveRule(c *gin.Context, save func(context.Context, rulestore.Input) (rulestore.Rule, error)) (rulestore.Rule, bool) {
 	var req ruleRequest
 	if !httpserver.DecodeJSON(c, &req) {
-		return
+		return rulestore.Rule{}, false
 	}
 	in, err := req.input()
 	if err != nil {
 		h.fail(c, err)
-		return
+		return rulestore.Rule{}, false
 	}
-	ctx, cancel := h.dbContext(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
-	rule, err := h.Store.Update(ctx, id, in)
+	rule, err := save(ctx, in)
 	if err != nil {
 		h.fail(c, err)
-		return
+		return rulestore.Rule{}, false
 	}
-	c.JSON(http.StatusOK, h.withThreshold(rule))
+	return rule, true
 }
 
 // DELETE /rules/:id
@@ -220,7 +220,7 @@ func (h *handler) deleteRule(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.dbContext(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	if err := h.Store.Delete(ctx, id); err != nil {
 		h.fail(c, err)
@@ -240,7 +240,7 @@ func (h *handler) setEnabled(c *gin.Context, enabled bool) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.dbContext(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	rule, err := h.Store.SetEnabled(ctx, id, enabled)
 	if err != nil {

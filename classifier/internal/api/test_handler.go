@@ -123,7 +123,7 @@ func (h *handler) testRules(c *gin.Context) {
 		return
 	}
 	if req.Text != nil && (req.Title != nil || req.Body != nil) {
-		badRequest(c, "text: send either text, or title and body, not both")
+		httpserver.WriteBadRequest(c, "text: send either text, or title and body, not both")
 		return
 	}
 	var info *EngineInfo
@@ -137,7 +137,7 @@ func (h *handler) testRules(c *gin.Context) {
 	var title, body string
 	if req.Text != nil {
 		if strings.TrimSpace(*req.Text) == "" {
-			badRequest(c, "text: must not be empty")
+			httpserver.WriteBadRequest(c, "text: must not be empty")
 			return
 		}
 		fields = append(fields, newFieldTextStemmed("text", *req.Text, stem))
@@ -145,7 +145,7 @@ func (h *handler) testRules(c *gin.Context) {
 	} else {
 		title, body = deref(req.Title), deref(req.Body)
 		if strings.TrimSpace(title) == "" && strings.TrimSpace(body) == "" {
-			badRequest(c, "title, body: send a non-empty title or body (or text)")
+			httpserver.WriteBadRequest(c, "title, body: send a non-empty title or body (or text)")
 			return
 		}
 		fields = append(fields, newFieldTextStemmed("title", title, stem), newFieldTextStemmed("body", body, stem))

@@ -1,7 +1,6 @@
 package deadletter
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,10 +83,6 @@ func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
 	return nil
 }
 
-func (h *routes) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request.Context(), h.DBTimeout)
-}
-
 // fail answers a repository error: 404 for a missing entry, otherwise 503
 // with no driver text (the detail goes to the log).
 func (h *routes) fail(c *gin.Context, op string, err error) {
@@ -95,12 +90,7 @@ func (h *routes) fail(c *gin.Context, op string, err error) {
 		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
 		return
 	}
-	h.Logger.ErrorContext(c.Request.Context(), "dead-letter API database error", "operation", op, "error", err)
-	httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, op+" failed: the classifier database did not answer")
-}
-
-func badRequest(c *gin.Context, msg string) {
-	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
+	httpserver.WriteUnavailable(c, h.Logger, httpserver.CodeDatabaseUnavailable, op+" failed: the classifier database did not answer", err)
 }
 
 // parseFilter reads the filters every list and bulk route shares. An empty
@@ -167,28 +157,22 @@ func (h *routes) list(c *gin.Context) {
 		err = documentFilter(c, &f)
 	}
 	if err != nil {
-		badRequest(c, err.Error())
+		httpserver.WriteBadRequest(c, err.Error())
 		return
 	}
-	limit := LimitDefault
-	if s, ok := c.GetQuery("limit"); ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > LimitMax {
-			badRequest(c, fmt.Sprintf("limit must be 1..%d", LimitMax))
-			return
-		}
-		limit = n
+	limit, ok := httpserver.QueryLimit(c, LimitDefault, LimitMax)
+	if !ok {
+		return
+	}
+	k, ok := httpserver.QueryCursor(c)
+	if !ok {
+		return
 	}
 	var after *Cursor
-	if s := c.Query("cursor"); s != "" {
-		k, err := httpserver.DecodeCursor(s)
-		if err != nil {
-			httpserver.WriteRequestError(c, err)
-			return
-		}
+	if k != nil {
 		after = &Cursor{CreatedAt: k.CreatedAt, ID: k.ID}
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	entries, err := h.Repository.List(ctx, f, after, limit+1)
 	if err != nil {
@@ -209,7 +193,7 @@ func (h *routes) list(c *gin.Context) {
 }
 
 func (h *routes) stats(c *gin.Context) {
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Repository.GetStats(ctx)
 	if err != nil {
@@ -224,7 +208,7 @@ func (h *routes) stats(c *gin.Context) {
 func entryID(c *gin.Context) (string, bool) {
 	id := c.Param("id")
 	if !httpserver.IsUUID(id) {
-		badRequest(c, "id must be a UUID")
+		httpserver.WriteBadRequest(c, "id must be a UUID")
 		return "", false
 	}
 	return id, true
@@ -235,7 +219,7 @@ func (h *routes) requeueOne(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	if err := h.Repository.Requeue(ctx, id); err != nil {
 		h.fail(c, "requeue dead letter", err)
@@ -273,10 +257,10 @@ func bulkFilter(c *gin.Context, action string) (Filter, bool, bool) {
 		body.Exhausted != nil || body.Permanent != nil
 	switch {
 	case body.All && hasFilter:
-		badRequest(c, fmt.Sprintf(`"all": true %ss every entry; send it without filters`, action))
+		httpserver.WriteBadRequest(c, fmt.Sprintf(`"all": true %ss every entry; send it without filters`, action))
 		return Filter{}, false, false
 	case !body.All && !hasFilter:
-		badRequest(c, fmt.Sprintf(`give a filter (source, no_source, error_code, index, exhausted, permanent) or "all": true to %s every entry`, action))
+		httpserver.WriteBadRequest(c, fmt.Sprintf(`give a filter (source, no_source, error_code, index, exhausted, permanent) or "all": true to %s every entry`, action))
 		return Filter{}, false, false
 	}
 	boolText := func(b *bool) string {
@@ -291,7 +275,7 @@ func bulkFilter(c *gin.Context, action string) (Filter, bool, bool) {
 	}
 	f.Index = body.Index
 	if err != nil {
-		badRequest(c, err.Error())
+		httpserver.WriteBadRequest(c, err.Error())
 		return Filter{}, false, false
 	}
 	return f, body.All, true
@@ -302,7 +286,7 @@ func (h *routes) requeueMatching(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	n, err := h.Repository.RequeueMatching(ctx, f)
 	if err != nil {
@@ -320,7 +304,7 @@ func (h *routes) deleteMatching(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	n, err := h.Repository.DeleteMatching(ctx, f)
 	if err != nil {
@@ -336,7 +320,7 @@ func (h *routes) deleteOne(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	if err := h.Repository.Delete(ctx, id); err != nil {
 		h.fail(c, "delete dead letter", err)

@@ -61,10 +61,6 @@ func Register(router gin.IRouter, deps Deps) error {
 	return nil
 }
 
-func (h *handler) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request.Context(), h.Timeout)
-}
-
 func (h *handler) fail(c *gin.Context, err error) {
 	switch {
 	case errors.Is(err, ErrInvalid):
@@ -72,31 +68,13 @@ func (h *handler) fail(c *gin.Context, err error) {
 	case errors.Is(err, ErrNotFound):
 		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
 	case errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
-		h.Logger.WarnContext(c.Request.Context(), "label store unavailable", slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the label store is unavailable; retry later")
+		httpserver.WriteUnavailable(c, h.Logger, httpserver.CodeDatabaseUnavailable, "the label store is unavailable; retry later", err)
 	case fault.Elasticsearch(err) != fault.Statement:
 		// Elasticsearch down, overloaded or slow: the caller may retry.
-		h.Logger.WarnContext(c.Request.Context(), "elasticsearch unavailable for labels", slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeUnavailable, "Elasticsearch did not answer; retry later")
+		httpserver.WriteUnavailable(c, h.Logger, httpserver.CodeUnavailable, "Elasticsearch did not answer; retry later", err)
 	default:
-		h.Logger.ErrorContext(c.Request.Context(), "labels api error",
-			slog.String("request_id", httpserver.RequestID(c.Request.Context())), slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "internal error")
+		httpserver.WriteInternal(c, h.Logger, err)
 	}
-}
-
-// limit reads ?limit= within 1..max (def when absent); false after a 400.
-func limit(c *gin.Context, def, max int) (int, bool) {
-	v, ok := c.GetQuery("limit")
-	if !ok {
-		return def, true
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > max {
-		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "limit must be an integer 1.."+strconv.Itoa(max))
-		return 0, false
-	}
-	return n, true
 }
 
 type candidatesResponse struct {
@@ -105,11 +83,11 @@ type candidatesResponse struct {
 }
 
 func (h *handler) candidates(c *gin.Context) {
-	n, ok := limit(c, CandidatesLimitDefault, CandidatesLimitMax)
+	n, ok := httpserver.QueryLimit(c, CandidatesLimitDefault, CandidatesLimitMax)
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	cs, err := h.Finder.Candidates(ctx, n, h.Store.Labelled)
 	if err != nil {
@@ -143,7 +121,7 @@ func (h *handler) put(c *gin.Context) {
 			"index, id and label are required; label is a topic name (lower case letters, digits and _, at most 64)")
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	doc, err := h.Finder.Document(ctx, req.Index, req.ID)
 	if err != nil {
@@ -164,11 +142,11 @@ func (h *handler) put(c *gin.Context) {
 }
 
 func (h *handler) list(c *gin.Context) {
-	n, ok := limit(c, ListLimitDefault, ListLimitMax)
+	n, ok := httpserver.QueryLimit(c, ListLimitDefault, ListLimitMax)
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	out, err := h.Store.List(ctx, n)
 	if err != nil {
@@ -184,7 +162,7 @@ func (h *handler) delete(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "id must be a positive integer")
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	if err := h.Store.Delete(ctx, id); err != nil {
 		h.fail(c, err)
@@ -206,7 +184,7 @@ func (h *handler) export(c *gin.Context) {
 }
 
 func (h *handler) stats(c *gin.Context) {
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	s, err := h.Store.Stats(ctx)
 	if err != nil {

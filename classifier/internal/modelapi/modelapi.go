@@ -103,10 +103,6 @@ func Register(router gin.IRouter, deps Deps) error {
 	return nil
 }
 
-func (h *handler) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request.Context(), h.DBTimeout)
-}
-
 // fail maps an error to its status, in one place.
 func (h *handler) fail(c *gin.Context, err error) {
 	switch {
@@ -117,12 +113,9 @@ func (h *handler) fail(c *gin.Context, err error) {
 	case errors.Is(err, modelstore.ErrConflict):
 		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, err.Error())
 	case errors.Is(err, modelstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || rulestore.IsUnavailable(err):
-		h.Logger.WarnContext(c.Request.Context(), "model database unavailable", slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the model database is unavailable; retry later")
+		httpserver.WriteUnavailable(c, h.Logger, httpserver.CodeDatabaseUnavailable, "the model database is unavailable; retry later", err)
 	default:
-		h.Logger.ErrorContext(c.Request.Context(), "models api error",
-			slog.String("request_id", httpserver.RequestID(c.Request.Context())), slog.Any("error", err))
-		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "internal error")
+		httpserver.WriteInternal(c, h.Logger, err)
 	}
 }
 
@@ -149,7 +142,7 @@ type serving struct {
 }
 
 func (h *handler) list(c *gin.Context) {
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	ms, err := h.Store.List(ctx)
 	if err != nil {
@@ -169,7 +162,7 @@ func (h *handler) get(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.Get(ctx, id)
 	if err != nil {
@@ -195,7 +188,7 @@ func (h *handler) train(c *gin.Context) {
 	if c.Query("from") == "labels" {
 		via = "labels"
 	}
-	tctx, cancel := context.WithTimeout(c.Request.Context(), h.TrainTimeout)
+	tctx, cancel := httpserver.WithTimeout(c, h.TrainTimeout)
 	defer cancel()
 	start := time.Now()
 	m, err := topicmodel.Train(tctx, examples, topicmodel.TrainConfig{Base: h.Base})
@@ -203,7 +196,7 @@ func (h *handler) train(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	ctx, cancelDB := h.ctx(c)
+	ctx, cancelDB := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancelDB()
 	s, err := h.Store.Create(ctx, modelstore.NewModel{Name: name, Model: m, CreatedBy: auth.Subject(c),
 		TrainedOn: map[string]any{"documents": len(examples), "per_topic": topicmodel.PerTopic(examples), "via": via,
@@ -226,7 +219,7 @@ func (h *handler) examples(c *gin.Context) ([]topicmodel.Example, bool) {
 			httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "this replica has no label store")
 			return nil, false
 		}
-		ctx, cancel := h.ctx(c)
+		ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 		defer cancel()
 		ex, err := h.Labels.Examples(ctx)
 		if err != nil {
@@ -280,7 +273,7 @@ func (h *handler) candidate(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, "rollout_percent must be 0..100")
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.SetCandidate(ctx, id, pct)
 	if err != nil {
@@ -291,7 +284,7 @@ func (h *handler) candidate(c *gin.Context) {
 }
 
 func (h *handler) clearCandidate(c *gin.Context) {
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.ClearCandidate(ctx)
 	if err != nil {
@@ -306,7 +299,7 @@ func (h *handler) promote(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.Promote(ctx, id)
 	if err != nil {
@@ -323,7 +316,7 @@ type rollbackResponse struct {
 }
 
 func (h *handler) rollback(c *gin.Context) {
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.Rollback(ctx)
 	if err != nil {
@@ -338,7 +331,7 @@ func (h *handler) delete(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	if err := h.Store.Delete(ctx, id); err != nil {
 		h.fail(c, err)

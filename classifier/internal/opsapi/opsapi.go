@@ -7,7 +7,6 @@
 package opsapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,10 +82,6 @@ func Register(router gin.IRouter, d Deps) error {
 	return nil
 }
 
-func (h *handler) ctx(c *gin.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request.Context(), dbTimeout)
-}
-
 // fail answers a repository error: 404 for a missing row, otherwise 503 with
 // no driver text (the detail goes to the log).
 func (h *handler) fail(c *gin.Context, op string, err error) {
@@ -94,17 +89,12 @@ func (h *handler) fail(c *gin.Context, op string, err error) {
 	case errors.Is(err, reputation.ErrNotFound):
 		httpserver.WriteError(c, http.StatusNotFound, httpserver.CodeNotFound, err.Error())
 	default:
-		h.Logger.ErrorContext(c.Request.Context(), "operations API database error", "operation", op, "error", err)
-		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, op+" failed: the classifier database did not answer")
+		httpserver.WriteUnavailable(c, h.Logger, httpserver.CodeDatabaseUnavailable, op+" failed: the classifier database did not answer", err)
 	}
 }
 
-func badRequest(c *gin.Context, msg string) {
-	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, msg)
-}
-
 func (h *handler) listSources(c *gin.Context) {
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	sources, err := h.Sources.List(ctx)
 	if err != nil {
@@ -122,7 +112,7 @@ func (h *handler) getSource(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	s, err := h.Sources.Get(ctx, name)
 	if err != nil {
@@ -144,16 +134,16 @@ func (h *handler) stats(c *gin.Context) {
 	interval, err2 := time.ParseDuration(c.DefaultQuery("interval", "1m"))
 	switch {
 	case err1 != nil || window <= 0 || window > statsWindowMax:
-		badRequest(c, "window must be a duration up to 168h, such as 1h")
+		httpserver.WriteBadRequest(c, "window must be a duration up to 168h, such as 1h")
 		return
 	case err2 != nil || interval < statsIntervalMin || interval > window:
-		badRequest(c, "interval must be a duration from 10s up to the window, such as 1m")
+		httpserver.WriteBadRequest(c, "interval must be a duration from 10s up to the window, such as 1m")
 		return
 	case window/interval > statsBucketsMax:
-		badRequest(c, fmt.Sprintf("window/interval must be at most %d buckets", statsBucketsMax))
+		httpserver.WriteBadRequest(c, fmt.Sprintf("window/interval must be at most %d buckets", statsBucketsMax))
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	s, err := h.History.Stats(ctx, window, interval)
 	if err != nil {

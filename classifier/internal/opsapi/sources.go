@@ -1,7 +1,6 @@
 package opsapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,7 +37,7 @@ func sourceParam(c *gin.Context) (string, bool) {
 		return "", false
 	}
 	if !contentindex.ValidSource(name) {
-		badRequest(c, fmt.Sprintf("source must be the prefix of a raw index: lowercase letters, digits, '_' and '-', "+
+		httpserver.WriteBadRequest(c, fmt.Sprintf("source must be the prefix of a raw index: lowercase letters, digits, '_' and '-', "+
 			"starting with a letter or digit, at most 200 characters (got %q)", name))
 		return "", false
 	}
@@ -50,7 +49,7 @@ func (h *handler) getPriority(c *gin.Context) {
 	if !ok || !h.havePriorities(c) {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	m, err := h.Priorities.Get(ctx, source)
 	if err != nil {
@@ -76,10 +75,10 @@ func (h *handler) putPriority(c *gin.Context) {
 	}
 	p, err := sourcepriority.Parse(body.Priority)
 	if err != nil {
-		badRequest(c, err.Error())
+		httpserver.WriteBadRequest(c, err.Error())
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	m, err := h.Priorities.Set(ctx, source, p, auth.Subject(c))
 	switch {
@@ -137,17 +136,17 @@ func (h *handler) postReprocess(c *gin.Context) {
 	switch body.Scope {
 	case "", reprocess.ScopeClassified, reprocess.ScopeAll:
 	default:
-		badRequest(c, fmt.Sprintf("scope must be %q or %q (got %q)", reprocess.ScopeClassified, reprocess.ScopeAll, body.Scope))
+		httpserver.WriteBadRequest(c, fmt.Sprintf("scope must be %q or %q (got %q)", reprocess.ScopeClassified, reprocess.ScopeAll, body.Scope))
 		return
 	}
 	if body.MaxDocs != nil {
 		if *body.MaxDocs < 1 || *body.MaxDocs > maxDocsMax {
-			badRequest(c, fmt.Sprintf("max_docs must be 1..%d (got %d)", maxDocsMax, *body.MaxDocs))
+			httpserver.WriteBadRequest(c, fmt.Sprintf("max_docs must be 1..%d (got %d)", maxDocsMax, *body.MaxDocs))
 			return
 		}
 		req.MaxDocs = *body.MaxDocs
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), reprocessTimeout)
+	ctx, cancel := httpserver.WithTimeout(c, reprocessTimeout)
 	defer cancel()
 	task, err := h.Reprocess.Submit(ctx, req)
 	var running *reprocess.RunningError
@@ -174,7 +173,7 @@ func (h *handler) listReprocess(c *gin.Context) {
 	if !ok || !h.haveReprocess(c) {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	tasks, err := h.Reprocess.List(ctx, source, reprocessListLimit)
 	if err != nil {
@@ -193,7 +192,7 @@ func (h *handler) taskParams(c *gin.Context) (source, id string, ok bool) {
 	}
 	id = c.Param("task")
 	if !httpserver.IsUUID(id) {
-		badRequest(c, "task must be a UUID")
+		httpserver.WriteBadRequest(c, "task must be a UUID")
 		return "", "", false
 	}
 	return source, id, true
@@ -204,7 +203,7 @@ func (h *handler) getReprocess(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	task, err := h.Reprocess.Get(ctx, source, id)
 	switch {
@@ -222,7 +221,7 @@ func (h *handler) cancelReprocess(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ctx, cancel := h.ctx(c)
+	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
 	task, err := h.Reprocess.Cancel(ctx, source, id, auth.Subject(c))
 	switch {

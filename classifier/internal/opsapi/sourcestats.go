@@ -1,7 +1,6 @@
 package opsapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -23,7 +22,7 @@ func (h *handler) sourceStats(c *gin.Context) {
 		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeUnavailable, "this classifier serves no source statistics")
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), sourceStatsTimeout)
+	ctx, cancel := httpserver.WithTimeout(c, sourceStatsTimeout)
 	defer cancel()
 	report, err := h.SourceStats.Stats(ctx)
 	if err != nil {

@@ -143,22 +143,16 @@ func (h *Handler) list(c *gin.Context) {
 		badRequest(c, err)
 		return
 	}
-	limit := LimitDefault
-	if v, ok := c.GetQuery("limit"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > LimitMax {
-			badRequest(c, fmt.Errorf("limit must be an integer from 1 to %d (got %q)", LimitMax, v))
-			return
-		}
-		limit = n
+	limit, ok := httpserver.QueryLimit(c, LimitDefault, LimitMax)
+	if !ok {
+		return
+	}
+	k, ok := httpserver.QueryCursor(c)
+	if !ok {
+		return
 	}
 	var after *domain.Cursor
-	if v := c.Query("cursor"); v != "" {
-		k, err := httpserver.DecodeCursor(v)
-		if err != nil {
-			httpserver.WriteRequestError(c, err)
-			return
-		}
+	if k != nil {
 		after = &domain.Cursor{CreatedAt: k.CreatedAt, ID: k.ID}
 	}
 	entries, next, err := h.store.List(c, f, after, limit)
@@ -301,7 +295,7 @@ func filterFromQuery(c *gin.Context, withStatus bool) (domain.OutboxFilter, erro
 }
 
 func badRequest(c *gin.Context, err error) {
-	httpserver.WriteError(c, http.StatusBadRequest, httpserver.CodeBadRequest, err.Error())
+	httpserver.WriteBadRequest(c, err.Error())
 }
 
 // fail maps errors to status codes in one place.
@@ -312,10 +306,8 @@ func (h *Handler) fail(c *gin.Context, err error) {
 	case errors.Is(err, domain.ErrConflict):
 		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
-		h.logger.WarnContext(c, "outbox database unavailable", "path", c.FullPath(), "error", err)
-		httpserver.WriteError(c, http.StatusServiceUnavailable, httpserver.CodeDatabaseUnavailable, "the outbox database did not answer; retry later")
+		httpserver.WriteUnavailable(c, h.logger, httpserver.CodeDatabaseUnavailable, "the outbox database did not answer; retry later", err)
 	default:
-		h.logger.ErrorContext(c, "api request failed", "path", c.FullPath(), "error", err)
-		httpserver.WriteError(c, http.StatusInternalServerError, httpserver.CodeInternal, "internal error")
+		httpserver.WriteInternal(c, h.logger, err)
 	}
 }

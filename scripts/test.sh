@@ -49,22 +49,22 @@ modules=$(sed -n 's#^[[:space:]]*\./\(.*\)$#\1#p' go.work)
 # the engine and (without an image registry) the stand-in images, is made in the background
 # from here on (`--prepare`: downloads and package installs, little CPU, except the Jaeger
 # stand-in's first `go build`, niced: about 200 s of CPU with cold Go caches, none once it is
-# in NC_CACHE_DIR); the stage itself
-# then builds the services' binaries with the Go build cache the stages before it filled and
+# in NC_CACHE_DIR), and says it has ended by a file ($compose_prep_log.done), which the
+# stage, begun in the background after the race stage, waits for; the stage itself then
+# builds the services' binaries with the Go build cache the stages before it filled and
 # packs them. Outside CI it skips where no Docker engine can be had; under CI=true it fails.
 compose_prep_log=$(mktemp)
-"$root/scripts/compose-test.sh" --prepare >"$compose_prep_log" 2>&1 &
+("$root/scripts/compose-test.sh" --prepare >"$compose_prep_log" 2>&1 || true; touch "$compose_prep_log.done") &
 compose_prep_pid=$!
 compose_stage() {
   wait "$compose_prep_pid" || true
   compose_stage_after_prep
 }
-# compose_stage_after_prep is the stage once the preparation has ended (a
-# subshell cannot wait for it: it is the main shell's child).
+# compose_stage_after_prep is the stage once the preparation has ended.
 compose_stage_after_prep() {
   echo "   compose preparation: $(grep -c 'offline images:.* built\|imported' "$compose_prep_log") images built in the background" >&2
   sed 's/^/   compose-prepare: /' "$compose_prep_log" | tail -n 12 >&2
-  rm -f "$compose_prep_log"
+  rm -f "$compose_prep_log" "$compose_prep_log.done"
   "$root/scripts/compose-test.sh"
 }
 if [ "$only" = compose ]; then
@@ -127,19 +127,31 @@ if [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   exit 1
 fi
+# `go mod tidy -diff` (the module stage below) reads go.mod, go.sum and the
+# module cache, and compiles nothing: it runs beside vet, which uses the CPU.
+tidy_log=$(mktemp)
+(for m in $modules; do
+  (cd "$m" && GOWORK=off go mod tidy -diff) || echo "module $m: go mod tidy -diff would change go.mod or go.sum (above)"
+done) >"$tidy_log" 2>&1 &
+tidy_pid=$!
 for m in $modules; do
-  (cd "$m" && "${nonrace[@]}" go vet -trimpath ./...)
+  (cd "$m" && "${nonrace[@]}" go vet -trimpath ./...) || { wait "$tidy_pid" || true; exit 1; }
 done
 
 status=0
 # Each module stands alone: it builds outside the workspace (its go.mod
 # requires what it imports, the local infrastructure module through a
-# replace) and `go mod tidy` would change nothing. -diff only prints.
+# replace) and `go mod tidy` would change nothing. -diff only prints. The
+# build finds every package compiled by vet; tidy ran beside vet.
 step "modules: GOWORK=off go build, go mod tidy -diff"
 for m in $modules; do
-  (cd "$m" && "${nonrace[@]}" go build -trimpath ./... && GOWORK=off go mod tidy -diff) ||
-    { echo "module $m does not stand alone (build or go mod tidy above)" >&2; status=1; }
+  (cd "$m" && "${nonrace[@]}" go build -trimpath ./...) ||
+    { echo "module $m does not stand alone (go build above)" >&2; status=1; }
 done
+wait "$tidy_pid" || status=1
+cat "$tidy_log" >&2
+! grep -q 'go mod tidy -diff would change' "$tidy_log" || status=1
+rm -f "$tidy_log"
 
 # ---- Prometheus configuration and alert rules (promtool) ---------------------
 # The e2e tests run the prometheus binary, so this comes before them.
@@ -166,73 +178,114 @@ if [ ! -x "$gotestsum" ]; then
   GOBIN="$cache/bin" "${nonrace[@]}" go install -trimpath gotest.tools/gotestsum@v1.13.0
 fi
 
+# ---- stages in the background ------------------------------------------------
+# The machine has 2 cores. The stages from here on that mostly wait (on the
+# services, a browser, containers, the failover tests' timers) run beside the
+# ones that use the CPU. A background stage's output goes to a file, printed
+# whole when the stage is joined; its own seconds, and when it began, go into
+# the closing summary; its failure fails the run, with its output shown.
+jobs_dir=$(mktemp -d)
+json=$jobs_dir/go-test.json
+trap 'rm -rf "$jobs_dir"; rm -f "$prep_log" "$compose_prep_log" "$compose_prep_log.done"' EXIT
+declare -A job_pid job_label
+# background NAME LABEL COMMAND...: runs COMMAND (a function or a program) in
+# a subshell in the background, its output in $jobs_dir/NAME.log; when it
+# ends it writes its seconds, when it began (seconds into the run) and its
+# status to $jobs_dir/NAME.done.
+background() {
+  local name=$1 label=$2
+  shift 2
+  job_label[$name]=$label
+  printf '\n== %s (begins in the background, at %ss)\n' "$label" "$(($(date +%s) - start))" >&2
+  (
+    began=$(date +%s) rc=0
+    "$@" >"$jobs_dir/$name.log" 2>&1 </dev/null || rc=$?
+    echo "$(($(date +%s) - began)) $((began - start)) $rc" >"$jobs_dir/$name.done"
+    exit "$rc"
+  ) &
+  job_pid[$name]=$!
+}
+# join NAME: waits for a background stage, prints its output and its seconds,
+# and records them for the summary; returns its status.
+join() {
+  local name=$1 rc=0 secs='?' began='?' note=
+  wait "${job_pid[$name]}" || rc=$?
+  [ -f "$jobs_dir/$name.done" ] && read -r secs began _ <"$jobs_dir/$name.done"
+  printf '\n== %s (ran in the background)\n' "${job_label[$name]}" >&2
+  cat "$jobs_dir/$name.log" >&2
+  [ "$rc" = 0 ] || note=", FAILED (status $rc)"
+  timings+=("$(printf '%6ss  %s [background, from %ss%s]' "$secs" "${job_label[$name]}" "$began" "$note")")
+  printf -- '-- %s: %ss (in the background, from %ss)%s\n' "${job_label[$name]}" "$secs" "$began" "$note" >&2
+  return "$rc"
+}
+
+# Classification quality (docs/classification.md). The default rules alone,
+# on the labeled set written beside them, held to their floors (recall >= 0.85
+# and precision >= 0.90 per topic, crime false positives <= 2%, < 10% of
+# articles without a topic): a regression check of the rules, not evidence of
+# quality. Then the shipped defaults (rules and lexicon) and classifier train
+# (5-fold cross-validation, TestSectionEvalTrained, held to its floors here)
+# on the labelled news sets in NEWS_DATA_DIR, printed for the record (go test
+# holds the defaults to their floors: TestSectionEvalShippedDefaults).
+# Nothing is written; a scratch database is made and dropped for each.
+# The eval is CPU alone (the training: minutes of one goroutine's arithmetic per
+# set), no timer in it: it runs in the background from the race stage on, niced
+# 5 below the run, so that it takes the CPU the stages beside it leave idle
+# (the tests that wait on the services) rather than theirs.
+eval_stage() {
+  local rc=0 eval_bin
+  (cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
+    "${nonrace[@]}" go run -trimpath ./cmd/classifier eval -rules migrations -model none -floors -misses 10 testdata/eval/labels.ndjson) || rc=1
+  if [ -n "${NEWS_DATA_DIR:-}" ]; then
+    eval_bin=$(mktemp -d)/classifier
+    (cd classifier && "${nonrace[@]}" go build -trimpath -o "$eval_bin" ./cmd/classifier &&
+      for set in news-short-dev news-full-dev; do
+        "$eval_bin" eval -rules migrations -misses 0 "$NEWS_DATA_DIR/$set.ndjson.gz" || exit 1
+      done &&
+      "${nonrace[@]}" go test -trimpath -count=1 -timeout 20m -v -run '^TestSectionEvalTrained$' ./cmd/classifier) || rc=1
+    rm -rf "$(dirname "$eval_bin")"
+  elif [ "${CI:-}" = true ]; then
+    echo "NEWS_DATA_DIR is not set: CI needs the labelled news sets" >&2
+    rc=1
+  else
+    echo "NEWS_DATA_DIR is not set: the labelled news evaluation is skipped (docs/classification.md)" >&2
+  fi
+  return $rc
+}
+background eval "classifier eval: the rules on their labeled set (floors); the defaults and training on labelled news" \
+  nice -n 5 bash -c "$(declare -p nonrace); $(declare -f eval_stage); eval_stage"
+
 step "go test -race (all modules)"
-json=$(mktemp)
-trap 'rm -f "$json" "${dashlog:-}" "${compose_log:-}" "$prep_log" "$compose_prep_log"' EXIT
 # One go test over every module (from the workspace root), not one per module:
-# go test builds and runs packages two at a time (-p, the cores), and one per
-# module left a core idle while each module's last, longest package ran (the
-# end-to-end package alone runs for minutes, mostly waiting on the services).
-# The end-to-end package is named first, so it starts first and the shorter
-# packages fill the other core beside it. The cluster tests (TestCluster*) run
-# in the cluster stage below, and TestSectionEvalTrained (training 130 models:
-# minutes under the race detector, one goroutine's arithmetic) in the eval stage.
+# one per module left the CPU idle while each module's last, longest package
+# ran. Most packages spend most of their time waiting on the services (the
+# end-to-end package alone runs for minutes), so go test runs four at a time
+# (-p 4) on the 2 cores, not the default two: with two, the end-to-end package
+# held one of them for its whole run and every other package queued behind
+# the other. The end-to-end package is named first, so it starts first.
+# -trimpath: the compiled packages' cache keys then do not hold the clone's
+# directory, so a new clone on this machine reuses what an earlier run
+# compiled for the race detector (the cluster stage builds with the same flags).
+# The cluster tests (TestCluster*) run in the cluster stage below, and
+# TestSectionEvalTrained (training 130 models: minutes under the race
+# detector, one goroutine's arithmetic) in the eval stage.
+race=(go test -race -trimpath -count=1)
 pkgs=(./e2e/...)
 for m in $modules; do
   [ "$m" = e2e ] || pkgs+=("./$m/...")
 done
-go test -race -count=1 -timeout 20m -json -skip '^TestCluster|^TestSectionEvalTrained$' "${pkgs[@]}" >>"$json" || status=1
-
-# Cluster stage (docs/scaling.md): a 3-node Elasticsearch and a Redis Cluster of 3 masters
-# with replicas start beside the single-node services (scripts/services.sh, NC_ES_NODES=3,
-# NC_REDIS_CLUSTER=1); the end-to-end delivery test runs on the Elasticsearch cluster, and the
-# failover tests kill a node of each cluster mid-drain (TestCluster*, which need the cluster
-# settings and fail without a cluster under CI). The clusters stop afterwards to give their
-# memory back. A few minutes.
-step "clusters: delivery and failover tests on a 3-node Elasticsearch and a Redis Cluster"
-cluster_stage() {
-  local rc=0 out pid1 pid2
-  export NC_ES_CLUSTER_JAVA_OPTS=-XX:TieredStopAtLevel=1 # faster node (re)starts; not a measurement
-  NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up || return 1
-  out=$(mktemp -d)
-  # The Elasticsearch node kill first, with no other test on Elasticsearch (the node it
-  # kills serves them all), beside the Redis Cluster's client and sink tests (conformance,
-  # a master killed mid-publish), which use no Elasticsearch (and so restart their node
-  # without the Elasticsearch cluster's settings).
-  (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
-    cd e2e && go test -race -count=1 -timeout 6m -json -run '^TestClusterElasticsearchNodeKilledMidDrain$' . >"$out/1.json") &
-  pid1=$!
-  (eval "$(NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
-    (cd infrastructure && go test -race -count=1 -json -run '^(TestOpenClusterURL|TestNewConnectsAndPings)$' ./redisclient) >"$out/2.json" &&
-    (cd publisher && go test -race -count=1 -json -run '^TestCluster' ./internal/sink/) >"$out/3.json") &
-  pid2=$!
-  wait "$pid1" || rc=1
-  wait "$pid2" || rc=1
-  # Then the delivery test on the Elasticsearch cluster (with one Redis), beside a Redis
-  # master killed under the real publisher.
-  (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
-    (cd infrastructure && go test -race -count=1 -json -run '^TestReplicasFollowTheDataNodes$' ./contentindex) >"$out/4.json" &&
-    (cd e2e && go test -race -count=1 -timeout 6m -json -run '^TestPipelineDeliversEveryDocumentOnce$' .) >"$out/5.json") &
-  pid1=$!
-  (eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
-    cd e2e && go test -race -count=1 -timeout 6m -json -run '^TestClusterRedisMasterKilledMidDrain$' . >"$out/6.json") &
-  pid2=$!
-  wait "$pid1" || rc=1
-  wait "$pid2" || rc=1
-  cat "$out"/*.json >>"$json"
-  # The figures (documents, duplicates, time to recover) of each failover test.
-  grep -ho '"Output":"cluster-[a-z0-9-]*: [^"]*' "$out"/*.json | sed 's/^"Output":"//; s/\\n$//' >&2 || true
-  rm -rf "$out"
-  "$root/scripts/services.sh" down-clusters || rc=1
-  return $rc
-}
-cluster_start=$(date +%s)
-cluster_stage || status=1
-echo "cluster stage: $(( $(date +%s) - cluster_start ))s" >&2
+"${race[@]}" -p "${NC_TEST_PARALLEL:-4}" -timeout 20m -json -skip '^TestCluster|^TestSectionEvalTrained$' "${pkgs[@]}" >>"$json" || status=1
 
 # Dashboard (dashboard/): type check, unit tests, production build, and the
 # browser end-to-end test, which starts its own copies of the services from
-# bin/ and drives Debian's chromium (installed here when missing).
+# bin/ (its own databases and index prefix on the single-node services) and
+# drives Debian's chromium (installed here when missing). It runs in the
+# background: its type check, unit tests and builds (CPU) beside the cluster
+# stage (which mostly waits, on an Elasticsearch and a Redis of its own), its
+# browser test once the cluster stage has ended (the cluster tests publish
+# thousands of messages on the shared Redis, whose channels the live tail
+# under test shows), beside the fuzz stage. Once dist/ is built it says so
+# ($jobs_dir/dist-ready), and the compose stage, which packs dist/, begins.
 dashboard_checks() {
   cd "$root/dashboard" || return 1
   if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -247,90 +300,87 @@ dashboard_checks() {
   npm run typecheck || return 1
   npm run test:unit || return 1
   npm run build || return 1
+  touch "$jobs_dir/dist-ready"
+  until [ -e "$jobs_dir/clusters-done" ]; do kill -0 $$ 2>/dev/null || return 1; sleep 2; done
+  echo "dashboard: the browser test begins after the cluster stage, $(($(date +%s) - start))s into the run"
   npm run test:e2e || return 1
 }
 prepared
-step "dashboard: typecheck, unit, build, e2e"
-dashlog=$(mktemp)
-# errexit and pipefail would end the script on a failing pipeline before its
-# status is read; turn errexit off around it so the summary always prints.
-set +e
-(dashboard_checks) 2>&1 | tee "$dashlog"
-dash_status=${PIPESTATUS[0]}
-set -e
-[ "$dash_status" = 0 ] || { echo "dashboard checks failed" >&2; status=1; }
+background dashboard "dashboard: typecheck, unit, build, e2e (the e2e after the cluster stage)" dashboard_checks
 
-# After the dashboard stage: its scripts/build.sh and `npm run build` leave the Go build cache
-# and dashboard/dist that the offline service images reuse. The compose stage runs beside
-# the fuzz stage and the eval, its output kept until it ends: it mostly waits on containers,
-# and the fuzz targets run for a fixed time whatever CPU they get (fewer inputs, never a
-# failure), so the two together take about the time of the longer one. Its own seconds are
-# printed when it ends.
-wait "$compose_prep_pid" || true
-compose_log=$(mktemp)
-compose_start=$(date +%s)
-(compose_stage_after_prep) >"$compose_log" 2>&1 &
-compose_pid=$!
+# Compose stage (scripts/compose-test.sh): the container stack run for real, mostly waiting
+# on containers. It packs the services' binaries (the Go build cache filled by the stages
+# before) and the dashboard's dist/, so it begins once the dashboard stage has built dist/
+# (or ended without it: compose-test.sh then builds dist/ itself).
+compose_after_dist() {
+  until [ -e "$compose_prep_log.done" ]; do kill -0 $$ 2>/dev/null || return 1; sleep 2; done
+  until [ -e "$jobs_dir/dist-ready" ] || [ -e "$jobs_dir/dashboard.done" ]; do kill -0 $$ 2>/dev/null || return 1; sleep 2; done
+  echo "   compose: began after its preparation and the dashboard's build, $(($(date +%s) - start))s into the run" >&2
+  compose_stage_after_prep
+}
+background compose "compose: the container stack run for real (budget 600s)" compose_after_dist
 
-# Classification quality (docs/classification.md). The default rules alone,
-# on the labeled set written beside them, held to their floors (recall >= 0.85
-# and precision >= 0.90 per topic, crime false positives <= 2%, < 10% of
-# articles without a topic): a regression check of the rules, not evidence of
-# quality. Then the shipped defaults (rules and lexicon) and classifier train
-# (5-fold cross-validation, TestSectionEvalTrained, held to its floors here)
-# on the labelled news sets in NEWS_DATA_DIR, printed for the record (go test
-# holds the defaults to their floors: TestSectionEvalShippedDefaults).
-# Nothing is written; a scratch database is made and dropped for each.
-# The eval runs beside the fuzz stage (and the compose stage): the fuzz
-# targets run for a fixed time whatever CPU they get, so the eval's training
-# costs the run little wall time; its output is kept and shown when it ends.
-eval_stage() {
-  local rc=0 eval_bin
-  (cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
-    "${nonrace[@]}" go run -trimpath ./cmd/classifier eval -rules migrations -model none -floors -misses 10 testdata/eval/labels.ndjson) || rc=1
-  if [ -n "${NEWS_DATA_DIR:-}" ]; then
-    eval_bin=$(mktemp -d)/classifier
-    (cd classifier && "${nonrace[@]}" go build -trimpath -o "$eval_bin" ./cmd/classifier &&
-      for set in news-short-dev news-full-dev; do
-        "$eval_bin" eval -rules migrations -misses 0 "$NEWS_DATA_DIR/$set.ndjson.gz" || exit 1
-      done &&
-      "${nonrace[@]}" go test -trimpath -count=1 -timeout 10m -v -run '^TestSectionEvalTrained$' ./cmd/classifier) || rc=1
-    rm -rf "$(dirname "$eval_bin")"
-  elif [ "${CI:-}" = true ]; then
-    echo "NEWS_DATA_DIR is not set: CI needs the labelled news sets" >&2
-    rc=1
-  else
-    echo "NEWS_DATA_DIR is not set: the labelled news evaluation is skipped (docs/classification.md)" >&2
-  fi
+# Cluster stage (docs/scaling.md): a 3-node Elasticsearch and a Redis Cluster of 3 masters
+# with replicas start beside the single-node services (scripts/services.sh, NC_ES_NODES=3,
+# NC_REDIS_CLUSTER=1); the end-to-end delivery test runs on the Elasticsearch cluster, and the
+# failover tests kill a node of each cluster mid-drain (TestCluster*, which need the cluster
+# settings and fail without a cluster under CI). The clusters stop afterwards to give their
+# memory back. A few minutes, mostly waiting for the nodes.
+step "clusters: delivery and failover tests on a 3-node Elasticsearch and a Redis Cluster"
+cluster_stage() {
+  local rc=0 out pid1 pid2
+  export NC_ES_CLUSTER_JAVA_OPTS=-XX:TieredStopAtLevel=1 # faster node (re)starts; not a measurement
+  NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up || return 1
+  out=$(mktemp -d)
+  # The Elasticsearch node kill first, with no other test on Elasticsearch (the node it
+  # kills serves them all), beside the Redis Cluster's client and sink tests (conformance,
+  # a master killed mid-publish), which use no Elasticsearch (and so restart their node
+  # without the Elasticsearch cluster's settings).
+  (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
+    cd e2e && "${race[@]}" -timeout 6m -json -run '^TestClusterElasticsearchNodeKilledMidDrain$' . >"$out/1.json") &
+  pid1=$!
+  (eval "$(NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
+    (cd infrastructure && "${race[@]}" -json -run '^(TestOpenClusterURL|TestNewConnectsAndPings)$' ./redisclient) >"$out/2.json" &&
+    (cd publisher && "${race[@]}" -json -run '^TestCluster' ./internal/sink/) >"$out/3.json") &
+  pid2=$!
+  wait "$pid1" || rc=1
+  wait "$pid2" || rc=1
+  # Then the delivery test on the Elasticsearch cluster (with one Redis), beside a Redis
+  # master killed under the real publisher.
+  (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
+    (cd infrastructure && "${race[@]}" -json -run '^TestReplicasFollowTheDataNodes$' ./contentindex) >"$out/4.json" &&
+    (cd e2e && "${race[@]}" -timeout 6m -json -run '^TestPipelineDeliversEveryDocumentOnce$' .) >"$out/5.json") &
+  pid1=$!
+  (eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
+    cd e2e && "${race[@]}" -timeout 6m -json -run '^TestClusterRedisMasterKilledMidDrain$' . >"$out/6.json") &
+  pid2=$!
+  wait "$pid1" || rc=1
+  wait "$pid2" || rc=1
+  cat "$out"/*.json >>"$json"
+  # The figures (documents, duplicates, time to recover) of each failover test.
+  grep -ho '"Output":"cluster-[a-z0-9-]*: [^"]*' "$out"/*.json | sed 's/^"Output":"//; s/\\n$//' >&2 || true
+  rm -rf "$out"
+  "$root/scripts/services.sh" down-clusters || rc=1
   return $rc
 }
-eval_log=$(mktemp)
-eval_start=$(date +%s)
-(eval_stage) >"$eval_log" 2>&1 &
-eval_pid=$!
+cluster_stage || status=1
+touch "$jobs_dir/clusters-done"
 
 # Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
 # bounded run from its committed seeds, then schemathesis over each
 # service's OpenAPI document against the real binaries (all checks; a 5xx
-# or a schema violation fails).
+# or a schema violation fails). The fuzz targets run for a fixed time
+# whatever CPU they get (fewer inputs, never a failure); the services it
+# starts have their own databases and index prefix.
 step "fuzz: Go native fuzz targets, schemathesis against the running services"
 # FUZZTIME: 6 s a target here (scripts/fuzz.sh's own default is 10 s);
 # every target runs, each from its committed corpus.
 FUZZTIME=${FUZZTIME:-6s} "$root/scripts/fuzz.sh" || status=1
+stage_end
 
-step "classifier eval: the rules on their labeled set (floors); the defaults and training on labelled news (began beside the fuzz stage)"
-wait "$eval_pid" || status=1
-cat "$eval_log" >&2
-echo "eval stage: $(( $(date +%s) - eval_start ))s from its start" >&2
-rm -f "$eval_log"
-
-step "compose: the container stack run for real (budget 600s; began beside the fuzz stage)"
-compose_status=0
-wait "$compose_pid" || compose_status=1
-cat "$compose_log" >&2
-echo "compose stage: $(( $(date +%s) - compose_start ))s from its start" >&2
-[ "$compose_status" = 0 ] || status=1
-
+join dashboard || { echo "dashboard checks failed" >&2; status=1; }
+join eval || status=1
+join compose || status=1
 
 # The takeover figures of the kill-mid-batch test (time from a classifier's
 # SIGKILL to the delivery of the documents it held).
@@ -347,6 +397,7 @@ fi
 
 # One closing line over everything: Go tests (subtests included), the
 # dashboard's unit tests and its browser end-to-end test.
+dashlog=$jobs_dir/dashboard.log
 go_pass=$(grep -c '"Action":"pass","Package":"[^"]*","Test"' "$json" || true)
 go_fail=$(grep -c '"Action":"fail","Package":"[^"]*","Test"' "$json" || true)
 unit_pass=$(sed -n 's/^vitest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p' "$dashlog" | tail -1)
@@ -359,7 +410,7 @@ if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
   failed=1 # a step failed outside any counted test (vet, build, promtool, npm)
 fi
 stage_end
-echo "stages (seconds):" >&2
+echo "stages (seconds; a background stage's from its own start, beside the others):" >&2
 printf '%s\n' "${timings[@]}" >&2
 echo "test.sh finished in $(( $(date +%s) - start ))s with status $status" >&2
 echo "tests: $passed passed, $failed failed"

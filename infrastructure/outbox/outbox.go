@@ -22,8 +22,8 @@ import (
 // Table is the outbox table, in the publisher's database.
 const Table = "classified_outbox"
 
-// NotifyChannel is the LISTEN/NOTIFY channel on which inserts (a statement
-// trigger) and re-queues wake the publishers.
+// NotifyChannel is the LISTEN/NOTIFY channel on which writers, after their
+// inserts commit (Wake), and re-queues wake the publishers.
 const NotifyChannel = "classified_outbox"
 
 // Status is the state of an outbox row.

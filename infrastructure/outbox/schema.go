@@ -9,8 +9,8 @@ import (
 //go:embed testschema.sql
 var testSchema string
 
-// TestSchema returns the SQL that creates the outbox table (with its NOTIFY
-// trigger) as the publisher's migrations leave it, for tests that need the
+// TestSchema returns the SQL that creates the outbox table as the
+// publisher's migrations leave it, for tests that need the
 // table in a scratch database of their own without the publisher's
 // migrations. Production databases are migrated by the publisher.
 func TestSchema() string { return testSchema }

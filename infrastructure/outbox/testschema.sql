@@ -3,7 +3,7 @@
 -- (the classifier's tests). The publisher's migrations own the real table;
 -- a publisher test compares the two, column by column, and fails when they
 -- disagree. Indexes that only speed up the publisher's queries, comments and
--- grants are left out. Same lines as publisher/migrations/002, 003 and 004:
+-- grants are left out. Same lines as publisher/migrations/002 and 004:
 -- kept apart because the classifier's module may not import the publisher's,
 -- and released migrations are never edited to share them.
 CREATE TABLE classified_outbox (
@@ -53,15 +53,3 @@ CREATE TABLE classified_outbox (
     CONSTRAINT outbox_version_positive CHECK (version >= 1),
     CONSTRAINT unique_outbox_content_index_version UNIQUE (content_id, index_name, version)
 );
-
-CREATE OR REPLACE FUNCTION classified_outbox_notify() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('classified_outbox', '');
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER classified_outbox_notify
-    AFTER INSERT ON classified_outbox
-    FOR EACH STATEMENT EXECUTE FUNCTION classified_outbox_notify();

@@ -269,7 +269,7 @@ func newProcessing(cfg Config, c *connections, g *guards, dlq *deadletter.Reposi
 		Content:    storage.NewContentStoreWith(c.es, cfg.Store),
 		Raw:        p.raw,
 		History:    storage.NewHistoryRepository(c.db),
-		Outbox:     storage.NewOutboxWriter(c.outbox),
+		Outbox:     storage.NewOutboxWriter(c.outbox, log),
 		Reputation: cl.reputation,
 		Claims:     p.claims,
 		Leases:     p.leases,

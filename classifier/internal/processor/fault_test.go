@@ -189,7 +189,7 @@ func TestOutboxOutageHoldsTheBatchAndChargesNoRetry(t *testing.T) {
 
 	rl.cut()
 	r := e.replica(t, "outage", nil, 2*time.Second)
-	r.committer.outbox.store = storage.NewOutboxWriter(outboxDB)
+	r.committer.outbox.store = storage.NewOutboxWriter(outboxDB, testenv.Logger(t))
 	r.start(t)
 
 	// During the outage: the breaker opens, nothing is dead-lettered.

@@ -156,7 +156,7 @@ func (e *env) replica(t *testing.T, id string, c Pipeline, leaseFor time.Duratio
 		Content:     storage.NewContentStore(e.es),
 		Raw:         raw,
 		History:     storage.NewHistoryRepository(e.db),
-		Outbox:      storage.NewOutboxWriter(e.outbox),
+		Outbox:      storage.NewOutboxWriter(e.outbox, testenv.Logger(t)),
 		DeadLetters: deadletter.NewRepository(e.db),
 		Reputation:  reputation.NewRepository(e.db),
 		Claims:      registry,

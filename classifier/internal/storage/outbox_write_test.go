@@ -25,7 +25,7 @@ func TestOutboxWriterWriteOneRow(t *testing.T) {
 	if err := outbox.ApplyTestSchema(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	w := storage.NewOutboxWriter(db)
+	w := storage.NewOutboxWriter(db, testenv.Logger(t))
 	doc := &domain.ClassifiedContent{ID: "one", SourceName: "s", Index: "s_raw_content", ContentType: "article", Title: "t", URL: "u", Version: 1}
 	for range 2 {
 		if err := w.Write(ctx, doc); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -23,12 +24,14 @@ const outboxTracer = "github.com/north-cloud/classifier/internal/storage"
 // columns and the insert are the shared contract of package outbox; this
 // writer only maps a classified document onto an outbox.Message.
 type OutboxWriter struct {
-	db *sql.DB
+	db     *sql.DB
+	logger *slog.Logger
 }
 
-// NewOutboxWriter returns a writer over the publisher's database.
-func NewOutboxWriter(db *sql.DB) *OutboxWriter {
-	return &OutboxWriter{db: db}
+// NewOutboxWriter returns a writer over the publisher's database; logger
+// takes the line of a wake-up that could not be sent.
+func NewOutboxWriter(db *sql.DB, logger *slog.Logger) *OutboxWriter {
+	return &OutboxWriter{db: db, logger: logger.With("component", "outbox_writer")}
 }
 
 // Ping proves the publisher's database answers (a SELECT 1): the probe of
@@ -44,7 +47,8 @@ func (w *OutboxWriter) Write(ctx context.Context, doc *domain.ClassifiedContent)
 }
 
 // WriteBatch inserts one outbox row per document (outbox.InsertBatch), as
-// the version the committer decided (package republish). A version already
+// the version the committer decided (package republish), then wakes the
+// publishers (outbox.Wake) once the rows are committed. A version already
 // in the outbox is left as it is (ON CONFLICT DO NOTHING): a document
 // classified again after a crash before its commit point is not published
 // twice.
@@ -87,6 +91,14 @@ func (w *OutboxWriter) WriteBatch(ctx context.Context, docs []*domain.Classified
 	}
 	if err := outbox.InsertBatch(ctx, w.db, msgs); err != nil {
 		return fmt.Errorf("write outbox: %w", err)
+	}
+	// The rows are committed (the insert is its own transaction); a wake-up
+	// that fails only leaves them to the publishers' next fallback poll, so
+	// the write stands.
+	if err := outbox.Wake(ctx, w.db); err != nil {
+		span.AddEvent("wake failed")
+		w.logger.WarnContext(ctx, "outbox rows written but the publishers not woken: they find them at their next poll",
+			"rows", len(msgs), "error", err)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func newOutboxWriter(t *testing.T) (*storage.OutboxWriter, *sql.DB) {
 	if err := outbox.ApplyTestSchema(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	return storage.NewOutboxWriter(db), db
+	return storage.NewOutboxWriter(db, testenv.Logger(t)), db
 }
 
 // The insert is a span under the one the writer was called in (the

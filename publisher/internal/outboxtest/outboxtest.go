@@ -52,8 +52,9 @@ func Rows(prefix string, n int) []Row {
 	return rows
 }
 
-// Insert writes rows with the classifier's statement (outbox.InsertBatch:
-// INSERT ... ON CONFLICT DO NOTHING).
+// Insert writes rows as the classifier does: its statement
+// (outbox.InsertBatch: INSERT ... ON CONFLICT DO NOTHING), then, once the
+// rows are committed, the wake-up of the publishers (outbox.Wake).
 func Insert(t testing.TB, db *sql.DB, rows []Row) {
 	t.Helper()
 	if err := InsertErr(context.Background(), db, rows); err != nil {
@@ -70,7 +71,10 @@ func InsertErr(ctx context.Context, db *sql.DB, rows []Row) error {
 		}
 		msgs[i] = r
 	}
-	return outbox.InsertBatch(ctx, db, msgs)
+	if err := outbox.InsertBatch(ctx, db, msgs); err != nil {
+		return err
+	}
+	return outbox.Wake(ctx, db)
 }
 
 // Counts returns the number of rows per status.

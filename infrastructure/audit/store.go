@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/north-cloud/infrastructure/sqlwhere"
 )
 
 // Filter selects entries for List. Zero fields do not filter.
@@ -115,29 +116,22 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
 		f.Limit = ListLimitDefault
 	}
 	f.Limit = min(f.Limit, ListLimitMax)
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
-	}
+	var w sqlwhere.Builder
 	for _, eq := range []struct{ col, v string }{
 		{"actor", f.Actor}, {"role", f.Role}, {"action", f.Action}, {"target", f.Target}, {"outcome", f.Outcome},
 	} {
 		if eq.v != "" {
-			add(eq.col+" = ?", eq.v)
+			w.Add(eq.col+" = ?", eq.v)
 		}
 	}
 	if !f.Since.IsZero() {
-		add("created_at >= ?", f.Since)
+		w.Add("created_at >= ?", f.Since)
 	}
 	if !f.Until.IsZero() {
-		add("created_at < ?", f.Until)
+		w.Add("created_at < ?", f.Until)
 	}
 	if f.BeforeID > 0 {
-		add("id < ?", f.BeforeID)
+		w.Add("id < ?", f.BeforeID)
 	}
 	// Rows written before the byte bounds are cut in the query, so a
 	// large one never leaves the database whole.
@@ -148,13 +142,9 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Entry, error) {
 			ELSE parameters END,
 		left(summary, ` + strconv.Itoa(MaxSummaryBytes) + `),
 		outcome, status_code, left(COALESCE(error, ''), ` + strconv.Itoa(MaxErrorBytes) + `),
-		COALESCE(request_id, ''), created_at, finished_at FROM audit_log`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, f.Limit)
-	q += " ORDER BY id DESC LIMIT $" + strconv.Itoa(len(args))
-	rows, err := s.db.QueryContext(ctx, q, args...)
+		COALESCE(request_id, ''), created_at, finished_at FROM audit_log` + w.Where() +
+		` ORDER BY id DESC LIMIT ` + w.Arg(f.Limit)
+	rows, err := s.db.QueryContext(ctx, q, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list audit entries: %w", err)
 	}

@@ -3,10 +3,10 @@ package deadletter
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
+	"github.com/north-cloud/infrastructure/sqlwhere"
 )
 
 // Filter selects entries for the operator's list and bulk requeue.
@@ -28,45 +28,39 @@ type Filter struct {
 	Permanent *bool
 }
 
-func (f Filter) where(args *[]any) string {
-	var conds []string
-	add := func(cond string, v any) {
-		*args = append(*args, v)
-		conds = append(conds, fmt.Sprintf(cond, len(*args)))
-	}
+// where returns the conditions f selects, with their arguments.
+func (f Filter) where() *sqlwhere.Builder {
+	var w sqlwhere.Builder
 	if f.Source != "" {
-		add("source_name = $%d", f.Source)
+		w.Add("source_name = ?", f.Source)
 	}
 	if f.NoSource {
-		conds = append(conds, "source_name = ''")
+		w.Add("source_name = ''")
 	}
 	if f.ErrorCode != "" {
-		add("error_code = $%d", f.ErrorCode)
+		w.Add("error_code = ?", f.ErrorCode)
 	}
 	if f.ContentID != "" {
-		add("content_id = $%d", f.ContentID)
+		w.Add("content_id = ?", f.ContentID)
 	}
 	if f.Index != "" {
-		add("index_name = $%d", f.Index)
+		w.Add("index_name = ?", f.Index)
 	}
 	if f.Exhausted != nil {
 		if *f.Exhausted {
-			conds = append(conds, "retry_count >= max_retries")
+			w.Add("retry_count >= max_retries")
 		} else {
-			conds = append(conds, "retry_count < max_retries")
+			w.Add("retry_count < max_retries")
 		}
 	}
 	if f.Permanent != nil {
 		if *f.Permanent {
-			conds = append(conds, "permanent_at IS NOT NULL")
+			w.Add("permanent_at IS NOT NULL")
 		} else {
-			conds = append(conds, "permanent_at IS NULL")
+			w.Add("permanent_at IS NULL")
 		}
 	}
-	if len(conds) == 0 {
-		return "TRUE"
-	}
-	return strings.Join(conds, " AND ")
+	return &w
 }
 
 // Cursor is the position after the last entry of a page (newest first).
@@ -77,15 +71,13 @@ type Cursor struct {
 
 // List returns up to limit entries matching f, newest first, after cursor.
 func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit int) ([]domain.DeadLetterEntry, error) {
-	var args []any
-	where := f.where(&args)
+	w := f.where()
 	if after != nil {
-		args = append(args, after.CreatedAt, after.ID)
-		where += fmt.Sprintf(" AND (created_at, id) < ($%d, $%d::uuid)", len(args)-1, len(args))
+		w.Add("(created_at, id) < (?, ?::uuid)", after.CreatedAt, after.ID)
 	}
-	args = append(args, limit)
-	rows, err := r.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM dead_letter_queue WHERE `+where+
-		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
+	limitArg := w.Arg(limit)
+	rows, err := r.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM dead_letter_queue WHERE `+w.Cond()+
+		` ORDER BY created_at DESC, id DESC LIMIT `+limitArg, w.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
@@ -116,8 +108,8 @@ func requeueSet() string {
 
 // RequeueMatching requeues every entry matching f and returns how many.
 func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, error) {
-	var args []any
-	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE `+f.where(&args), args...)
+	w := f.where()
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE `+w.Cond(), w.Args()...)
 	if err != nil {
 		return 0, fmt.Errorf("requeue dead letters: %w", err)
 	}
@@ -127,8 +119,8 @@ func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, erro
 // DeleteMatching deletes every entry matching f and returns how many; the
 // documents stay failed in Elasticsearch.
 func (r *Repository) DeleteMatching(ctx context.Context, f Filter) (int64, error) {
-	var args []any
-	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE `+f.where(&args), args...)
+	w := f.where()
+	res, err := r.db.ExecContext(ctx, `DELETE FROM dead_letter_queue WHERE `+w.Cond(), w.Args()...)
 	if err != nil {
 		return 0, fmt.Errorf("delete dead letters: %w", err)
 	}

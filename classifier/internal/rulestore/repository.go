@@ -10,6 +10,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/infrastructure/fault"
+	"github.com/north-cloud/infrastructure/sqlwhere"
 )
 
 // NotifyChannel is the Postgres channel the classification_rules triggers
@@ -56,18 +57,15 @@ func scanRule(s scanner) (Rule, error) {
 
 // List returns the rules f selects, highest priority first, then by name.
 func (r *Repository) List(ctx context.Context, f Filter) ([]Rule, error) {
-	q := `SELECT ` + ruleColumns + ` FROM classification_rules WHERE TRUE`
-	var args []any
+	var w sqlwhere.Builder
 	if f.Topic != "" {
-		args = append(args, f.Topic)
-		q += fmt.Sprintf(` AND topic = $%d`, len(args))
+		w.Add("topic = ?", f.Topic)
 	}
 	if f.Enabled != nil {
-		args = append(args, *f.Enabled)
-		q += fmt.Sprintf(` AND enabled = $%d`, len(args))
+		w.Add("enabled = ?", *f.Enabled)
 	}
-	q += ` ORDER BY priority DESC, name, id`
-	rows, err := r.db.QueryContext(ctx, q, args...)
+	rows, err := r.db.QueryContext(ctx, `SELECT `+ruleColumns+` FROM classification_rules`+w.Where()+
+		` ORDER BY priority DESC, name, id`, w.Args()...)
 	if err != nil {
 		return nil, dbError("list rules", err)
 	}

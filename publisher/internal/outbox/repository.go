@@ -10,12 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/lib/pq"
 
 	"github.com/north-cloud/infrastructure/outbox"
+	"github.com/north-cloud/infrastructure/sqlwhere"
 	"github.com/north-cloud/publisher/internal/domain"
 )
 
@@ -391,11 +391,7 @@ func (r *Repository) GetStats(ctx context.Context) (domain.OutboxStats, error) {
 // StatsMatching is GetStats over the rows matching f, so that the figures
 // beside a filtered list count what the list shows.
 func (r *Repository) StatsMatching(ctx context.Context, f domain.OutboxFilter) (domain.OutboxStats, error) {
-	where, args := filterSQL(f)
-	from := `classified_outbox`
-	if len(where) > 0 {
-		from += ` WHERE ` + strings.Join(where, " AND ")
-	}
+	w := filterSQL(f)
 	s := domain.OutboxStats{Counts: map[domain.OutboxStatus]int64{
 		domain.OutboxStatusPending: 0, domain.OutboxStatusPublishing: 0,
 		domain.OutboxStatusPublished: 0, domain.OutboxStatusFailed: 0,
@@ -413,7 +409,7 @@ func (r *Repository) StatsMatching(ctx context.Context, f domain.OutboxFilter) (
 			COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM (published_at - created_at)))
 				FILTER (WHERE status = 'published' AND published_at > NOW() - INTERVAL '1 hour'), 0),
 			COALESCE(EXTRACT(EPOCH FROM (NOW() - MIN(created_at) FILTER (WHERE status = 'pending'))), 0)
-		FROM `+from, args...).Scan(
+		FROM classified_outbox`+w.Where(), w.Args()...).Scan(
 		ptr(s.Counts, domain.OutboxStatusPending), ptr(s.Counts, domain.OutboxStatusPublishing),
 		ptr(s.Counts, domain.OutboxStatusPublished), ptr(s.Counts, domain.OutboxStatusFailed),
 		&s.FailedRetryable, &s.FailedExhausted,
@@ -471,18 +467,13 @@ func (r *Repository) Backlog(ctx context.Context) (Backlog, error) {
 // the cursor (nil for the first page), and the cursor of the next page (nil
 // on the last page).
 func (r *Repository) List(ctx context.Context, f domain.OutboxFilter, after *domain.Cursor, limit int) ([]domain.OutboxEntry, *domain.Cursor, error) {
-	where, args := filterSQL(f)
+	w := filterSQL(f)
 	if after != nil {
-		args = append(args, after.CreatedAt, after.ID)
-		where = append(where, fmt.Sprintf("(created_at, id) < ($%d, $%d::uuid)", len(args)-1, len(args)))
+		w.Add("(created_at, id) < (?, ?::uuid)", after.CreatedAt, after.ID)
 	}
-	args = append(args, limit+1)
-	query := `SELECT ` + outbox.SelectList() + ` FROM classified_outbox`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))
-	rows, err := r.db.QueryContext(ctx, query, args...)
+	query := `SELECT ` + outbox.SelectList() + ` FROM classified_outbox` + w.Where() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.Arg(limit+1)
+	rows, err := r.db.QueryContext(ctx, query, w.Args()...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list outbox: %w", err)
 	}
@@ -499,40 +490,38 @@ func (r *Repository) List(ctx context.Context, f domain.OutboxFilter, after *dom
 	return entries, &domain.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}, nil
 }
 
-func filterSQL(f domain.OutboxFilter) (where []string, args []any) {
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
+// filterSQL returns the conditions f selects, with their arguments.
+func filterSQL(f domain.OutboxFilter) *sqlwhere.Builder {
+	var w sqlwhere.Builder
 	if f.Status != "" {
-		add("status = $%d", string(f.Status))
+		w.Add("status = ?", string(f.Status))
 	}
 	if f.Source != "" {
-		add("source_name = $%d", f.Source)
+		w.Add("source_name = ?", f.Source)
 	}
 	if f.SourceContains != "" {
-		add("strpos(lower(source_name), lower($%d)) > 0", f.SourceContains)
+		w.Add("strpos(lower(source_name), lower(?)) > 0", f.SourceContains)
 	}
 	if f.Channel != "" {
-		add("channel = $%d", f.Channel)
+		w.Add("channel = ?", f.Channel)
 	}
 	if f.ContentID != "" {
-		add("content_id = $%d", f.ContentID)
+		w.Add("content_id = ?", f.ContentID)
 	}
 	if f.Index != "" {
-		add("index_name = $%d", f.Index)
+		w.Add("index_name = ?", f.Index)
 	}
 	if f.Crime != nil {
-		add("is_crime_related = $%d", *f.Crime)
+		w.Add("is_crime_related = ?", *f.Crime)
 	}
 	if f.Exhausted != nil {
 		if *f.Exhausted {
-			where = append(where, "status = 'failed' AND retry_count >= max_retries")
+			w.Add("status = 'failed' AND retry_count >= max_retries")
 		} else {
-			where = append(where, "status = 'failed' AND retry_count < max_retries")
+			w.Add("status = 'failed' AND retry_count < max_retries")
 		}
 	}
-	return where, args
+	return &w
 }
 
 // Get returns one entry, or domain.ErrNotFound.
@@ -589,11 +578,11 @@ func (r *Repository) RequeueMatching(ctx context.Context, f domain.OutboxFilter)
 		return 0, fmt.Errorf("requeue: only failed rows can be re-queued in bulk (got status %q): %w", f.Status, domain.ErrConflict)
 	}
 	f.Status = domain.OutboxStatusFailed
-	where, args := filterSQL(f)
+	w := filterSQL(f)
 	res, err := r.db.ExecContext(ctx, `
 		UPDATE classified_outbox
 		SET status = 'pending', retry_count = 0, next_retry_at = NULL, claim_token = NULL, updated_at = NOW()
-		WHERE `+strings.Join(where, " AND "), args...)
+		WHERE `+w.Cond(), w.Args()...)
 	if err != nil {
 		return 0, fmt.Errorf("requeue matching: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +54,45 @@ func TestBenchCompareGates(t *testing.T) {
 		}
 		if code != c.want {
 			t.Errorf("%s: exit %d, want %d\n%s", c.name, code, c.want, out)
+		}
+	}
+}
+
+// TestBenchCompareFlagsTailsAboveTheirFloor: a p99 many times the sum of
+// its benchmark's floors is flagged with a FLOOR line; one within a few
+// times is not, and neither changes the exit status.
+func TestBenchCompareFlagsTailsAboveTheirFloor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	floors := "bench: publisher/PublishLag: 3.1 floor_pg_p99_ms (min 3, max 3.2, n=3)\n" +
+		"bench: publisher/PublishLag: 1.9 floor_pg_commit_p99_ms (min 1, max 2, n=3)\n" +
+		"bench: publisher/PublishLag: 3.2 floor_redis_p99_ms (min 3, max 4, n=3)\n"
+	stalled := write("stalled.txt", "bench: publisher/PublishLag: 332.2 p99_ms (min 331, max 3899, n=3)\n"+floors)
+	quick := write("quick.txt", "bench: publisher/PublishLag: 7.7 p99_ms (min 6, max 9, n=3)\n"+floors)
+	for _, c := range []struct {
+		name     string
+		run      string
+		flagged  bool
+		floorArg []string
+	}{
+		{"a stalled tail", stalled, true, nil},
+		{"a tail near its floors", quick, false, nil},
+		{"a tail near its floors, a tighter -floor-x", quick, true, []string{"-floor-x", "0.5"}},
+	} {
+		args := append(append([]string{}, c.floorArg...), quick, c.run)
+		out, err := exec.Command("../scripts/bench-compare.sh", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.name, err, out)
+		}
+		if got := strings.Contains(string(out), "FLOOR: publisher/PublishLag p99_ms"); got != c.flagged {
+			t.Errorf("%s: flagged %v, want %v\n%s", c.name, got, c.flagged, out)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/testenv"
+	"github.com/north-cloud/infrastructure/testenv/benchfloor"
 )
 
 // latencyDocsDefault is the number of documents (samples) of
@@ -54,6 +55,12 @@ const probeEvery = 50 * time.Millisecond
 //   - outbox: created_at to published_at (the publisher's claim, PUBLISH
 //     and mark: published_at is stamped by the mark, after the PUBLISH);
 //   - publish: created_at to the subscriber's receipt.
+//
+// Beside them, the machine's floors while it runs (package benchfloor):
+// the p99 of a Postgres SELECT 1, a durable one-row INSERT commit, a Redis
+// PUBLISH to receipt, and an Elasticsearch write waiting for the refresh
+// that makes it searchable (floor_es_visible_p99_ms: the raw index's
+// refresh interval, which no document's latency can beat).
 func BenchmarkEndToEndLatency(b *testing.B) {
 	n := envInt(b, "BENCH_LATENCY_DOCS", latencyDocsDefault)
 	rate := envInt(b, "BENCH_LATENCY_RATE", latencyRateDefault)
@@ -84,6 +91,25 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 	})
 
 	probe := newVisibilityProbe(es, rawIndices)
+	floorDB, err := sql.Open("postgres", classifierDB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer floorDB.Close()
+	// The refresh floor: a write that waits for the refresh making it
+	// searchable (refresh=wait_for), into an index of its own.
+	floorIndex := prefix + "_floor"
+	floor := benchfloor.Start(b, floorDB, rdb, benchfloor.Extra{Name: "es_visible", Probe: func(ctx context.Context) error {
+		res, err := es.Index(floorIndex, strings.NewReader(`{"at":1}`), es.Index.WithContext(ctx), es.Index.WithRefresh("wait_for"))
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if res.IsError() {
+			return fmt.Errorf("floor write: %s", res.Status())
+		}
+		return nil
+	}})
 	b.ResetTimer()
 	load := exec.Command(binaryB(b, "loader"), "-count", strconv.Itoa(n), "-rate", strconv.Itoa(rate),
 		"-sources", prefix+"_a,"+prefix+"_b", "-seed", "17", "-shape", "crawler", "-dup-rate", "0")
@@ -140,6 +166,7 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 	}
 	b.StopTimer()
 	probeDone()
+	floor.Report(b)
 	time.Sleep(time.Second) // a second copy would arrive right behind the first
 
 	indexed, visible := probe.times()

@@ -24,27 +24,36 @@
 # run of a subset (scripts/bench.sh with BENCH_ONLY) without failing on
 # what it did not run. Never turn these figures into timed assertions in
 # tests.
+#
+# A benchmark that states its machine reports floors beside its figures
+# (units floor_<what>_p99_ms: the bare round trips of this machine at that
+# moment, package benchfloor). A p99_ms of that benchmark more than
+# -floor-x times (default 3) the sum of its floors, the chain a message
+# cannot avoid, is printed as a FLOOR line: the tail is the code's, not the
+# machine's. The FLOOR lines do not change the exit status.
 set -euo pipefail
 
 tolerance=10
+floorx=3
 fail=
 allow_missing=0
 while [[ $# -gt 0 ]]; do
   case $1 in
   -tolerance) tolerance=$2; shift 2 ;;
   -fail) fail=$2; shift 2 ;;
+  -floor-x) floorx=$2; shift 2 ;;
   -allow-missing) allow_missing=1; shift ;;
-  -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
   -*) echo "bench-compare: unknown flag $1" >&2; exit 2 ;;
   *) break ;;
   esac
 done
 if [[ $# -ne 2 ]]; then
-  echo "usage: $0 [-tolerance PCT] [-fail PCT] [-allow-missing] BASELINE RUN" >&2
+  echo "usage: $0 [-tolerance PCT] [-fail PCT] [-floor-x N] [-allow-missing] BASELINE RUN" >&2
   exit 2
 fi
 
-awk -v tol="$tolerance" -v fail="$fail" -v allow_missing="$allow_missing" '
+awk -v tol="$tolerance" -v fail="$fail" -v floorx="$floorx" -v allow_missing="$allow_missing" '
   function key(line,   rest) {
     # "bench: <name>: <value> <unit>" -> name SUBSEP unit, value in VAL
     rest = substr(line, 8)
@@ -67,7 +76,11 @@ awk -v tol="$tolerance" -v fail="$fail" -v allow_missing="$allow_missing" '
   /^bench: / {
     k = key($0)
     if (file == 1) { base[k] = VAL; unitof[k] = UNIT; order[++nb] = k }
-    else { cur[k] = VAL; if (!(k in base)) { unitof[k] = UNIT; extra[++ne] = k } }
+    else {
+      cur[k] = VAL; if (!(k in base)) { unitof[k] = UNIT; extra[++ne] = k }
+      if (UNIT ~ /^floor_.*_p99_ms$/) { chain[NAME] += VAL; floors[NAME] = floors[NAME] " " UNIT "=" VAL }
+      if (UNIT == "p99_ms") p99[NAME] = VAL
+    }
   }
   END {
     printf "%-78s %12s %12s %8s  %s\n", "figure", "baseline", "now", "now/base", "verdict"
@@ -92,6 +105,9 @@ awk -v tol="$tolerance" -v fail="$fail" -v allow_missing="$allow_missing" '
       printf "%-78s %12s %12s %8s  %s\n", k, base[k], cur[k], (b != 0 ? sprintf("%.3f", ratio) : "-"), verdict
     }
     for (i = 1; i <= ne; i++) printf "%-78s %12s %12s %8s  %s\n", extra[i], "-", cur[extra[i]], "-", "new figure"
+    for (nm in p99)
+      if ((nm in chain) && chain[nm] > 0 && p99[nm] + 0 > floorx * chain[nm])
+        printf "FLOOR: %s p99_ms %s is %.1f times the sum of its floors (%s ): the tail is the code'"'"'s, not the machine'"'"'s\n", nm, p99[nm], p99[nm] / chain[nm], floors[nm]
     status = 0
     for (k in cur)
       if (unitof[k] ~ /_twice$/ && cur[k] + 0 > 0) {

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/north-cloud/infrastructure/postgres"
+	"github.com/north-cloud/infrastructure/testenv/benchfloor"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 	"github.com/north-cloud/publisher/internal/worker"
 )
@@ -86,13 +87,17 @@ func BenchmarkDrain100k(b *testing.B) {
 // schedule itself, counts, as it would for a classifier whose commit
 // waited. published_twice counts messages received more than once.
 //
-// Beside it, 100 times a second, it times the bare round trips a message
-// cannot avoid on this machine at this moment: a Postgres `SELECT 1` and a
-// Redis PUBLISH to the subscriber's receipt (floor_pg_p99_ms,
+// insert_p99_ms is the scheduled time to the insert's commit and its
+// wake-up returning (the classifier's side of the lag).
+//
+// Beside it (benchfloor), 100 times a second, it times the bare round trips
+// a message cannot avoid on this machine at this moment: a Postgres
+// `SELECT 1`, a durable one-row INSERT commit, and a Redis PUBLISH to the
+// subscriber's receipt (floor_pg_p99_ms, floor_pg_commit_p99_ms,
 // floor_redis_p99_ms). A message takes at least four such steps (the
-// INSERT with its NOTIFY, the wake-up, the claim, the publish), so on a
-// loaded machine these say how much of the lag is the machine's. The CPU
-// time per message (cpuMeter) counts the inserts' backends too.
+// INSERT's commit, the NOTIFY, the claim, the publish), so these say how
+// much of the lag is the machine's. The CPU time per message (cpuMeter)
+// counts the inserts' backends too.
 func BenchmarkPublishLag(b *testing.B) {
 	seconds := 60
 	if v, err := strconv.Atoi(os.Getenv("PUBLISHER_BENCH_LAG_SECONDS")); err == nil && v > 0 {
@@ -117,6 +122,7 @@ func BenchmarkPublishLag(b *testing.B) {
 	rs := outboxtest.StartRedis(b)
 	sent := make([]time.Time, total)
 	lags := make([]time.Duration, total)
+	insertDone := make([]time.Duration, total) // scheduled time to the insert and its wake-up returning
 	var receivedN atomic.Int64
 	ctx := context.Background()
 	ps := rs.Client().PSubscribe(ctx, "articles:*")
@@ -147,7 +153,7 @@ func BenchmarkPublishLag(b *testing.B) {
 	}()
 	bn.startWorker(b, worker.Config{PollInterval: worker.PollIntervalDefault}, rs.Client())
 	rows := outboxtest.Rows("lag", total)
-	floor := startFloorProbe(b, bn, rs)
+	floor := benchfloor.Start(b, bn.db, rs.Client())
 
 	b.ResetTimer()
 	cpu := startCPUMeter(b, bn.db)
@@ -157,9 +163,13 @@ func BenchmarkPublishLag(b *testing.B) {
 	for range inserters {
 		wg.Go(func() {
 			for i := range jobs {
+				// The insert's commit, then the wake-up, as the classifier's writer.
 				if err := outboxtest.InsertErr(ctx, insertDB, rows[i:i+1]); err != nil {
 					insertErr.Store(err)
 				}
+				mu.Lock()
+				insertDone[i] = time.Since(sent[i])
+				mu.Unlock()
 			}
 		})
 	}
@@ -187,83 +197,24 @@ func BenchmarkPublishLag(b *testing.B) {
 	time.Sleep(time.Second) // a second copy would arrive right behind the first
 	mu.Lock()
 	sorted := slices.Clone(lags)
+	inserted := slices.Clone(insertDone)
 	dup := twice
 	mu.Unlock()
 	slices.Sort(sorted)
-	ms := func(q float64) float64 {
-		return float64(sorted[int(q*float64(len(sorted)-1))]) / float64(time.Millisecond)
+	slices.Sort(inserted)
+	ms := func(d []time.Duration, q float64) float64 {
+		return float64(d[int(q*float64(len(d)-1))]) / float64(time.Millisecond)
 	}
-	b.ReportMetric(ms(0.50), "p50_ms")
-	b.ReportMetric(ms(0.99), "p99_ms")
-	b.ReportMetric(ms(1), "max_ms")
+	b.ReportMetric(ms(sorted, 0.50), "p50_ms")
+	b.ReportMetric(ms(sorted, 0.99), "p99_ms")
+	b.ReportMetric(ms(sorted, 1), "max_ms")
 	// The issue's goal is p99 <= 10 ms (a prototype's 3.1 ms on the same
 	// machine): below 1 meets it.
-	b.ReportMetric(ms(0.99)/10, "x_of_p99_goal")
+	b.ReportMetric(ms(sorted, 0.99)/10, "x_of_p99_goal")
 	b.ReportMetric(float64(total)/insertSecs, "inserts/s")
 	b.ReportMetric(float64(dup), "published_twice")
-	pg, rd := floor.stop()
-	b.ReportMetric(pg, "floor_pg_p99_ms")
-	b.ReportMetric(rd, "floor_redis_p99_ms")
-}
-
-// floorProbe times bare Postgres and Redis pub/sub round trips while a
-// benchmark runs.
-type floorProbe struct {
-	stopc     chan struct{}
-	done      chan struct{}
-	pg, redis []time.Duration
-}
-
-func startFloorProbe(b *testing.B, bn *bundle, rs *outboxtest.RedisServer) *floorProbe {
-	ctx := context.Background()
-	sub := rs.Client().Subscribe(ctx, "bench:floor")
-	if _, err := sub.Receive(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = sub.Close() })
-	msgs := sub.Channel()
-	pub := rs.Client()
-	p := &floorProbe{stopc: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-p.stopc:
-				return
-			case <-tick.C:
-			}
-			start := time.Now()
-			if err := bn.db.QueryRowContext(ctx, `SELECT 1`).Scan(new(int)); err == nil {
-				p.pg = append(p.pg, time.Since(start))
-			}
-			start = time.Now()
-			if err := pub.Publish(ctx, "bench:floor", "x").Err(); err != nil {
-				continue
-			}
-			select {
-			case <-msgs:
-				p.redis = append(p.redis, time.Since(start))
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-	return p
-}
-
-// stop ends the probe and returns the 99th percentiles in milliseconds.
-func (p *floorProbe) stop() (pg, redis float64) {
-	close(p.stopc)
-	<-p.done
-	p99 := func(d []time.Duration) float64 {
-		if len(d) == 0 {
-			return 0
-		}
-		slices.Sort(d)
-		return float64(d[(len(d)-1)*99/100]) / float64(time.Millisecond)
-	}
-	return p99(p.pg), p99(p.redis)
+	b.ReportMetric(ms(inserted, 0.99), "insert_p99_ms")
+	floor.Report(b)
 }
 
 // countMessages counts every message on the publisher's channels.

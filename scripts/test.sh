@@ -230,8 +230,8 @@ join() {
 # Nothing is written; a scratch database is made and dropped for each.
 # The eval is CPU alone (the training: minutes of one goroutine's arithmetic per
 # set), no timer in it: it runs in the background from the race stage on, niced
-# 5 below the run, so that it takes the CPU the stages beside it leave idle
-# (the tests that wait on the services) rather than theirs.
+# 10 below the run (5 below the race stage's other packages), so that it takes
+# the CPU the stages beside it leave idle rather than theirs.
 eval_stage() {
   local rc=0 eval_bin
   (cd classifier && env -u CLASSIFIER_RULE_MATCHER -u CLASSIFIER_RULE_STEMMING -u CLASSIFIER_RULE_SCORING \
@@ -253,16 +253,18 @@ eval_stage() {
   return $rc
 }
 background eval "classifier eval: the rules on their labeled set (floors); the defaults and training on labelled news" \
-  nice -n 5 bash -c "$(declare -p nonrace); $(declare -f eval_stage); eval_stage"
+  nice -n 10 bash -c "$(declare -p nonrace); $(declare -f eval_stage); eval_stage"
 
 step "go test -race (all modules)"
-# One go test over every module (from the workspace root), not one per module:
-# one per module left the CPU idle while each module's last, longest package
-# ran. Most packages spend most of their time waiting on the services (the
-# end-to-end package alone runs for minutes), so go test runs four at a time
-# (-p 4) on the 2 cores, not the default two: with two, the end-to-end package
-# held one of them for its whole run and every other package queued behind
-# the other. The end-to-end package is named first, so it starts first.
+# Two go test runs side by side from the workspace root: the end-to-end
+# package (./e2e/...), the longest by far (minutes, mostly waiting on the
+# services and the binaries it starts, whose timers it measures), and every
+# other package of every module, niced 5 below it, three at a time (-p 3, not
+# the default two for 2 cores: most of them wait on the services too). With one
+# go test at -p 2, the end-to-end package held one slot for its whole run and
+# every other package queued behind the other; with one at -p 4 the others'
+# compiles and CPU-heavy tests slowed the end-to-end package, which sets the
+# stage's length. NC_TEST_PARALLEL changes the -p of the others.
 # -trimpath: the compiled packages' cache keys then do not hold the clone's
 # directory, so a new clone on this machine reuses what an earlier run
 # compiled for the race detector (the cluster stage builds with the same flags).
@@ -270,11 +272,16 @@ step "go test -race (all modules)"
 # TestSectionEvalTrained (training 130 models: minutes under the race
 # detector, one goroutine's arithmetic) in the eval stage.
 race=(go test -race -trimpath -count=1)
-pkgs=(./e2e/...)
+race_skip='^TestCluster|^TestSectionEvalTrained$'
+pkgs=()
 for m in $modules; do
   [ "$m" = e2e ] || pkgs+=("./$m/...")
 done
-"${race[@]}" -p "${NC_TEST_PARALLEL:-4}" -timeout 20m -json -skip '^TestCluster|^TestSectionEvalTrained$' "${pkgs[@]}" >>"$json" || status=1
+"${race[@]}" -timeout 20m -json -skip "$race_skip" ./e2e/... >"$jobs_dir/race-e2e.json" &
+race_e2e_pid=$!
+nice -n 5 "${race[@]}" -p "${NC_TEST_PARALLEL:-3}" -timeout 20m -json -skip "$race_skip" "${pkgs[@]}" >>"$json" || status=1
+wait "$race_e2e_pid" || status=1
+cat "$jobs_dir/race-e2e.json" >>"$json"
 
 # Dashboard (dashboard/): type check, unit tests, production build, and the
 # browser end-to-end test, which starts its own copies of the services from

@@ -337,7 +337,9 @@ step "clusters: delivery and failover tests on a 3-node Elasticsearch and a Redi
 cluster_stage() {
   local rc=0 out pid1 pid2
   export NC_ES_CLUSTER_JAVA_OPTS=-XX:TieredStopAtLevel=1 # faster node (re)starts; not a measurement
-  NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up || return 1
+  # The nodes start beside the dashboard's type check and builds: a longer wait
+  # for them than services.sh's own 120 s (NC_WAIT_TIMEOUT), which only waits.
+  NC_WAIT_TIMEOUT=${NC_WAIT_TIMEOUT:-300} NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up || return 1
   out=$(mktemp -d)
   # The Elasticsearch node kill first, with no other test on Elasticsearch (the node it
   # kills serves them all), beside the Redis Cluster's client and sink tests (conformance,

@@ -135,7 +135,8 @@ func (s *Store) Plan(ctx context.Context, items []Item) ([]Decision, error) {
 		if err := rows.Scan(&k.Index, &k.ID, &version, &raw, &reserved, &rawReserved); err != nil {
 			return nil, fmt.Errorf("read published outcomes: %w", err)
 		}
-		l := last{version: int(version.Int64), reserved: int(reserved.Int64)}
+		// A version without its outcome was forgotten by Cleanup.
+		l := last{version: int(version.Int64), reserved: int(reserved.Int64), forgotten: version.Valid && raw == nil}
 		if err := decodeOutcome(raw, &l.outcome); err != nil {
 			return nil, fmt.Errorf("read published outcome of %s/%s: %w", k.Index, k.ID, err)
 		}
@@ -160,17 +161,19 @@ func (s *Store) Plan(ctx context.Context, items []Item) ([]Decision, error) {
 
 // last is what a document's subscribers have: its last recorded outcome
 // (version 0: none), and a version reserved above it (0: none) whose
-// outbox row may exist.
+// outbox row may exist. forgotten: the version is kept but its outcome was
+// forgotten (Cleanup).
 type last struct {
 	version, reserved        int
 	outcome, reservedOutcome Outcome
+	forgotten                bool
 }
 
 // decide is the decision on outcome o of a document whose state is l (ok:
 // the document has a recorded or reserved outcome).
 func (l last) decide(ok bool, o Outcome) Decision {
 	var changed []string
-	if l.version > 0 {
+	if l.version > 0 && !l.forgotten {
 		changed = news(l.outcome, o)
 	}
 	switch {
@@ -194,6 +197,11 @@ func (l last) decide(ok bool, o Outcome) Decision {
 		return Decision{Publish: true, Version: l.reserved + 1, Changed: changed}
 	case !ok || l.version == 0:
 		return Decision{Publish: true, Version: 1}
+	case l.forgotten:
+		// What subscribers were told is forgotten, not under which
+		// version: publish it as news, above every version whose outbox
+		// row may still be there (a reused version would be absorbed).
+		return Decision{Publish: true, Version: l.version + 1}
 	case len(changed) > 0:
 		return Decision{Publish: true, Version: l.version + 1, Changed: changed}
 	default:
@@ -344,25 +352,41 @@ func (s *Store) Record(ctx context.Context, items []Item, decisions []Decision) 
 
 // Cleanup forgets, at most limit rows of each table at a time, the
 // outcomes published longer than retention ago and the reservations made
-// that long ago, and returns how many rows it deleted. A document
-// classified again after that is published as new. The classifier keeps
-// them as long as it keeps a document's canonical URL and text for
-// duplicates (processor.Hygiene.Cleanup), which is also as long as the
-// publisher keeps its outbox rows by default (7 days).
+// that long ago, and returns how many rows it changed. It forgets what a
+// document's subscribers were told, never under which version
+// (migration 023): the row stays with its version and no outcome, and a
+// stale reservation is folded into that row before it is deleted. A
+// document classified again after that is published as news with the next
+// version, so a version is never reused for another outcome while the
+// publisher may still hold its outbox row. The classifier forgets outcomes
+// as long after as it forgets a document's canonical URL and text for
+// duplicates (processor.Hygiene.Cleanup).
 func (s *Store) Cleanup(ctx context.Context, retention time.Duration, limit int) (int64, error) {
-	var total int64
-	for _, q := range []struct{ table, column string }{
-		{"published_outcomes", "published_at"},
-		{"publish_reservations", "reserved_at"},
-	} {
-		res, err := s.db.ExecContext(ctx, `DELETE FROM `+q.table+` WHERE ctid IN (
-			SELECT ctid FROM `+q.table+` WHERE `+q.column+` < NOW() - make_interval(secs => $1) LIMIT $2)`,
-			retention.Seconds(), limit)
-		if err != nil {
-			return total, fmt.Errorf("clean up %s: %w", q.table, err)
-		}
-		n, _ := res.RowsAffected()
-		total += n
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE published_outcomes SET outcome = NULL WHERE ctid IN (
+			SELECT ctid FROM published_outcomes
+			 WHERE outcome IS NOT NULL AND published_at < NOW() - make_interval(secs => $1) LIMIT $2)`,
+		retention.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("clean up published_outcomes: %w", err)
 	}
-	return total, nil
+	total, _ := res.RowsAffected()
+	var folded int64
+	err = s.db.QueryRowContext(ctx, `
+		WITH old AS (
+			DELETE FROM publish_reservations WHERE ctid IN (
+				SELECT ctid FROM publish_reservations WHERE reserved_at < NOW() - make_interval(secs => $1) LIMIT $2)
+			RETURNING index_name, content_id, version),
+		kept AS (
+			INSERT INTO published_outcomes AS p (index_name, content_id, version, outcome)
+			SELECT index_name, content_id, version, NULL FROM old
+			ON CONFLICT (index_name, content_id) DO UPDATE
+			   SET version = EXCLUDED.version, outcome = NULL, published_at = NOW()
+			 WHERE p.version < EXCLUDED.version)
+		SELECT COUNT(*) FROM old`,
+		retention.Seconds(), limit).Scan(&folded)
+	if err != nil {
+		return total, fmt.Errorf("clean up publish_reservations: %w", err)
+	}
+	return total + folded, nil
 }

@@ -153,8 +153,8 @@ func TestRetryWritesTheReservedVersion(t *testing.T) {
 }
 
 // Published outcomes and reservations are forgotten after the retention
-// (before, published_outcomes grew forever); newer ones stay, and the
-// work is bounded by limit.
+// (before, published_outcomes grew forever), their versions kept (migration
+// 023); newer ones stay, and the work is bounded by limit.
 func TestCleanupForgetsOutcomesPastTheRetention(t *testing.T) {
 	db := openDB(t)
 	s := republish.New(db)
@@ -190,9 +190,13 @@ func TestCleanupForgetsOutcomesPastTheRetention(t *testing.T) {
 	if n, err = s.Cleanup(ctx, 7*24*time.Hour, 2); err != nil || n != 1 {
 		t.Fatalf("second cleanup = %d, %v; want 1", n, err)
 	}
-	left := dbtest.Strings(t, db, `SELECT content_id FROM published_outcomes UNION ALL SELECT content_id FROM publish_reservations`)
+	left := dbtest.Strings(t, db, `SELECT content_id FROM published_outcomes WHERE outcome IS NOT NULL UNION ALL SELECT content_id FROM publish_reservations`)
 	if !slices.Equal(left, []string{"new"}) {
-		t.Fatalf("left after cleanup: %v, want [new]", left)
+		t.Fatalf("remembered after cleanup: %v, want [new]", left)
+	}
+	kept := dbtest.Strings(t, db, `SELECT content_id || ' v' || version FROM published_outcomes WHERE outcome IS NULL ORDER BY 1`)
+	if !slices.Equal(kept, []string{"old1 v1", "old2 v1", "old3 v1", "old4 v1"}) {
+		t.Fatalf("versions kept after cleanup: %v, want old1 to old4 at v1 (old4 from its reservation)", kept)
 	}
 }
 

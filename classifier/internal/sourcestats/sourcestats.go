@@ -9,8 +9,8 @@
 // (one per document). The work is bounded: one Elasticsearch search with
 // aggregations over every raw and classified index, and three grouped SQL
 // statements whose results have one row per index (and field)
-// (published_outcomes is pruned with the duplicate windows:
-// processor.Hygiene.Cleanup). The Dashboard's Sources page polls it, so a
+// (a published_outcomes row keeps its document's version after the
+// duplicate windows forget its outcome: processor.Hygiene.Cleanup). The Dashboard's Sources page polls it, so a
 // Reader computes at most one report at a time and serves it to every
 // caller for CacheFor.
 package sourcestats

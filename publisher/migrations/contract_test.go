@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/north-cloud/infrastructure/outbox"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/outboxtest"
 )
@@ -45,28 +46,12 @@ func tableColumns(t *testing.T, db *sql.DB) []columnInfo {
 // and its triggers, by definition.
 func constraints(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	rows, err := db.Query(`
+	return postgrestest.Strings(t, db, `
 		SELECT contype::text || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
 		WHERE conrelid = $1::regclass
 		UNION ALL
 		SELECT 'trigger ' || tgname FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal
 		ORDER BY 1`, outbox.Table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // The migrations own classified_outbox; infrastructure/outbox holds the

@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/rawtest"
 	"github.com/north-cloud/classifier/internal/sweep"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -24,10 +23,7 @@ import (
 func TestSweepCommand(t *testing.T) {
 	t.Parallel()
 	es, prefix := testenv.Elasticsearch(t)
-	dsn := testenv.Postgres(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", testenv.Logger(t)); err != nil {
-		t.Fatal(err)
-	}
+	_, dsn := dbtest.Migrated(t)
 	source := prefix + "wire"
 	raw := contentindex.RawIndex(source)
 	ok := rawtest.Doc(source, "ok", time.Now())

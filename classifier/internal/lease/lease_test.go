@@ -8,6 +8,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/lease"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 )
 
 func setup(t *testing.T) (*sql.DB, func(replica string) *lease.Store) {
@@ -160,7 +161,7 @@ func TestReleaseAndStartUp(t *testing.T) {
 
 	// Finished rows past their hold are swept.
 	var bIDs []int64
-	rows := dbtest.Strings(t, db, `SELECT claim_id::text FROM raw_claims WHERE claimed_by = 'b'`)
+	rows := postgrestest.Strings(t, db, `SELECT claim_id::text FROM raw_claims WHERE claimed_by = 'b'`)
 	for _, r := range rows {
 		id, err := strconv.ParseInt(r, 10, 64)
 		if err != nil {
@@ -271,7 +272,7 @@ func TestForgetDropsTheOldIncarnation(t *testing.T) {
 	if n, err := a.Forget(ctx, "news_raw_content", ""); err != nil || n != 1 {
 		t.Fatalf("forget a deleted index: %d (%v), want 1", n, err)
 	}
-	if left := dbtest.Strings(t, db, `SELECT raw_index || '/' || doc_id FROM raw_claims`); len(left) != 1 || left[0] != "other_raw_content/9" {
+	if left := postgrestest.Strings(t, db, `SELECT raw_index || '/' || doc_id FROM raw_claims`); len(left) != 1 || left[0] != "other_raw_content/9" {
 		t.Fatalf("rows left %v, want only the other index's", left)
 	}
 }

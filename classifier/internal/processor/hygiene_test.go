@@ -9,6 +9,7 @@ import (
 	"github.com/north-cloud/classifier/internal/dedup"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/republish"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 )
 
 // Two attempts at one document with the same outcome (a replica killed
@@ -89,7 +90,7 @@ func TestHygieneCleanupPrunesPublishedOutcomes(t *testing.T) {
 	if _, err := h.Cleanup(ctx, 1000); err != nil {
 		t.Fatal(err)
 	}
-	ids := dbtest.Strings(t, db, `SELECT content_id FROM published_outcomes WHERE outcome IS NOT NULL`)
+	ids := postgrestest.Strings(t, db, `SELECT content_id FROM published_outcomes WHERE outcome IS NOT NULL`)
 	if len(ids) != 1 || ids[0] != "recent" {
 		t.Fatalf("published outcomes after cleanup: %v, want [recent]", ids)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/north-cloud/classifier/internal/claim"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/deadletter"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/lease"
@@ -24,7 +25,6 @@ import (
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/storage"
 	classtel "github.com/north-cloud/classifier/internal/telemetry"
-	"github.com/north-cloud/classifier/migrations"
 	"github.com/north-cloud/infrastructure/breaker"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -51,18 +51,10 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
-	dsn := testenv.Postgres(t)
+	db, _ := dbtest.Migrated(t)
 	outboxDSN := testenv.Postgres(t)
 	logger := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, postgres.Config{URL: dsn}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	outbox, err := postgres.Open(ctx, postgres.Config{URL: outboxDSN}, logger)
 	if err != nil {
 		t.Fatal(err)

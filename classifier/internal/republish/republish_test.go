@@ -10,6 +10,7 @@ import (
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/republish"
+	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 )
 
 func openDB(t *testing.T) *sql.DB {
@@ -190,11 +191,11 @@ func TestCleanupForgetsOutcomesPastTheRetention(t *testing.T) {
 	if n, err = s.Cleanup(ctx, 7*24*time.Hour, 2); err != nil || n != 1 {
 		t.Fatalf("second cleanup = %d, %v; want 1", n, err)
 	}
-	left := dbtest.Strings(t, db, `SELECT content_id FROM published_outcomes WHERE outcome IS NOT NULL UNION ALL SELECT content_id FROM publish_reservations`)
+	left := postgrestest.Strings(t, db, `SELECT content_id FROM published_outcomes WHERE outcome IS NOT NULL UNION ALL SELECT content_id FROM publish_reservations`)
 	if !slices.Equal(left, []string{"new"}) {
 		t.Fatalf("remembered after cleanup: %v, want [new]", left)
 	}
-	kept := dbtest.Strings(t, db, `SELECT content_id || ' v' || version FROM published_outcomes WHERE outcome IS NULL ORDER BY 1`)
+	kept := postgrestest.Strings(t, db, `SELECT content_id || ' v' || version FROM published_outcomes WHERE outcome IS NULL ORDER BY 1`)
 	if !slices.Equal(kept, []string{"old1 v1", "old2 v1", "old3 v1", "old4 v1"}) {
 		t.Fatalf("versions kept after cleanup: %v, want old1 to old4 at v1 (old4 from its reservation)", kept)
 	}

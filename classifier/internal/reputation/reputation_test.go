@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/north-cloud/classifier/migrations"
+	"github.com/north-cloud/classifier/internal/dbtest"
 	"github.com/north-cloud/infrastructure/lifecycle"
 	"github.com/north-cloud/infrastructure/lifecycle/lifecycletest"
-	"github.com/north-cloud/infrastructure/postgres"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -17,16 +16,7 @@ import (
 // own.
 func setup(t *testing.T) *Repository {
 	t.Helper()
-	dsn := testenv.Postgres(t)
-	logger := testenv.Logger(t)
-	if err := postgres.MigrateUp(dsn, migrations.FS, ".", logger); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn, MaxOpenConns: 16}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := dbtest.Migrated(t)
 	return NewRepository(db)
 }
 

@@ -29,3 +29,26 @@ func Migrated(t testing.TB, fsys fs.FS) (*sql.DB, string) {
 	t.Cleanup(func() { _ = db.Close() })
 	return db, dsn
 }
+
+// Strings returns the first column of query's rows, as text, in order: the
+// names, definitions or ids a test compares with what it expects.
+func Strings(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatalf("query %q: %v", query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatalf("scan %q: %v", query, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read %q: %v", query, err)
+	}
+	return out
+}

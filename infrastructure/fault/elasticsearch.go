@@ -83,6 +83,38 @@ func ElasticsearchItem(status int, body string) Kind {
 	}
 }
 
+// ItemProver classifies the errors of the items of one bulk answer
+// (ElasticsearchItem) and settles their Dependency answers with one probe
+// of the cluster (a ping), made at the first such item. A 429 or 5xx of one
+// item is the cluster's only when the cluster fails its probe: when it
+// answers, the fault is the item's own index (a primary shard unassigned or
+// relocating, a flood-stage block, a full queue on the node holding it),
+// and the item is Transient: retried with backoff for that document, never
+// opening the breaker that pauses every index. Use one ItemProver per bulk
+// answer.
+type ItemProver struct {
+	// Probe is the cluster's cheap check (a ping).
+	Probe  Probe
+	probed bool
+	outage bool
+}
+
+// Kind is the kind of an item's fault: status and body are the item's.
+func (p *ItemProver) Kind(ctx context.Context, status int, body string) Kind {
+	kind := ElasticsearchItem(status, body)
+	if kind != Dependency {
+		return kind
+	}
+	if !p.probed {
+		p.probed = true
+		p.outage = Proved(ctx, Ambiguous, p.Probe) == Dependency
+	}
+	if p.outage {
+		return Dependency
+	}
+	return Transient
+}
+
 // IsBlock reports a cluster or index block (read-only index, disk flood
 // stage) in an error body: Elasticsearch answers 403 for those too, but
 // they are about one index, not our credentials.

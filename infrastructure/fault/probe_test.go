@@ -3,6 +3,7 @@ package fault_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -54,5 +55,37 @@ func TestPostgresAgainstARealDatabase(t *testing.T) {
 	_, err = nowhere.ExecContext(ctx, `SELECT 1`)
 	if got := fault.Postgres(err); got != fault.Dependency {
 		t.Errorf("nothing listening (%v): %s, want dependency", err, got)
+	}
+}
+
+// One bulk's 429 and 5xx items are the cluster's only when its probe fails;
+// the probe is made once per bulk answer, and never for items that are
+// their own fault.
+func TestItemProverProvesItemOutagesOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name     string
+		probeErr error
+		want     fault.Kind
+	}{
+		{"the cluster answers: the item's index is at fault", nil, fault.Transient},
+		{"the cluster fails its probe: an outage", errors.New("connection refused"), fault.Dependency},
+	} {
+		probes := 0
+		p := fault.ItemProver{Probe: func(context.Context) error { probes++; return c.probeErr }}
+		if k := p.Kind(ctx, 400, "mapper_parsing_exception"); k != fault.Statement {
+			t.Errorf("%s: a 400 item is %v, want statement", c.name, k)
+		}
+		if probes != 0 {
+			t.Errorf("%s: a statement item probed the cluster", c.name)
+		}
+		for _, status := range []int{429, 503, 500} {
+			if k := p.Kind(ctx, status, "cluster_block_exception"); k != c.want {
+				t.Errorf("%s: a %d item is %v, want %v", c.name, status, k, c.want)
+			}
+		}
+		if probes != 1 {
+			t.Errorf("%s: %d probes for one bulk answer, want 1", c.name, probes)
+		}
 	}
 }

@@ -25,7 +25,8 @@ type content struct {
 // write stores the documents of rs in one bulk (split as it must be). It
 // returns those written; those that failed, with their error code; and
 // those to write again once dep, Elasticsearch, answers again: the whole
-// batch when the cluster is out, the items it refused for its load.
+// batch when the cluster is out, the items it refused for its load when
+// its ping fails too.
 func (c *content) write(ctx context.Context, rs []Result) (written, failed, retry []Result, dep *breaker.Breaker) {
 	items, err := c.store.WriteClassified(ctx, docsOf(rs))
 	if err != nil {
@@ -38,12 +39,16 @@ func (c *content) write(ctx context.Context, rs []Result) (written, failed, retr
 		}
 	}
 	c.es.Success()
+	// A 429 or 5xx of some items is an outage only if the cluster fails its
+	// ping; else their own index is at fault, and they are retried through
+	// the dead-letter queue while the rest of the batch is committed.
+	prover := fault.ItemProver{Probe: c.store.Ping}
 	for i, item := range items {
 		if item.Err == nil {
 			written = append(written, rs[i])
 			continue
 		}
-		switch kind := fault.ElasticsearchItem(item.Status, item.Err.Error()); kind {
+		switch kind := prover.Kind(ctx, item.Status, item.Err.Error()); kind {
 		case fault.Dependency:
 			c.es.Failure(item.Err)
 			retry, dep = append(retry, rs[i]), c.es

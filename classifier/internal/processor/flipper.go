@@ -150,13 +150,17 @@ func (f *flipper) flipOnce(ctx context.Context, changes []rawindex.Change) (flip
 		return nil, nil, nil, nil
 	}
 	es.Success()
+	// A 429 or 5xx of some items holds them for the breaker only if the
+	// cluster fails its ping; else their index is at fault, and they return
+	// after the lease like any refused flip, without pausing other indices.
+	prover := fault.ItemProver{Probe: f.raw.Ping}
 	for i, item := range items {
 		switch {
 		case item.Err == nil:
 			flipped = append(flipped, changes[i])
 		case rawindex.Changed(item.Err):
 			conflicts = append(conflicts, changes[i])
-		case fault.ElasticsearchItem(item.Status, item.Err.Error()) == fault.Dependency:
+		case prover.Kind(ctx, item.Status, item.Err.Error()) == fault.Dependency:
 			es.Failure(item.Err)
 			retry = append(retry, changes[i])
 		case item.Status == http.StatusForbidden && fault.IsBlock(item.Err.Error()):

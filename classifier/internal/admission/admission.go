@@ -11,10 +11,11 @@
 //   - A document read from a raw index, {source}_raw_content, belongs to
 //     that source: one whose source_name is another (or missing) is refused,
 //     since metric labels, retry budgets and source statistics are keyed by
-//     the source, and a writer must not be able to pick its own. The refused
-//     document's SourceName is set to its index's source, so that its
-//     dead letter and counts go to the source it came from; the refusal
-//     quotes the value it carried.
+//     the source, and a writer must not be able to pick its own. Every
+//     refused document of a raw index, whatever refused it, gets its
+//     index's source as SourceName (OwnSource), so that its dead letter and
+//     counts go to the source it came from; a source_name refusal quotes
+//     the value it carried.
 //   - Free-text fields (title, raw_text, raw_html, og_type, meta_description,
 //     published_date, and the claim fields) are normalized in place: NUL bytes
 //     (which Elasticsearch accepts and Postgres refuses) are removed and each
@@ -76,7 +77,15 @@ const maxQuotedBytes = 120
 // its free-text fields in place. It returns nil when the document may be
 // classified and stored, or a *RejectionError. It is idempotent: a document
 // it admitted is admitted again unchanged.
-func Admit(raw *domain.RawContent, l Limits) error {
+func Admit(raw *domain.RawContent, l Limits) (err error) {
+	// Whatever refuses it, a refused document of a raw index is counted and
+	// dead-lettered under its index's source, never under the source_name
+	// its writer chose (a label a writer could multiply at will).
+	defer func() {
+		if err != nil {
+			OwnSource(raw)
+		}
+	}()
 	l = l.WithDefaults()
 	if raw.DecodeError != "" {
 		return reject("document", "malformed stored document: %s", Clip(Text(raw.DecodeError), 300))
@@ -129,6 +138,24 @@ func Admit(raw *domain.RawContent, l Limits) error {
 			total, len(d.Title), len(d.RawText), len(d.RawHTML), len(d.MetaDescription), byteLimit(l.MaxDocumentBytes))
 	}
 	return nil
+}
+
+// OwnSource sets the SourceName of a document read from a raw index,
+// {source}_raw_content, to that source, and reports whether it changed it:
+// the name its metrics, dead letter and statistics are keyed by, whatever
+// the document claims. A document of no raw index (the classify API) keeps
+// its own. Admit calls it on every refusal; the worker calls it for a
+// document it dead-letters without admitting it (a stalled one).
+func OwnSource(raw *domain.RawContent) bool {
+	if contentindex.TypeOf(raw.Index) != contentindex.TypeRaw {
+		return false
+	}
+	source := strings.TrimSuffix(raw.Index, contentindex.RawSuffix)
+	if raw.SourceName == source {
+		return false
+	}
+	raw.SourceName = source
+	return true
 }
 
 // sourceOfIndex refuses a document of a raw index whose source_name is not

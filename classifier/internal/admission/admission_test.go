@@ -372,3 +372,32 @@ func TestRefusedSourceIsTheIndexs(t *testing.T) {
 		t.Errorf("refused document's source = %q, want its index's, news_test", d.SourceName)
 	}
 }
+
+// A document of a raw index refused for any reason (here before its
+// source_name is even looked at) is counted and dead-lettered under its
+// index's source, never under the source_name its writer chose: a writer
+// must not be able to make metric series or retry budgets at will.
+func TestRefusedDocumentsBelongToTheirIndexSource(t *testing.T) {
+	for name, mod := range map[string]func(*domain.RawContent){
+		"a file URL":        func(d *domain.RawContent) { d.URL = "file:///etc/passwd" },
+		"a missing id":      func(d *domain.RawContent) { d.ID = "" },
+		"a malformed store": func(d *domain.RawContent) { d.DecodeError = "unexpected end of JSON input" },
+		"no text at all":    func(d *domain.RawContent) { d.Title, d.RawText, d.RawHTML, d.MetaDescription = "", "", "", "" },
+	} {
+		d := doc(func(d *domain.RawContent) { d.SourceName = "writer-chosen-9f3a"; mod(d) })
+		if err := Admit(d, Limits{}); err == nil {
+			t.Fatalf("%s: admitted", name)
+		}
+		if d.SourceName != "news_test" {
+			t.Errorf("%s: refused under source %q, want its index's news_test", name, d.SourceName)
+		}
+	}
+	// Outside a raw index (the classify API) the document keeps its name.
+	d := doc(func(d *domain.RawContent) { d.Index, d.SourceName, d.URL = "", "api_source", "file:///etc/passwd" })
+	if err := Admit(d, Limits{}); err == nil || d.SourceName != "api_source" {
+		t.Errorf("classify API document: err %v, source %q, want refused as api_source", err, d.SourceName)
+	}
+	if OwnSource(d) {
+		t.Error("OwnSource changed a document of no raw index")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/north-cloud/classifier/internal/admission"
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/pipeline"
 	"github.com/north-cloud/classifier/internal/telemetry"
@@ -251,6 +252,9 @@ func (b *BatchProcessor) process(ctx context.Context, workerID int, item *domain
 		b.metrics.ProcessingDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("source", item.SourceName)))
 	}()
 	if item.Stalled {
+		// Dead-lettered without admission: under its index's source, like
+		// every refused document.
+		admission.OwnSource(item)
 		return Result{Raw: item, Err: ErrStalled, Code: domain.ErrorCodeStalled}
 	}
 	doc, err := b.pipeline.Classify(item)

@@ -43,7 +43,7 @@ func TestTaskBackupRestoreOneDatabase(t *testing.T) {
 			mustExec(t, db, `CREATE TABLE backup_probe (id INT PRIMARY KEY, note TEXT NOT NULL)`)
 			mustExec(t, db, `INSERT INTO backup_probe VALUES (1, '`+marker+`')`)
 
-			shims, argv := pgShims(t)
+			shims, argv := pgShims(t, "pg_dump", "pg_restore")
 			env := taskEnv(shims, c.urlVar, dsn)
 			// A directory that does not exist yet: the task creates it, for its owner only.
 			dir := filepath.Join(t.TempDir(), "backups")
@@ -88,7 +88,7 @@ func TestTaskBackupRestoreOneDatabase(t *testing.T) {
 	// A restore with no dump of the database restores nothing and says which is missing.
 	t.Run("no dump", func(t *testing.T) {
 		t.Parallel()
-		shims, _ := pgShims(t)
+		shims, _ := pgShims(t, "pg_dump", "pg_restore")
 		env := taskEnv(shims, "PUBLISHER_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
 		out, err := taskCommand(t, tasks, "db:restore:publisher", t.TempDir(), env)
 		if err == nil || !strings.Contains(out, "no dump of publisher") || !strings.Contains(out, "nothing restored") {
@@ -199,13 +199,14 @@ func taskEnv(shims, urlVar, dsn string) []string {
 	)
 }
 
-// pgShims makes a directory of pg_dump and pg_restore stand-ins that record their command
-// line and run the real programs, and returns it with a function reading what they recorded.
-func pgShims(t *testing.T) (dir string, argv func() string) {
+// pgShims makes a directory of stand-ins for tools (Postgres's command-line programs) that
+// record their command line and run the real programs, and returns it with a function
+// reading what they recorded.
+func pgShims(t *testing.T, tools ...string) (dir string, argv func() string) {
 	t.Helper()
 	dir = t.TempDir()
 	log := filepath.Join(dir, "argv.log")
-	for _, tool := range []string{"pg_dump", "pg_restore"} {
+	for _, tool := range tools {
 		real, err := exec.LookPath(tool)
 		if err != nil {
 			testenv.Unavailable(t, tool, err)

@@ -13,8 +13,10 @@ set -e
 
 psql --no-psqlrc -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \
     --set=app_role="$APP_DB_USER" \
-    --set=app_password="$APP_DB_PASSWORD" \
     --set=app_db="$POSTGRES_DB" <<'SQL'
+-- The password comes from the environment (\getenv), never from psql's command line,
+-- which every process of the container can read.
+\getenv app_password APP_DB_PASSWORD
 CREATE ROLE :"app_role" LOGIN PASSWORD :'app_password';
 -- Since Postgres 15 the public schema belongs to pg_database_owner, so the database owner
 -- may create its tables there; nobody else may.

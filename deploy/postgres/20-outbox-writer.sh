@@ -16,8 +16,10 @@ set -e
 
 psql --no-psqlrc -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \
     --set=writer_role="$OUTBOX_WRITER_USER" \
-    --set=writer_password="$OUTBOX_WRITER_PASSWORD" \
     --set=app_db="$POSTGRES_DB" <<'SQL'
+-- The password comes from the environment (\getenv), never from psql's command line,
+-- which every process of the container can read.
+\getenv writer_password OUTBOX_WRITER_PASSWORD
 CREATE ROLE :"writer_role" LOGIN PASSWORD :'writer_password';
 GRANT CONNECT ON DATABASE :"app_db" TO :"writer_role";
 SQL

@@ -31,9 +31,9 @@ type Config struct {
 	// names, wildcards and -exclusions). Defaults to IndexPatternDefault.
 	IndexPattern string
 	// PollInterval is the wait after a poll that found nothing when none
-	// found documents within the last PollInterval either; while documents
-	// are arriving the wait is at most busyWaitMax. Defaults to
-	// PollIntervalDefault.
+	// found documents within the last PollInterval (and at least 30 s)
+	// either; while documents are arriving the wait is at most
+	// busyWaitMax. Defaults to PollIntervalDefault.
 	PollInterval time.Duration
 	// BatchSize is the number of documents claimed per poll.
 	// Defaults to BatchSizeDefault.

@@ -37,12 +37,24 @@ import (
 const pauseWaitMax = 250 * time.Millisecond
 
 // busyWaitMax bounds the wait between polls while documents are arriving
-// (a poll found some within the last PollInterval): a steady stream should
+// (a poll found some within the last busyWindow): a steady stream should
 // wait a fraction of the poll interval for its next poll, not all of it,
 // even across the empty polls between two refreshes of its index. A
-// replica that found nothing for a whole PollInterval waits the interval,
+// replica that found nothing for a whole busyWindow waits the interval,
 // so an idle one searches no more often than before.
 const busyWaitMax = 250 * time.Millisecond
+
+// busyWindowMin is the least time a poller keeps polling every busyWaitMax
+// after it last found documents (busyWindow). A stream that pauses for a
+// few seconds (a crawler between two pages, a refresh that came late on a
+// loaded cluster) is still a stream: falling back to the whole poll
+// interval at the first gap longer than it held the next document up to
+// that interval, and was the end-to-end latency's tail.
+const busyWindowMin = 30 * time.Second
+
+// busyWindow is how long after its last find the poller still polls every
+// busyWaitMax: PollInterval, and at least busyWindowMin.
+func (p *Poller) busyWindow() time.Duration { return max(p.cfg.PollInterval, busyWindowMin) }
 
 // Sink takes claimed documents: the batch processor's work queue.
 type Sink interface {
@@ -230,9 +242,9 @@ func (p *Poller) step(ctx context.Context) time.Duration {
 		// a poll interval while the winner takes the whole backlog.
 		p.pace.failures = 0
 		return 0
-	case len(b.docs) > 0 || p.now().Sub(p.pace.lastFound) < p.cfg.PollInterval:
+	case len(b.docs) > 0 || p.now().Sub(p.pace.lastFound) < p.busyWindow():
 		// Documents are arriving (this poll found some, or one did within
-		// the interval): look again soon.
+		// the busy window): look again soon.
 		if len(b.docs) > 0 {
 			p.pace.lastFound = p.now()
 		}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"database/sql"
-	"net/http"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -10,7 +8,6 @@ import (
 	"github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/auth/authtest"
-	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/openapi/openapitest"
 	"github.com/north-cloud/infrastructure/testenv"
 	"github.com/north-cloud/publisher/internal/api"
@@ -25,8 +22,8 @@ import (
 // that every call to a mutating route was audited.
 func TestRoleMatrix(t *testing.T) {
 	t.Parallel()
-	router, authn, db := mounted(t)
-	authtest.CheckService(t, router, authn, apiPolicy(), db, "../../../docs/roles.md", "publisher")
+	m := mounted(t)
+	authtest.CheckService(t, m.Router, m.Auth, apiPolicy(), m.DB, "../../../docs/roles.md", "publisher")
 }
 
 // TestEmptyQueryValuesAre400 sends every query parameter the OpenAPI
@@ -34,35 +31,21 @@ func TestRoleMatrix(t *testing.T) {
 // mounts it, and wants 400 for each.
 func TestEmptyQueryValuesAre400(t *testing.T) {
 	t.Parallel()
-	router, authn, _ := mounted(t)
+	m := mounted(t)
 	doc, err := openapi.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	openapitest.CheckEmptyQueryParams(t, router, doc, authtest.Header(t, authn, auth.RoleAdmin), nil)
+	openapitest.CheckEmptyQueryParams(t, m.Router, doc, authtest.Header(t, m.Auth, auth.RoleAdmin), nil)
 }
 
 // mounted is the API as serve mounts it (mountAPI) over a migrated
 // database, with its authenticator and database.
-func mounted(t *testing.T) (*gin.Engine, *auth.Authenticator, *sql.DB) {
+func mounted(t *testing.T) authtest.Mounted {
 	t.Helper()
 	db, _ := outboxtest.Database(t)
 	log := testenv.Logger(t)
-	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-roles"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	auditLog, err := audit.NewStore(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "publisher"}, log, http.NotFoundHandler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mountAPI(srv.Router(), audit.GroupConfig{Auth: authn, Store: auditLog, MetricPrefix: "publisher", Logger: log},
-		api.New(outbox.NewRepository(db), log)); err != nil {
-		t.Fatal(err)
-	}
-	return srv.Router(), authn, db
+	return authtest.Mount(t, "publisher", db, func(router gin.IRouter, g audit.GroupConfig) error {
+		return mountAPI(router, g, api.New(outbox.NewRepository(db), log))
+	})
 }

@@ -233,11 +233,5 @@ func TestRegisterValidatesDeps(t *testing.T) {
 // asserted here, where a loaded machine can stretch any window.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not seen within a minute", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, time.Minute, 10*time.Millisecond, what, cond)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -73,10 +74,7 @@ func setup(t testing.TB) bundle {
 func serve(t testing.TB, deps api.Deps) (string, string) {
 	t.Helper()
 	log := testenv.Logger(t)
-	authn, err := auth.New(auth.Config{Secret: testSecret})
-	if err != nil {
-		t.Fatal(err)
-	}
+	authn := authtest.New(t, testSecret)
 	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "classifier"}, log, http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)
@@ -87,11 +85,7 @@ func serve(t testing.TB, deps api.Deps) (string, string) {
 	}
 	ts := httptest.NewServer(srv.Router())
 	t.Cleanup(ts.Close)
-	token, _, err := authn.Issue("test-operator", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ts.URL + "/api/v1", token
+	return ts.URL + "/api/v1", authtest.Token(t, authn, "test-operator", auth.RoleOperator)
 }
 
 type response struct {

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/north-cloud/classifier/internal/reputation"
 	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/httpserver"
 	infraopenapi "github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -44,14 +44,8 @@ func setupWith(t *testing.T, deps func(db *sql.DB, d *Deps)) *bundle {
 	t.Helper()
 	db, _ := dbtest.Migrated(t)
 	logger := testenv.Logger(t)
-	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("operator@example.org", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	authn := authtest.New(t, "0123456789abcdef0123456789abcdef-test")
+	token := authtest.Token(t, authn, "operator@example.org", auth.RoleOperator)
 	// Served as main.go serves it: the shared server (text rule, body
 	// limit) and the JWT-guarded group.
 	srv, err := httpserver.New(httpserver.Config{Addr: ":0", ServiceName: "classifier"}, logger, http.NotFoundHandler())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/poller"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/auth/authtest"
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
@@ -18,14 +19,8 @@ import (
 // behind the token like every other route.
 func TestPollStatusReportsEachIndex(t *testing.T) {
 	t.Parallel()
-	authn, err := auth.New(auth.Config{Secret: "0123456789abcdef0123456789abcdef-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := authn.Issue("operator@example.org", auth.RoleOperator, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	authn := authtest.New(t, "0123456789abcdef0123456789abcdef-test")
+	token := authtest.Token(t, authn, "operator@example.org", auth.RoleOperator)
 	since := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
 	statuses := []poller.IndexStatus{
 		{Index: "alpha_raw_content", Since: since},

@@ -58,20 +58,15 @@ func setupSources(t *testing.T) *sourcesBundle {
 // background) and returns it.
 func (b *sourcesBundle) waitTask(t *testing.T, source, id string) reprocess.Task {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var task reprocess.Task
+	var task reprocess.Task
+	testenv.WaitFor(t, time.Minute, 50*time.Millisecond, "task "+id+" to leave running", func() bool {
+		task = reprocess.Task{}
 		if code := b.do(t, "GET", "/api/v1/sources/"+source+"/reprocess/"+id, nil, &task); code != 200 {
 			t.Fatalf("GET task = %d", code)
 		}
-		if task.Status != reprocess.StatusRunning {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s still running after a minute: %+v", id, task)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return task.Status != reprocess.StatusRunning
+	})
+	return task
 }
 
 // A reprocess request sets the source's classified documents back to

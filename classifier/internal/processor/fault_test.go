@@ -193,13 +193,7 @@ func TestOutboxOutageHoldsTheBatchAndChargesNoRetry(t *testing.T) {
 	r.start(t)
 
 	// During the outage: the breaker opens, nothing is dead-lettered.
-	deadline := time.Now().Add(20 * time.Second)
-	for r.breakers.Outbox.Closed() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if r.breakers.Outbox.Closed() {
-		t.Fatal("outbox breaker still closed during the outage")
-	}
+	testenv.WaitFor(t, 20*time.Second, 20*time.Millisecond, "the outbox breaker to open during the outage", func() bool { return !r.breakers.Outbox.Closed() })
 	time.Sleep(3 * time.Second) // longer than the lease: held claims are renewed
 	if n := e.count(t, e.db, `SELECT COUNT(*) FROM dead_letter_queue`); n != 0 {
 		t.Fatalf("dead letters during the outage = %d, want 0", n)

@@ -305,11 +305,5 @@ func TestDeadLetterRetryToSuccessAndExhaustion(t *testing.T) {
 
 func waitUntil(t *testing.T, timeout time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, timeout, 50*time.Millisecond, "the condition", ok)
 }

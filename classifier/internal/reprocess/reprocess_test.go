@@ -117,20 +117,15 @@ func TestMaxDocs(t *testing.T) {
 // waitDone polls a task until it leaves running.
 func waitDone(t *testing.T, r *Runner, source, id string) *Task {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got, err := r.Get(context.Background(), source, id)
-		if err != nil {
+	var got *Task
+	testenv.WaitFor(t, time.Minute, 20*time.Millisecond, "the task to leave running", func() bool {
+		var err error
+		if got, err = r.Get(context.Background(), source, id); err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != StatusRunning {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task still running after a minute: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return got.Status != StatusRunning
+	})
+	return got
 }
 
 // Requests are refused before Start and after Stop, for an unknown source

@@ -13,6 +13,7 @@ import (
 
 	"github.com/north-cloud/classifier/internal/rules"
 	"github.com/north-cloud/classifier/internal/rulestore"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // The issue's rule: 100 characters, but 3,236 bytes normalized. Its length
@@ -96,13 +97,9 @@ func TestWatcherRefusesOverBudgetSet(t *testing.T) {
 		VALUES ('psql-bomb', 'wildlife', $1, 0.3, 5, TRUE)`, pq.StringArray(kws)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(reloadDeadline)
-	for reloads(t, r.reader, rulestore.ReloadOverBudget) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the over-budget set was not refused and counted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, reloadDeadline, 5*time.Millisecond, "the over-budget set to be refused and counted", func() bool {
+		return reloads(t, r.reader, rulestore.ReloadOverBudget) > 0
+	})
 	if r.watcher.Version() != good || r.engine.RuleCount() != len(defaultTopics) || hasTopic(r.engine, kws[0], "wildlife") {
 		t.Fatalf("the engine did not keep the last good set: version %d (was %d), %d rules", r.watcher.Version(), good, r.engine.RuleCount())
 	}

@@ -211,13 +211,9 @@ func TestWatcherRejectedReloadKeepsRules(t *testing.T) {
 	if _, err := b.repo.Create(ctx, rulestore.Input{Name: "refused", Topic: "wildlife", Keywords: []string{"quokka"}, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(reloadDeadline)
-	for reloads(t, r.reader, rulestore.ReloadRejected) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("rejected reload was not counted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, reloadDeadline, 5*time.Millisecond, "the rejected reload to be counted", func() bool {
+		return reloads(t, r.reader, rulestore.ReloadRejected) > 0
+	})
 	if hasTopic(engine, "quokka", "wildlife") || r.watcher.Version() != startVersion {
 		t.Fatal("a refused rule set reached the engine")
 	}

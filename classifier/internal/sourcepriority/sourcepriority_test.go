@@ -154,25 +154,14 @@ func TestCacheFollowsTheMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Stop(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.IsLow(slow) {
-		if time.Now().After(deadline) {
-			t.Fatal("IsLow(slow_feed) stayed false")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, 10*time.Millisecond, "IsLow(slow_feed)", func() bool { return c.IsLow(slow) })
 	if c.IsLow(wire) || c.IsLow("elsewhere") {
 		t.Error("a normal or unmarked source is low")
 	}
 	if _, err := store.Set(ctx, slow, sourcepriority.Normal, "op"); err != nil {
 		t.Fatal(err)
 	}
-	for c.IsLow(slow) {
-		if time.Now().After(deadline) {
-			t.Fatal("after the mark was lifted IsLow(slow_feed) stayed true")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, 10*time.Millisecond, "IsLow(slow_feed) to be false after the mark was lifted", func() bool { return !c.IsLow(slow) })
 }
 
 // The cache keeps the start/stop contract while it refreshes (run with

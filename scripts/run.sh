@@ -63,7 +63,7 @@ prometheus_start() {
   mkdir -p "$dir/data"
   setsid prometheus --config.file="$root/deploy/prometheus/prometheus.native.yml" \
     --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=7d \
-    --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle \
+    --web.listen-address="127.0.0.1:$port" \
     >>"$dir/prometheus.log" 2>&1 </dev/null &
   echo $! >"$dir/prometheus.pid"
   deadline=$((SECONDS + 30))

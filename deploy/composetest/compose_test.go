@@ -732,3 +732,27 @@ func TestServicesScaleWithDistinctIdentities(t *testing.T) {
 		}
 	}
 }
+
+// Prometheus runs without its lifecycle and admin APIs, in compose and natively: with them,
+// anything that reaches its port could stop it (POST /-/quit), swap its configuration
+// (/-/reload) or delete its series, with no role and no audit row. A configuration is
+// reloaded with SIGHUP (docs/runbook.md).
+func TestPrometheusWithoutLifecycleOrAdminAPI(t *testing.T) {
+	forbidden := []string{"--web.enable-lifecycle", "--web.enable-admin-api"}
+	for _, arg := range project(t).Services["prometheus"].Command {
+		for _, f := range forbidden {
+			if strings.HasPrefix(arg, f) {
+				t.Errorf("docker-compose.yml: prometheus runs with %s", arg)
+			}
+		}
+	}
+	raw, err := os.ReadFile(path(t, "scripts/run.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range forbidden {
+		if strings.Contains(string(raw), f) {
+			t.Errorf("scripts/run.sh starts prometheus with %s", f)
+		}
+	}
+}

@@ -326,6 +326,8 @@ func TestQueryLimit(t *testing.T) {
 	}
 }
 
+// Same loop as TestQueryLimit over other cases: kept apart so that each
+// helper's cases read with their assertions.
 // ?cursor= is the first page when absent, the keyset EncodeCursor wrote,
 // and a 400 invalid_cursor for anything else.
 func TestQueryCursor(t *testing.T) {

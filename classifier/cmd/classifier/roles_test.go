@@ -26,6 +26,9 @@ import (
 	"github.com/north-cloud/infrastructure/testenv"
 )
 
+// The two tests below are the same as in publisher/cmd/publisher: kept apart because
+// mountAPI, which they check, is each main package's own.
+
 // TestRoleMatrix mounts the API as serve does (mountAPI) over a migrated
 // database, calls every route with a token of every role and checks the
 // answers against the policy, the docs' matrix against the routes, and

@@ -11,6 +11,9 @@ import (
 	"github.com/north-cloud/infrastructure/postgres/postgrestest"
 )
 
+// Same shape as publisher/internal/outboxtest.Database: kept apart because
+// each service binds postgrestest.Migrated to its own migrations.
+//
 // Migrated returns the open database and its URL: postgrestest.Migrated
 // with the classifier's migrations.
 func Migrated(t testing.TB) (*sql.DB, string) {

@@ -74,6 +74,7 @@ func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
 		cfg.DBTimeout = DBTimeoutDefault
 	}
 	h := &routes{cfg}
+	// Route table: same shape as every API's; the routes are this one's own.
 	router.GET("/dlq", h.list)
 	router.GET("/dlq/stats", h.stats)
 	router.POST("/dlq/requeue", h.requeueMatching)

@@ -52,6 +52,7 @@ func Register(router gin.IRouter, deps Deps) error {
 	}
 	deps.Logger = deps.Logger.With(slog.String("component", "labels_api"))
 	h := &handler{Deps: deps}
+	// Route table: same shape as every API's; the routes are this one's own.
 	router.GET("/labels", h.list)
 	router.POST("/labels", h.put)
 	router.GET("/labels/candidates", h.candidates)

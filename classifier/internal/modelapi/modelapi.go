@@ -91,6 +91,7 @@ func Register(router gin.IRouter, deps Deps) error {
 	deps.TrainTimeout = config.PositiveOr(deps.TrainTimeout, TrainTimeoutDefault)
 	deps.Logger = deps.Logger.With(slog.String("component", "models_api"))
 	h := &handler{Deps: deps}
+	// Route table: same shape as every API's; the routes are this one's own.
 	router.GET("/models", h.list)
 	// One training at a time per replica: it takes a core for seconds.
 	router.POST("/models/train", httpserver.LimitConcurrency(1, 5), httpserver.LimitBody(deps.MaxTrainBytes), h.train)
@@ -118,6 +119,10 @@ func (h *handler) fail(c *gin.Context, err error) {
 		httpserver.WriteInternal(c, h.Logger, err)
 	}
 }
+
+// The handlers below share their shape with every API's handlers (a
+// deadline, one store call, fail or answer JSON): the shared steps are
+// httpserver's; what differs is the store method and its error map.
 
 func pathID(c *gin.Context) (int64, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)

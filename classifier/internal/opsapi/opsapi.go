@@ -68,6 +68,7 @@ func Register(router gin.IRouter, d Deps) error {
 		}
 	}
 	h := &handler{d}
+	// Route table: same shape as every API's; the routes are this one's own.
 	router.GET("/sources", h.listSources)
 	router.GET("/sources/poll-status", h.pollStatus)
 	router.GET("/sources/stats", h.sourceStats)

@@ -16,6 +16,9 @@ import (
 	"github.com/north-cloud/publisher/internal/outboxtest"
 )
 
+// The two tests below are the same as in classifier/cmd/classifier: kept apart because
+// mountAPI, which they check, is each main package's own.
+
 // TestRoleMatrix mounts the API as serve does (mountAPI) over a migrated
 // database, calls every route with a token of every role and checks the
 // answers against the policy, the docs' matrix against the routes, and

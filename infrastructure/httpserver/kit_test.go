@@ -389,3 +389,22 @@ func TestWriteUnavailableAndInternal(t *testing.T) {
 		t.Errorf("the errors are not logged: %s", logs.String())
 	}
 }
+
+// Respond answers the value when there is no error, and leaves the answer
+// to the service's fail otherwise.
+func TestRespond(t *testing.T) {
+	t.Parallel()
+	fail := func(c *gin.Context, err error) { httpserver.WriteBadRequest(c, err.Error()) }
+	w := serveOnce(t, "/page", func(c *gin.Context) {
+		httpserver.Respond(c, http.StatusCreated, map[string]int{"n": 1}, nil, fail)
+	})
+	if w.Code != http.StatusCreated || strings.TrimSpace(w.Body.String()) != `{"n":1}` {
+		t.Errorf("value: %d %s", w.Code, w.Body)
+	}
+	w = serveOnce(t, "/page", func(c *gin.Context) {
+		httpserver.Respond(c, http.StatusCreated, map[string]int{"n": 1}, errors.New("n is wrong"), fail)
+	})
+	if w.Code != http.StatusBadRequest || errorCode(t, w.Body.Bytes()) != httpserver.CodeBadRequest {
+		t.Errorf("error: %d %s", w.Code, w.Body)
+	}
+}

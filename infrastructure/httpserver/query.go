@@ -54,3 +54,14 @@ func QueryCursor(c *gin.Context) (*Keyset, bool) {
 func WriteBadRequest(c *gin.Context, msg string) {
 	WriteError(c, http.StatusBadRequest, CodeBadRequest, msg)
 }
+
+// Respond answers v as JSON with status when err is nil, and hands err to
+// fail, the service's one map of errors to answers, otherwise: how a
+// handler ends after its one store call.
+func Respond[T any](c *gin.Context, status int, v T, err error, fail func(*gin.Context, error)) {
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(status, v)
+}

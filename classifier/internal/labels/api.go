@@ -150,11 +150,7 @@ func (h *handler) list(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	out, err := h.Store.List(ctx, n)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, out)
+	httpserver.Respond(c, http.StatusOK, out, err, h.fail)
 }
 
 func (h *handler) delete(c *gin.Context) {
@@ -188,9 +184,5 @@ func (h *handler) stats(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.Timeout)
 	defer cancel()
 	s, err := h.Store.Stats(ctx)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s)
+	httpserver.Respond(c, http.StatusOK, s, err, h.fail)
 }

@@ -170,11 +170,7 @@ func (h *handler) get(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.Get(ctx, id)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s)
+	httpserver.Respond(c, http.StatusOK, s, err, h.fail)
 }
 
 // train learns a model from the labelled NDJSON body and stores it,
@@ -281,22 +277,14 @@ func (h *handler) candidate(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.SetCandidate(ctx, id, pct)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s)
+	httpserver.Respond(c, http.StatusOK, s, err, h.fail)
 }
 
 func (h *handler) clearCandidate(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.ClearCandidate(ctx)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s)
+	httpserver.Respond(c, http.StatusOK, s, err, h.fail)
 }
 
 func (h *handler) promote(c *gin.Context) {
@@ -307,11 +295,7 @@ func (h *handler) promote(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.Promote(ctx, id)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s)
+	httpserver.Respond(c, http.StatusOK, s, err, h.fail)
 }
 
 type rollbackResponse struct {
@@ -324,11 +308,7 @@ func (h *handler) rollback(c *gin.Context) {
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
 	s, err := h.Store.Rollback(ctx)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, rollbackResponse{Active: s})
+	httpserver.Respond(c, http.StatusOK, rollbackResponse{Active: s}, err, h.fail)
 }
 
 func (h *handler) delete(c *gin.Context) {

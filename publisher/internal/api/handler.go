@@ -123,11 +123,7 @@ func (h *Handler) stats(c *gin.Context) {
 		return
 	}
 	s, err := h.store.StatsMatching(c, f)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, s)
+	httpserver.Respond(c, http.StatusOK, s, err, h.fail)
 }
 
 // ListResponse is the body of GET /api/v1/outbox.
@@ -249,11 +245,7 @@ type ChannelsResponse struct {
 
 func (h *Handler) channels(c *gin.Context) {
 	chs, err := h.store.Channels(c)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, ChannelsResponse{Channels: chs})
+	httpserver.Respond(c, http.StatusOK, ChannelsResponse{Channels: chs}, err, h.fail)
 }
 
 var statuses = map[string]domain.OutboxStatus{

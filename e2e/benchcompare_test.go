@@ -14,14 +14,7 @@ import (
 // zero fail it; the same figures, or a subset with -allow-missing, pass.
 func TestBenchCompareGates(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := benchFiles(t)
 	base := write("base.txt", "bench: e2e/ClassifierDrain: 500 classified_docs/s\n"+
 		"bench: e2e/ClassifierDrain: 3.1 raw_writes_per_doc\n"+
 		"bench: e2e/EndToEndLatency: 0 published_twice\n")
@@ -63,14 +56,7 @@ func TestBenchCompareGates(t *testing.T) {
 // times is not, and neither changes the exit status.
 func TestBenchCompareFlagsTailsAboveTheirFloor(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := benchFiles(t)
 	floors := "bench: publisher/PublishLag: 3.1 floor_pg_p99_ms (min 3, max 3.2, n=3)\n" +
 		"bench: publisher/PublishLag: 1.9 floor_pg_commit_p99_ms (min 1, max 2, n=3)\n" +
 		"bench: publisher/PublishLag: 3.2 floor_redis_p99_ms (min 3, max 4, n=3)\n"
@@ -94,5 +80,18 @@ func TestBenchCompareFlagsTailsAboveTheirFloor(t *testing.T) {
 		if got := strings.Contains(string(out), "FLOOR: publisher/PublishLag p99_ms"); got != c.flagged {
 			t.Errorf("%s: flagged %v, want %v\n%s", c.name, got, c.flagged, out)
 		}
+	}
+}
+
+// benchFiles returns a function that writes a file of a test's temporary
+// directory and returns its path.
+func benchFiles(t *testing.T) func(name, body string) string {
+	dir := t.TempDir()
+	return func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

@@ -222,10 +222,9 @@ func pgShims(t *testing.T, tools ...string) (dir string, argv func() string) {
 	}
 }
 
-// scratchDatabase creates a database owned by a new login role whose password holds the
-// characters a URL must escape (@ : / %), both dropped when the test ends, and returns the
-// role's URL for it (the password percent-encoded) and the password.
-func scratchDatabase(t *testing.T) (dsn, password string) {
+// adminDB opens the services' Postgres as its superuser (POSTGRES_ADMIN_URL), closed when
+// the test ends, and returns it with its URL.
+func adminDB(t *testing.T) (*sql.DB, string) {
 	t.Helper()
 	adminURL := testenv.Env(t, "POSTGRES_ADMIN_URL", "postgres")
 	admin, err := sql.Open("postgres", adminURL)
@@ -238,6 +237,17 @@ func scratchDatabase(t *testing.T) (dsn, password string) {
 	if err := admin.PingContext(ctx); err != nil {
 		testenv.Unavailable(t, "postgres", err)
 	}
+	return admin, adminURL
+}
+
+// scratchDatabase creates a database owned by a new login role whose password holds the
+// characters a URL must escape (@ : / %), both dropped when the test ends, and returns the
+// role's URL for it (the password percent-encoded) and the password.
+func scratchDatabase(t *testing.T) (dsn, password string) {
+	t.Helper()
+	admin, adminURL := adminDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	role := testenv.UniqueName("nctest_backup_")
 	password = "p@ss:w/rd%" + testenv.UniqueName("")
 	if _, err := admin.ExecContext(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, role, password)); err != nil {

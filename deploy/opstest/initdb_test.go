@@ -23,17 +23,9 @@ import (
 func TestPostgresInitScriptsKeepPasswordsOffTheCommandLine(t *testing.T) {
 	t.Parallel()
 	requireTools(t, "sh", "psql")
-	adminURL := testenv.Env(t, "POSTGRES_ADMIN_URL", "postgres")
-	admin, err := sql.Open("postgres", adminURL)
-	if err != nil {
-		testenv.Unavailable(t, "postgres", err)
-	}
-	t.Cleanup(func() { _ = admin.Close() })
+	admin, adminURL := adminDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := admin.PingContext(ctx); err != nil {
-		testenv.Unavailable(t, "postgres", err)
-	}
 	u, err := url.Parse(adminURL)
 	if err != nil {
 		t.Fatal(err)

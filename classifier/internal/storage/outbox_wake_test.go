@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -22,16 +21,8 @@ import (
 // a marker NOTIFY is the writer's exactly when the writer sent one.
 func TestOutboxWriterWakesAfterCommit(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.Postgres(t)
-	db, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, dsn := scratchOutbox(t)
 	ctx := context.Background()
-	if err := outbox.ApplyTestSchema(ctx, db); err != nil {
-		t.Fatal(err)
-	}
 	w := storage.NewOutboxWriter(db, testenv.Logger(t))
 	l := pq.NewListener(dsn, 10*time.Millisecond, time.Second, nil)
 	t.Cleanup(func() { _ = l.Close() })

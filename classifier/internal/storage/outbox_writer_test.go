@@ -20,7 +20,16 @@ import (
 // outbox table (outbox.TestSchema), and that database.
 func newOutboxWriter(t *testing.T) (*storage.OutboxWriter, *sql.DB) {
 	t.Helper()
-	db, err := sql.Open("postgres", testenv.Postgres(t))
+	db, _ := scratchOutbox(t)
+	return storage.NewOutboxWriter(db, testenv.Logger(t)), db
+}
+
+// scratchOutbox returns a scratch database holding the outbox table
+// (outbox.TestSchema), and its URL.
+func scratchOutbox(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	db, err := sql.Open("postgres", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +37,7 @@ func newOutboxWriter(t *testing.T) (*storage.OutboxWriter, *sql.DB) {
 	if err := outbox.ApplyTestSchema(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	return storage.NewOutboxWriter(db, testenv.Logger(t)), db
+	return db, dsn
 }
 
 // The insert is a span under the one the writer was called in (the

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/lib/pq" // registers the "postgres" driver
+	"github.com/lib/pq" // also registers the "postgres" driver
 
 	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/config"
@@ -84,10 +84,12 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*sql.DB, error)
 	if cfg.URL == "" {
 		return nil, errors.New("open postgres: URL is required")
 	}
-	db, err := sql.Open("postgres", cfg.URL)
+	connector, err := pq.NewConnector(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	connector.Dialer(newDeadPeerDialer())
+	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(cfg.MaxOpenConns)
 	db.SetMaxIdleConns(cfg.MaxIdleConns)
 	db.SetConnMaxLifetime(cfg.ConnMaxLifetime)

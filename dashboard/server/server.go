@@ -335,7 +335,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		writeJSON(w, http.StatusOK, map[string]bool{"read_only": cfg.ReadOnly, "prometheus": cfg.PrometheusURL != ""})
 	})
 	mux.Handle("/", spa(cfg.Dist))
-	return &Server{handler: securityHeaders(mux), live: hub}, nil
+	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), mux), live: hub}, nil
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact
@@ -454,9 +454,10 @@ func getOnly(next http.Handler) http.Handler {
 	})
 }
 
-func securityHeaders(next http.Handler) http.Handler {
+func securityHeaders(csp string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")

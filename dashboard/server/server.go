@@ -343,7 +343,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	for _, u := range upstreams {
 		prefixes = append(prefixes, u.prefix)
 	}
-	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), canonicalGate(prefixes, mux)), live: hub}, nil
+	return &Server{handler: securityHeaders(canonicalGate(prefixes, mux)), live: hub}, nil
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact
@@ -462,10 +462,9 @@ func getOnly(next http.Handler) http.Handler {
 	})
 }
 
-func securityHeaders(csp string, next http.Handler) http.Handler {
+func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")

@@ -18,10 +18,15 @@ import (
 )
 
 // The soak's knobs (scripts/soak.sh sets them): how long it runs, the
-// steady arrival rate, and how often a fault is injected.
+// steady arrival rate, and how often a fault is injected. Without
+// SOAK_DURATION the soak is the test command's short version: 90 s at 20
+// documents a second, a fault every 20 s (each of the four once).
 const (
 	soakRateDefault       = 100
 	soakFaultEveryDefault = 5 * time.Minute
+	soakShortDuration     = 90 * time.Second
+	soakShortRate         = 20
+	soakShortFaultEvery   = 20 * time.Second
 	soakSampleEvery       = 10 * time.Second
 	// soakFaultWindow is how long after a fault the lag is counted as the
 	// fault's, not the steady state's.
@@ -29,8 +34,8 @@ const (
 )
 
 // TestSoak runs the pipeline at a steady arrival rate for SOAK_DURATION
-// (scripts/soak.sh: `scripts/soak.sh 1h`; the test command runs a few
-// minutes) with a fault every SOAK_FAULT_EVERY, in turn: a classifier
+// (scripts/soak.sh: `scripts/soak.sh 1h`; without it, the test command's
+// 90 s) with a fault every SOAK_FAULT_EVERY, in turn: a classifier
 // replica SIGKILLed and started again, the publisher SIGKILLed and started
 // again, the Postgres of both services restarted (a private cluster), a
 // classifier replica frozen (SIGSTOP) for 20 s. It checks that every document written is
@@ -50,21 +55,21 @@ const (
 // an Elasticsearch restart (TestChaosDeliversEverything covers one), a
 // slow disk or network.
 func TestSoak(t *testing.T) {
-	raw := os.Getenv("SOAK_DURATION")
-	if raw == "" {
-		t.Skip("the soak runs when SOAK_DURATION is set (scripts/soak.sh)")
+	t.Parallel()
+	duration, rate, faultEvery := soakShortDuration, soakShortRate, soakShortFaultEvery
+	if raw := os.Getenv("SOAK_DURATION"); raw != "" {
+		var err error
+		if duration, err = time.ParseDuration(raw); err != nil || duration < time.Minute {
+			t.Fatalf("SOAK_DURATION=%q: want a duration of at least 1m", raw)
+		}
+		rate, faultEvery = soakRateDefault, soakFaultEveryDefault
 	}
-	duration, err := time.ParseDuration(raw)
-	if err != nil || duration < time.Minute {
-		t.Fatalf("SOAK_DURATION=%q: want a duration of at least 1m", raw)
-	}
-	rate := soakRateDefault
+	var err error
 	if v := os.Getenv("SOAK_RATE"); v != "" {
 		if rate, err = strconv.Atoi(v); err != nil || rate < 1 {
 			t.Fatalf("SOAK_RATE=%q: want a positive number of documents a second", v)
 		}
 	}
-	faultEvery := soakFaultEveryDefault
 	if v := os.Getenv("SOAK_FAULT_EVERY"); v != "" {
 		if faultEvery, err = time.ParseDuration(v); err != nil || faultEvery < 20*time.Second {
 			t.Fatalf("SOAK_FAULT_EVERY=%q: want a duration of at least 20s", v)

@@ -291,7 +291,7 @@ cat "$jobs_dir/race-e2e.json" >>"$json"
 # stage (which mostly waits, on an Elasticsearch and a Redis of its own), its
 # browser test once the cluster stage has ended (the cluster tests publish
 # thousands of messages on the shared Redis, whose channels the live tail
-# under test shows), beside the fuzz stage. Once dist/ is built it says so
+# under test shows) and the fuzz stage. Once dist/ is built it says so
 # ($jobs_dir/dist-ready), and the compose stage, which packs dist/, begins.
 dashboard_checks() {
   cd "$root/dashboard" || return 1
@@ -308,12 +308,15 @@ dashboard_checks() {
   npm run test:unit || return 1
   npm run build || return 1
   touch "$jobs_dir/dist-ready"
-  until [ -e "$jobs_dir/clusters-done" ]; do kill -0 $$ 2>/dev/null || return 1; sleep 2; done
-  echo "dashboard: the browser test begins after the cluster stage, $(($(date +%s) - start))s into the run"
+  # After the fuzz stage too: schemathesis drives an index-manager with an
+  # admin token over the same Elasticsearch, and a run of the browser test
+  # beside it lost one of its raw indices mid-test (2026-11-28).
+  until [ -e "$jobs_dir/clusters-done" ] && [ -e "$jobs_dir/fuzz-done" ]; do kill -0 $$ 2>/dev/null || return 1; sleep 2; done
+  echo "dashboard: the browser test begins after the cluster and fuzz stages, $(($(date +%s) - start))s into the run"
   npm run test:e2e || return 1
 }
 prepared
-background dashboard "dashboard: typecheck, unit, build, e2e (the e2e after the cluster stage)" dashboard_checks
+background dashboard "dashboard: typecheck, unit, build, e2e (the e2e after the cluster and fuzz stages)" dashboard_checks
 
 # Compose stage (scripts/compose-test.sh): the container stack run for real, mostly waiting
 # on containers. It packs the services' binaries (the Go build cache filled by the stages
@@ -386,6 +389,7 @@ step "fuzz: Go native fuzz targets, schemathesis against the running services"
 # every target runs, each from its committed corpus.
 FUZZTIME=${FUZZTIME:-6s} "$root/scripts/fuzz.sh" || status=1
 stage_end
+touch "$jobs_dir/fuzz-done"
 
 join dashboard || { echo "dashboard checks failed" >&2; status=1; }
 join eval || status=1

@@ -618,10 +618,11 @@ func (r *Repository) Channels(ctx context.Context) ([]domain.ChannelStats, error
 	return out, rows.Err()
 }
 
-// notify wakes listening publishers; a lost notification only delays the
-// work until the next poll, so its error is ignored.
+// notify wakes listening publishers (outbox.Wake, as the classifier does
+// after its inserts); a lost notification only delays the work until the
+// next poll, so its error is ignored.
 func (r *Repository) notify(ctx context.Context) {
-	_, _ = r.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, NotifyChannel)
+	_ = outbox.Wake(ctx, r.db)
 }
 
 func scanEntries(rows *sql.Rows) ([]domain.OutboxEntry, error) {

@@ -129,11 +129,30 @@ collect:
 		checkMessage(t, raw, got[0])
 	}
 
-	// The commit point was reached for every document.
-	for id, status := range rawStatuses(t, es, prefix) {
-		if status != contentindex.StatusClassified {
-			t.Errorf("raw document %s is %q, want classified", id, status)
+	// The commit point is reached for every document. The status flip is
+	// the commit's last step, after the outbox row is committed, so the
+	// publisher may deliver a document before its flip lands: wait for the
+	// flips rather than reading them once.
+	var statuses map[string]string
+	flipped := func() bool {
+		statuses = rawStatuses(t, es, prefix)
+		for _, status := range statuses {
+			if status != contentindex.StatusClassified {
+				return false
+			}
 		}
+		return len(statuses) == count
+	}
+	for deadline := time.Now().Add(60 * time.Second); !flipped() && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !flipped() {
+		for id, status := range statuses {
+			if status != contentindex.StatusClassified {
+				t.Errorf("raw document %s is %q, want classified", id, status)
+			}
+		}
+		t.Logf("classifier:\n%s", classifier.log.Tail(40))
 	}
 	assertCount(t, pipe.classifierDB, `SELECT COUNT(DISTINCT content_id) FROM classification_history`, count)
 	assertCount(t, pipe.publisherDB, `SELECT COUNT(*) FROM classified_outbox WHERE status = 'published'`, count)

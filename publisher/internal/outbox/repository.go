@@ -19,18 +19,19 @@ import (
 	"github.com/north-cloud/publisher/internal/domain"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel on which inserts (migration
-// 003) and re-queues wake the publishers.
+// NotifyChannel is the LISTEN/NOTIFY channel on which writers, once their
+// inserts commit (outbox.Wake), and re-queues wake the publishers.
 const NotifyChannel = outbox.NotifyChannel
 
 // Repository reads and writes classified_outbox.
 type Repository struct {
-	db *sql.DB
+	db    *sql.DB
+	claim prepared
 }
 
 // NewRepository returns a repository over the publisher's database.
 func NewRepository(db *sql.DB) *Repository {
-	return &Repository{db: db}
+	return &Repository{db: db, claim: prepared{query: claimQuery()}}
 }
 
 // Batch is one claim: the rows moved to publishing and the token they
@@ -98,11 +99,35 @@ func (r *Repository) markAndClaim(ctx context.Context, done Published, limit int
 	if len(done.IDs) > 0 {
 		doneToken = done.Token
 	}
-	// The statement returns one row per claimed row, each carrying the
-	// marked count, or, when it claims nothing, a single row with the count
-	// and NULL in every claimed column (the LEFT JOIN), so the count is
-	// never lost.
-	query := `
+	stmt, err := r.claim.stmt(ctx, r.db)
+	if err != nil {
+		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
+	}
+	rows, err := stmt.QueryContext(ctx, limit, token, pq.Array(done.IDs), doneToken, string(kind))
+	if err != nil {
+		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
+	}
+	defer rows.Close()
+	marked, entries, err := scanClaimed(rows)
+	if err != nil {
+		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
+	}
+	// RETURNING does not keep the subquery's order.
+	sort.SliceStable(entries, func(i, j int) bool {
+		if entries[i].IsCrimeRelated != entries[j].IsCrimeRelated {
+			return entries[i].IsCrimeRelated
+		}
+		return entries[i].CreatedAt.Before(entries[j].CreatedAt)
+	})
+	return marked, Batch{Token: token, Entries: entries}, nil
+}
+
+// claimQuery is MarkAndClaim's statement. It returns one row per claimed
+// row, each carrying the marked count, or, when it claims nothing, a single
+// row with the count and NULL in every claimed column (the LEFT JOIN), so
+// the count is never lost.
+func claimQuery() string {
+	return `
 		WITH marked AS (
 			UPDATE classified_outbox
 			SET status = 'published', published_at = NOW(), updated_at = NOW(), error_message = NULL, next_retry_at = NULL,
@@ -134,23 +159,6 @@ func (r *Repository) markAndClaim(ctx context.Context, done Published, limit int
 		)
 		SELECT (SELECT COUNT(*) FROM marked), claimed.id IS NOT NULL, claimed.*
 		FROM (VALUES (1)) AS one (x) LEFT JOIN claimed ON TRUE`
-	rows, err := r.db.QueryContext(ctx, query, limit, token, pq.Array(done.IDs), doneToken, string(kind))
-	if err != nil {
-		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
-	}
-	defer rows.Close()
-	marked, entries, err := scanClaimed(rows)
-	if err != nil {
-		return 0, Batch{}, fmt.Errorf("claim outbox rows: %w", err)
-	}
-	// RETURNING does not keep the subquery's order.
-	sort.SliceStable(entries, func(i, j int) bool {
-		if entries[i].IsCrimeRelated != entries[j].IsCrimeRelated {
-			return entries[i].IsCrimeRelated
-		}
-		return entries[i].CreatedAt.Before(entries[j].CreatedAt)
-	})
-	return marked, Batch{Token: token, Entries: entries}, nil
 }
 
 // scanClaimed reads MarkAndClaim's rows: the marked count, whether the row

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -27,15 +28,17 @@ const (
 // promProxy answers GET /api/prometheus/api/v1/query_range, /query and
 // /alerts from Prometheus (behind requireToken and getOnly in New), with
 // only query, start, end, step and time passed on (nothing to /alerts, the
-// alerts Prometheus's rules hold), the query checked against promPolicy, at most maxInFlight calls at a time and each bounded by
-// timeout: the Overview's charts read the history Prometheus already keeps,
-// so they survive a reload and match Grafana, and nothing else of
-// Prometheus is reachable through the dashboard.
+// alerts Prometheus's rules hold), the query checked against promPolicy, at
+// most Config.PrometheusMaxInFlight calls at a time in all and
+// Config.PrometheusMaxInFlightPerUser of one user (the subject of the token
+// requireToken verified), each bounded by timeout: the Overview's charts
+// read the history Prometheus already keeps, so they survive a reload and
+// match Grafana, and nothing else of Prometheus is reachable through the
+// dashboard.
 type promProxy struct {
 	base    string
-	verify  func(*http.Request) bool
 	policy  promPolicy
-	slots   chan struct{}
+	slots   *fairSlots
 	timeout time.Duration
 	client  *http.Client
 	logger  *slog.Logger
@@ -45,11 +48,53 @@ func newPromProxy(cfg Config, logger *slog.Logger) *promProxy {
 	return &promProxy{
 		base:    cfg.PrometheusURL,
 		policy:  newPromPolicy(),
-		slots:   make(chan struct{}, cfg.PrometheusMaxInFlight),
+		slots:   newFairSlots(cfg.PrometheusMaxInFlight, cfg.PrometheusMaxInFlightPerUser),
 		timeout: cfg.PrometheusTimeout,
 		client:  &http.Client{Timeout: cfg.PrometheusTimeout},
 		logger:  logger,
 	}
+}
+
+// fairSlots caps the calls in flight in all (total) and per user (perUser),
+// so one user's panels, however many, leave slots for the others: with the
+// defaults (4 and 2) two users always get two queries each. Neither cap
+// waits: a call over either is refused at once, and the browser retries.
+type fairSlots struct {
+	total, perUser int
+	mu             sync.Mutex
+	inFlight       int
+	byUser         map[string]int
+}
+
+func newFairSlots(total, perUser int) *fairSlots {
+	return &fairSlots{total: total, perUser: perUser, byUser: map[string]int{}}
+}
+
+// acquire takes a slot for user and returns the function that gives it
+// back, or nil and the reason in words when user is at its own cap or every
+// slot is taken.
+func (s *fairSlots) acquire(user string) (release func(), refusal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.byUser[user] >= s.perUser:
+		return nil, fmt.Sprintf("you have %d Prometheus queries running, the most one user may (DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER); try again shortly", s.byUser[user])
+	case s.inFlight >= s.total:
+		return nil, fmt.Sprintf("at most %d Prometheus queries run at a time (DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT); try again shortly", s.total)
+	}
+	s.inFlight++
+	s.byUser[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.inFlight--
+			if s.byUser[user]--; s.byUser[user] <= 0 {
+				delete(s.byUser, user)
+			}
+		})
+	}, ""
 }
 
 func (p *promProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -66,15 +111,13 @@ func (p *promProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, code, msg)
 		return
 	}
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	default:
+	release, refusal := p.slots.acquire(userOf(r.Context()))
+	if release == nil {
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "too_many_requests",
-			fmt.Sprintf("at most %d Prometheus queries run at a time; try again shortly", cap(p.slots)))
+		writeError(w, http.StatusTooManyRequests, "too_many_requests", refusal)
 		return
 	}
+	defer release()
 	p.forward(w, r, endpoint, out)
 }
 
@@ -100,8 +143,11 @@ func (p *promProxy) params(endpoint string, q url.Values) (out url.Values, statu
 			return nil, http.StatusBadRequest, "invalid_range", "start and end must be Unix times or RFC 3339, end after start"
 		case end.Sub(start) > promRangeMax:
 			return nil, http.StatusBadRequest, "invalid_range", "the range is at most " + promRangeMaxText
-		case err3 != nil || step <= 0 || math.IsInf(step, 0) || end.Sub(start).Seconds()/step > promPointsMax:
-			return nil, http.StatusBadRequest, "invalid_step", fmt.Sprintf("step must be a positive number of seconds giving at most %d points", promPointsMax)
+		case err3 != nil || math.IsNaN(step) || step <= 0 || math.IsInf(step, 0):
+			return nil, http.StatusBadRequest, "invalid_step", "step must be a positive number of seconds"
+		case end.Sub(start).Seconds()/step > promPointsMax:
+			return nil, http.StatusBadRequest, "invalid_step", fmt.Sprintf("(end - start) / step may be at most %d steps (1h at a step of 60 s is 60); this range has %.0f",
+				promPointsMax, end.Sub(start).Seconds()/step)
 		}
 		out.Set("start", q.Get("start"))
 		out.Set("end", q.Get("end"))

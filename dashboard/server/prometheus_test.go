@@ -18,6 +18,7 @@ import (
 	"time"
 
 	server "github.com/north-cloud/dashboard-server"
+	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/openapi/openapitest"
 	"github.com/north-cloud/infrastructure/testenv"
@@ -226,7 +227,7 @@ func TestPrometheusProxyAllowlist(t *testing.T) {
 		`max_over_time(classifier_dlq_depth[1y])`:                   `a range selector must be a fixed duration of at most 7d`,
 		`max_over_time(classifier_dlq_depth[30d:1h])`:               `a subquery must be a fixed duration of at most 7d`,
 		`max_over_time(classifier_dlq_depth[1h:])`:                  `a subquery needs an explicit step`,
-		`max_over_time(classifier_dlq_depth[7d:1s])`:                `a subquery may have at most 11000 points`,
+		`max_over_time(classifier_dlq_depth[7d:1s])`:                `a subquery may have at most 11000 steps`,
 		`classifier_dlq_depth offset 30d`:                           `an offset must be a fixed duration of at most 7d`,
 		`classifier_dlq_depth @ 0`:                                  `the @ modifier is not allowed`,
 		`"a string"`:                                                `string literals are not allowed`,
@@ -252,14 +253,14 @@ func TestPrometheusProxyAllowlist(t *testing.T) {
 }
 
 // TestPrometheusProxyConcurrencyCap: at most PrometheusMaxInFlight queries
-// are in flight; one more gets 429 with Retry-After at once, and a slot is
+// are in flight (here of one user, whose own cap is as high); one more gets 429 with Retry-After at once, and a slot is
 // free again when a query ends.
 func TestPrometheusProxyConcurrencyCap(t *testing.T) {
 	t.Parallel()
 	const limit = 2
 	arrived := make(chan struct{}, limit+1)
 	release := make(chan struct{})
-	b := promSetup(t, server.Config{PrometheusMaxInFlight: limit}, func(w http.ResponseWriter, r *http.Request) {
+	b := promSetup(t, server.Config{PrometheusMaxInFlight: limit, PrometheusMaxInFlightPerUser: limit}, func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		select {
 		case <-release:
@@ -500,5 +501,124 @@ func TestEmptyQueryValuesAre400(t *testing.T) {
 	openapitest.CheckEmptyQueryParams(t, b.srv.Config.Handler, doc, http.Header{"Authorization": {"Bearer " + b.token}}, nil)
 	if seen := b.reached(); len(seen) != 0 {
 		t.Errorf("empty parameters reached Prometheus: %q", seen)
+	}
+}
+
+// TestPrometheusProxySubqueryAndStepBounds: a subquery inside another
+// subquery, a subquery of more than 11,000 steps (range / step) and a
+// query_range of more than 11,000 steps ((end - start) / step) are 400 with
+// a JSON error saying why, and never reach Prometheus; the same shapes
+// within the bounds pass.
+func TestPrometheusProxySubqueryAndStepBounds(t *testing.T) {
+	t.Parallel()
+	b := promSetup(t, server.Config{}, nil)
+	type refusal struct{ code, says string }
+	decode := func(body string) (e struct {
+		Error struct{ Code, Message string }
+	}) {
+		_ = json.Unmarshal([]byte(body), &e)
+		return e
+	}
+	refused := map[string]refusal{
+		queryPath(`max_over_time(max_over_time(classifier_dlq_depth[5m:1m])[1h:1m])`):                                                                                   {"query_not_allowed", "nested subqueries are not allowed"},
+		queryPath(`max_over_time(sum(max_over_time(classifier_dlq_depth[5m:1m]))[1h:5m])`):                                                                              {"query_not_allowed", "nested subqueries are not allowed"},
+		queryPath(`rate(classifier_dlq_depth[5m:1m])[1h:1m]`):                                                                                                           {"query_not_allowed", "nested subqueries are not allowed"},
+		queryPath(`max_over_time(classifier_dlq_depth[7d:54s])`):                                                                                                        {"query_not_allowed", "at most 11000 steps"},
+		"/api/prometheus/api/v1/query_range?" + url.Values{"query": {"classifier_dlq_depth"}, "start": {"1700000000"}, "end": {"1700011001"}, "step": {"1"}}.Encode():   {"invalid_step", "at most 11000 steps"},
+		"/api/prometheus/api/v1/query_range?" + url.Values{"query": {"classifier_dlq_depth"}, "start": {"1700000000"}, "end": {"1700003600"}, "step": {"NaN"}}.Encode(): {"invalid_step", "positive number of seconds"},
+	}
+	for path, want := range refused {
+		status, hdr, body := b.do(t, "GET", path, false)
+		e := decode(body)
+		if status != http.StatusBadRequest || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || e.Error.Code != want.code || !strings.Contains(e.Error.Message, want.says) {
+			t.Errorf("%s: %d %s, want 400 %s saying %q", path, status, body, want.code, want.says)
+		}
+	}
+	if seen := b.reached(); len(seen) != 0 {
+		t.Fatalf("refused queries reached Prometheus: %v", seen)
+	}
+	allowed := []string{
+		queryPath(`max_over_time(classifier_dlq_depth[1h:1m])`),
+		queryPath(`max_over_time(classifier_dlq_depth[5m:1m]) + max_over_time(classifier_queue_depth[1h:1m])`),
+		queryPath(`max_over_time(classifier_dlq_depth[7d:55s])`),
+		"/api/prometheus/api/v1/query_range?" + url.Values{"query": {"classifier_dlq_depth"}, "start": {"1700000000"}, "end": {"1700011000"}, "step": {"1"}}.Encode(),
+	}
+	for _, path := range allowed {
+		if status, _, body := b.do(t, "GET", path, false); status != http.StatusOK {
+			t.Errorf("%s: %d %s, want 200", path, status, body)
+		}
+	}
+}
+
+// issueFor issues a token of the tests' secret for subject.
+func issueFor(t *testing.T, subject string) string {
+	t.Helper()
+	a, err := auth.New(testAuth)
+	must(t, err)
+	tok, _, err := a.Issue(subject, auth.RoleViewer, time.Hour)
+	must(t, err)
+	return tok
+}
+
+// TestPrometheusProxyPerUserCap: a user with PrometheusMaxInFlightPerUser
+// queries in flight gets 429 with Retry-After for one more, while another
+// user's query, within the global cap, is answered; once the first user's
+// queries end, it may query again.
+func TestPrometheusProxyPerUserCap(t *testing.T) {
+	t.Parallel()
+	const perUser = 2
+	arrived := make(chan struct{}, perUser)
+	release := make(chan struct{})
+	// Prometheus holds the heavy user's queries (on classifier_queue_depth)
+	// until release, and answers the others at once.
+	b := promSetup(t, server.Config{PrometheusMaxInFlight: 4, PrometheusMaxInFlightPerUser: perUser}, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Query().Get("query"), "classifier_queue_depth") {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	})
+	heavy, other := issueFor(t, "heavy-user"), issueFor(t, "other-user")
+	call := func(tok, query string) (int, http.Header, string) {
+		req, err := http.NewRequest("GET", b.srv.URL+queryPath(query), nil)
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil, err.Error()
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header, string(body)
+	}
+	done := make(chan int, perUser)
+	for range perUser {
+		go func() {
+			status, _, _ := call(heavy, "sum(classifier_queue_depth)")
+			done <- status
+		}()
+	}
+	for range perUser {
+		<-arrived
+	}
+	status, hdr, body := call(heavy, "sum(classifier_dlq_depth)")
+	if status != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" || !strings.Contains(body, `"code":"too_many_requests"`) || !strings.Contains(body, "one user") {
+		t.Errorf("the heavy user over its own cap: %d %q %s, want 429 with Retry-After naming the per-user cap", status, hdr.Get("Retry-After"), body)
+	}
+	if status, _, body := call(other, "sum(classifier_dlq_depth)"); status != http.StatusOK || !strings.Contains(body, `"success"`) {
+		t.Errorf("another user while the heavy one is at its cap: %d %s, want 200", status, body)
+	}
+	close(release)
+	for range perUser {
+		if s := <-done; s != http.StatusOK {
+			t.Errorf("a query within the heavy user's cap: %d", s)
+		}
+	}
+	if status, _, body := call(heavy, "sum(classifier_dlq_depth)"); status != http.StatusOK {
+		t.Errorf("the heavy user after its queries ended: %d %s", status, body)
 	}
 }

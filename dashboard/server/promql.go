@@ -79,7 +79,7 @@ func (p promPolicy) check(query string) error {
 
 // Visit is parser.Visitor: it checks one node and returns the policy to
 // walk its children.
-func (p promPolicy) Visit(node parser.Node, _ []parser.Node) (parser.Visitor, error) {
+func (p promPolicy) Visit(node parser.Node, path []parser.Node) (parser.Visitor, error) {
 	var err error
 	switch n := node.(type) {
 	case nil:
@@ -89,7 +89,7 @@ func (p promPolicy) Visit(node parser.Node, _ []parser.Node) (parser.Visitor, er
 	case *parser.MatrixSelector:
 		err = checkDuration("a range selector", n.Range, n.RangeExpr)
 	case *parser.SubqueryExpr:
-		err = checkSubquery(n)
+		err = checkSubquery(n, path)
 	case *parser.AggregateExpr:
 		if name := n.Op.String(); !p.functions[name] {
 			err = refused("the aggregation %s is not allowed (allowed: %s)", name, strings.Join(PromFunctions, ", "))
@@ -131,7 +131,18 @@ func (p promPolicy) checkSelector(vs *parser.VectorSelector) error {
 	return checkOffset(vs.OriginalOffset, vs.OriginalOffsetExpr)
 }
 
-func checkSubquery(sq *parser.SubqueryExpr) error {
+// checkSubquery admits a subquery that is not inside another one (path
+// holds the node's ancestors), of a fixed range of at most promRangeMax, an
+// explicit step giving at most promPointsMax steps (range / step: [1h:1m]
+// is 60), no @ modifier and an offset within promRangeMax. A nested
+// subquery multiplies its steps by the outer one's (up to 11,000² inner
+// evaluations), so it is refused whatever its bounds.
+func checkSubquery(sq *parser.SubqueryExpr, path []parser.Node) error {
+	for _, n := range path {
+		if _, ok := n.(*parser.SubqueryExpr); ok {
+			return refused("nested subqueries are not allowed (a subquery inside another's range)")
+		}
+	}
 	if err := checkDuration("a subquery", sq.Range, sq.RangeExpr); err != nil {
 		return err
 	}
@@ -139,7 +150,7 @@ func checkSubquery(sq *parser.SubqueryExpr) error {
 		return refused("a subquery needs an explicit step ([range:step])")
 	}
 	if sq.Range/sq.Step > promPointsMax {
-		return refused("a subquery may have at most %d points (range / step)", promPointsMax)
+		return refused("a subquery may have at most %d steps (range / step: [1h:1m] is 60); this one has %d", promPointsMax, int64(sq.Range/sq.Step))
 	}
 	if sq.Timestamp != nil || sq.StartOrEnd != 0 {
 		return refused("the @ modifier is not allowed")

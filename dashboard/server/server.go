@@ -14,6 +14,7 @@
 package server
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -50,8 +51,14 @@ const (
 	// answering a proxied request.
 	ProxyTimeoutDefault = 60 * time.Second
 	// PrometheusMaxInFlightDefault caps the Prometheus queries proxied at
-	// once (the Overview sends four per refresh); more get 429.
+	// once, for every user together; more get 429.
 	PrometheusMaxInFlightDefault = 4
+	// PrometheusMaxInFlightPerUserDefault caps one user's Prometheus
+	// queries in flight (the subject of the token, every tab and session of
+	// it together) inside PrometheusMaxInFlight, so one user's panels
+	// cannot take every slot; more get 429. The browser sends at most this
+	// many at once (dashboard/src/api/prometheus.ts) and retries a 429.
+	PrometheusMaxInFlightPerUserDefault = 2
 	// PrometheusTimeoutDefault bounds one proxied Prometheus call.
 	PrometheusTimeoutDefault = 20 * time.Second
 )
@@ -84,6 +91,10 @@ type Config struct {
 	// PrometheusMaxInFlight caps concurrent proxied Prometheus queries.
 	// Defaults to PrometheusMaxInFlightDefault.
 	PrometheusMaxInFlight int
+	// PrometheusMaxInFlightPerUser caps one user's concurrent proxied
+	// Prometheus queries, inside PrometheusMaxInFlight. Defaults to
+	// PrometheusMaxInFlightPerUserDefault.
+	PrometheusMaxInFlightPerUser int
 	// PrometheusTimeout bounds one proxied Prometheus call. Defaults to
 	// PrometheusTimeoutDefault.
 	PrometheusTimeout time.Duration
@@ -125,33 +136,35 @@ type Config struct {
 
 // ConfigFromEnv reads DASHBOARD_ADDR, DASHBOARD_DIST, CLASSIFIER_URL,
 // PUBLISHER_URL, INDEX_MANAGER_URL, PROMETHEUS_URL, DASHBOARD_READ_ONLY,
-// DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT, DASHBOARD_PROMETHEUS_TIMEOUT,
+// DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT, DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER,
+// DASHBOARD_PROMETHEUS_TIMEOUT,
 // DASHBOARD_FEATURES, DASHBOARD_REDIS_URL, DASHBOARD_LIVE_MAX_STREAMS,
 // DASHBOARD_LIVE_BUFFER, DASHBOARD_LIVE_MAX_DURATION,
 // DASHBOARD_LIVE_HEARTBEAT, DASHBOARD_LIVE_MIN_ROLE, JWT_SECRET and
 // JWT_MAX_LIFETIME (the last two checked as the services check them).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	vars := map[string]string{}
-	for _, name := range []string{"JWT_SECRET", "JWT_MAX_LIFETIME", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", "DASHBOARD_PROMETHEUS_TIMEOUT",
+	for _, name := range []string{"JWT_SECRET", "JWT_MAX_LIFETIME", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER", "DASHBOARD_PROMETHEUS_TIMEOUT",
 		"DASHBOARD_LIVE_MAX_STREAMS", "DASHBOARD_LIVE_BUFFER", "DASHBOARD_LIVE_MAX_DURATION", "DASHBOARD_LIVE_HEARTBEAT"} {
 		vars[name] = getenv(name)
 	}
 	l := config.NewFromMap(vars)
 	c := Config{
-		Auth:                  auth.ConfigFromEnv(l),
-		PrometheusMaxInFlight: l.PositiveInt("DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", PrometheusMaxInFlightDefault),
-		PrometheusTimeout:     l.Duration("DASHBOARD_PROMETHEUS_TIMEOUT", PrometheusTimeoutDefault),
-		Addr:                  getenv("DASHBOARD_ADDR"),
-		Dist:                  getenv("DASHBOARD_DIST"),
-		ClassifierURL:         getenv("CLASSIFIER_URL"),
-		PublisherURL:          getenv("PUBLISHER_URL"),
-		IndexManagerURL:       getenv("INDEX_MANAGER_URL"),
-		PrometheusURL:         strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
-		RedisURL:              strings.TrimSpace(getenv("DASHBOARD_REDIS_URL")),
-		LiveMaxStreams:        l.PositiveInt("DASHBOARD_LIVE_MAX_STREAMS", LiveMaxStreamsDefault),
-		LiveBuffer:            l.PositiveInt("DASHBOARD_LIVE_BUFFER", LiveBufferDefault),
-		LiveMaxDuration:       l.Duration("DASHBOARD_LIVE_MAX_DURATION", LiveMaxDurationDefault),
-		LiveHeartbeat:         l.Duration("DASHBOARD_LIVE_HEARTBEAT", LiveHeartbeatDefault),
+		Auth:                         auth.ConfigFromEnv(l),
+		PrometheusMaxInFlight:        l.PositiveInt("DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT", PrometheusMaxInFlightDefault),
+		PrometheusMaxInFlightPerUser: l.PositiveInt("DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER", PrometheusMaxInFlightPerUserDefault),
+		PrometheusTimeout:            l.Duration("DASHBOARD_PROMETHEUS_TIMEOUT", PrometheusTimeoutDefault),
+		Addr:                         getenv("DASHBOARD_ADDR"),
+		Dist:                         getenv("DASHBOARD_DIST"),
+		ClassifierURL:                getenv("CLASSIFIER_URL"),
+		PublisherURL:                 getenv("PUBLISHER_URL"),
+		IndexManagerURL:              getenv("INDEX_MANAGER_URL"),
+		PrometheusURL:                strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
+		RedisURL:                     strings.TrimSpace(getenv("DASHBOARD_REDIS_URL")),
+		LiveMaxStreams:               l.PositiveInt("DASHBOARD_LIVE_MAX_STREAMS", LiveMaxStreamsDefault),
+		LiveBuffer:                   l.PositiveInt("DASHBOARD_LIVE_BUFFER", LiveBufferDefault),
+		LiveMaxDuration:              l.Duration("DASHBOARD_LIVE_MAX_DURATION", LiveMaxDurationDefault),
+		LiveHeartbeat:                l.Duration("DASHBOARD_LIVE_HEARTBEAT", LiveHeartbeatDefault),
 	}
 	errs := []error{l.Err()}
 	features, err := ParseFeatures(getenv("DASHBOARD_FEATURES"))
@@ -197,6 +210,9 @@ func (c *Config) setDefaults() {
 	if c.PrometheusMaxInFlight == 0 {
 		c.PrometheusMaxInFlight = PrometheusMaxInFlightDefault
 	}
+	if c.PrometheusMaxInFlightPerUser == 0 {
+		c.PrometheusMaxInFlightPerUser = PrometheusMaxInFlightPerUserDefault
+	}
 	if c.PrometheusTimeout == 0 {
 		c.PrometheusTimeout = PrometheusTimeoutDefault
 	}
@@ -234,8 +250,8 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("PROMETHEUS_URL: must be an http(s) URL (got %q)", c.PrometheusURL))
 		}
 	}
-	if c.ProxyTimeout < 0 || c.PrometheusTimeout < 0 || c.PrometheusMaxInFlight < 0 {
-		errs = append(errs, errors.New("ProxyTimeout, PrometheusTimeout and PrometheusMaxInFlight: must not be negative"))
+	if c.ProxyTimeout < 0 || c.PrometheusTimeout < 0 || c.PrometheusMaxInFlight < 0 || c.PrometheusMaxInFlightPerUser < 0 {
+		errs = append(errs, errors.New("ProxyTimeout, PrometheusTimeout, PrometheusMaxInFlight and PrometheusMaxInFlightPerUser: must not be negative"))
 	}
 	if c.RedisURL != "" {
 		if redisclient.IsCluster(c.RedisURL) {
@@ -438,15 +454,30 @@ func spa(dist string) http.Handler {
 // requireToken answers 401 (in the services' error shape, with
 // WWW-Authenticate) to a request without a valid bearer token: the
 // services' own tokens, checked by the services' own verifier.
+// The handlers behind it read the token's subject with userOf.
 func requireToken(a *auth.Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.Authenticated(r) {
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		var claims *auth.Claims
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			claims, _ = a.Verify(strings.TrimSpace(token))
+		}
+		if claims == nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required (log in to the dashboard)")
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, claims.Subject)))
 	})
+}
+
+// userKey is the context key of the verified token's subject.
+type userKey struct{}
+
+// userOf is the subject of the token requireToken verified ("" outside it).
+func userOf(ctx context.Context) string {
+	user, _ := ctx.Value(userKey{}).(string)
+	return user
 }
 
 // getOnly answers 405 with Allow: GET to any other method, so nothing

@@ -251,17 +251,20 @@ func TestConfigFromEnv(t *testing.T) {
 	// Natively the dashboard listens on loopback only, unless told.
 	c, err := server.ConfigFromEnv(env(map[string]string{}))
 	if err != nil || c.Addr != "127.0.0.1:3000" || c.ClassifierURL != server.ClassifierURLDefault || c.ReadOnly ||
-		c.Auth.Secret != testSecret || c.PrometheusMaxInFlight != 4 || c.PrometheusTimeout != 20*time.Second {
+		c.Auth.Secret != testSecret || c.PrometheusMaxInFlight != 4 || c.PrometheusMaxInFlightPerUser != 2 || c.PrometheusTimeout != 20*time.Second {
 		t.Errorf("defaults = %+v, %v", c, err)
 	}
 	c, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "true", "DASHBOARD_ADDR": "0.0.0.0:1",
-		"DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT": "2", "DASHBOARD_PROMETHEUS_TIMEOUT": "5s"}))
-	if err != nil || !c.ReadOnly || c.Addr != "0.0.0.0:1" || c.PrometheusMaxInFlight != 2 || c.PrometheusTimeout != 5*time.Second {
+		"DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT": "2", "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER": "1", "DASHBOARD_PROMETHEUS_TIMEOUT": "5s"}))
+	if err != nil || !c.ReadOnly || c.Addr != "0.0.0.0:1" || c.PrometheusMaxInFlight != 2 || c.PrometheusMaxInFlightPerUser != 1 || c.PrometheusTimeout != 5*time.Second {
 		t.Errorf("read only = %+v, %v", c, err)
 	}
 	_, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "maybe", "PUBLISHER_URL": "ftp://x"}))
 	if err == nil || !strings.Contains(err.Error(), "DASHBOARD_READ_ONLY") {
 		t.Errorf("bad read-only: %v", err)
+	}
+	if _, err := server.ConfigFromEnv(env(map[string]string{"DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER": "0"})); err == nil || !strings.Contains(err.Error(), "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER") {
+		t.Errorf("DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER=0: %v", err)
 	}
 	_, err = server.ConfigFromEnv(env(map[string]string{"PUBLISHER_URL": "ftp://x"}))
 	if err == nil || !strings.Contains(err.Error(), "PUBLISHER_URL") {

@@ -6,17 +6,34 @@
 export class ApiError extends Error {
   readonly status: number
   readonly code: string
+  /** Seconds the server asked to wait before trying again (Retry-After), if it said. */
+  readonly retryAfter?: number
 
-  constructor(status: number, code: string, message: string) {
+  constructor(status: number, code: string, message: string, retryAfter?: number) {
     super(message)
     this.name = 'ApiError'
     this.status = status
     this.code = code
+    if (retryAfter !== undefined) this.retryAfter = retryAfter
   }
 
   get isUnauthorized(): boolean {
     return this.status === 401
   }
+
+  /** 429: the server is busy (a cap of queries in flight), not refusing the request itself; try again later. */
+  get isBusy(): boolean {
+    return this.status === 429
+  }
+}
+
+/** Retry-After in seconds (delta-seconds or an HTTP date), or undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined
+  const v = value.trim()
+  if (/^\d+$/.test(v)) return Number(v)
+  const at = Date.parse(v)
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000))
 }
 
 export type QueryValue = string | number | boolean | null | undefined
@@ -83,7 +100,7 @@ async function errorFrom(res: Response): Promise<ApiError> {
   if (res.status === 502 || res.status === 503 || res.status === 504) {
     if (code.startsWith('http_')) message = `service unavailable (${res.status}): ${message}`
   }
-  return new ApiError(res.status, code, message)
+  return new ApiError(res.status, code, message, parseRetryAfter(res.headers.get('Retry-After')))
 }
 
 export function createHttpClient(opts: HttpClientOptions): HttpClient {

@@ -29,15 +29,42 @@ export interface InstantResult {
   data: { resultType: 'vector'; result: { metric: Record<string, string>; value: [number, string] }[] }
 }
 
-export function createPrometheusApi(http: HttpClient) {
+/**
+ * The queries one user may have in flight through the proxy
+ * (DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER's default): a page sends at
+ * most this many at once and queues the rest, so its own panels never make
+ * each other busy. Another tab of the same user, or a server with a lower
+ * cap, can still get 429, which the query client retries (queryClient.ts).
+ */
+export const PROMETHEUS_MAX_IN_FLIGHT = 2
+
+/** Runs the calls given at most limit at a time, the others in their order of arrival. */
+export function limiter(limit: number) {
+  let running = 0
+  const waiting: (() => void)[] = []
+  return async <T>(call: () => Promise<T>): Promise<T> => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve))
+    else running++
+    try {
+      return await call()
+    } finally {
+      const next = waiting.shift()
+      if (next) next()
+      else running--
+    }
+  }
+}
+
+export function createPrometheusApi(http: HttpClient, maxInFlight = PROMETHEUS_MAX_IN_FLIGHT) {
+  const limit = limiter(maxInFlight)
   return {
     /** An instant query, evaluated now. */
-    query: (query: string) => http.get<InstantResult>('/query', { query }),
+    query: (query: string) => limit(() => http.get<InstantResult>('/query', { query })),
     /** The alerts Prometheus's rules hold now. */
-    alerts: () => http.get<AlertsResult>('/alerts'),
+    alerts: () => limit(() => http.get<AlertsResult>('/alerts')),
     /** start and end in Unix seconds, step in seconds. */
     queryRange: (query: string, start: number, end: number, step: number) =>
-      http.get<RangeResult>('/query_range', { query, start: String(start), end: String(end), step: String(step) }),
+      limit(() => http.get<RangeResult>('/query_range', { query, start: String(start), end: String(end), step: String(step) })),
   }
 }
 

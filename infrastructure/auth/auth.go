@@ -59,6 +59,11 @@ const subjectKey = "github.com/north-cloud/infrastructure/auth.subject"
 type Config struct {
 	// Secret signs and verifies tokens; at least 32 bytes. Required (JWT_SECRET).
 	Secret string
+	// Accepted are further secrets whose tokens are verified, never used
+	// to sign (JWT_SECRETS_ACCEPTED): the next secret while a rotation is
+	// rolled out, then the old one until its tokens have expired. Each is
+	// held to Secret's rules.
+	Accepted []string
 	// Issuer is written to and required in the iss claim. Defaults to
 	// "north-cloud".
 	Issuer string
@@ -72,7 +77,12 @@ type Config struct {
 
 // String masks the secret so the effective config can be logged at start-up.
 func (c Config) String() string {
-	return fmt.Sprintf("{Secret:%s Issuer:%s Audience:%s MaxLifetime:%s}", mask(c.Secret), c.Issuer, c.Audience, c.MaxLifetime)
+	accepted := make([]string, len(c.Accepted))
+	for i, s := range c.Accepted {
+		accepted[i] = mask(s)
+	}
+	return fmt.Sprintf("{Secret:%s Accepted:[%s] Issuer:%s Audience:%s MaxLifetime:%s}",
+		mask(c.Secret), strings.Join(accepted, " "), c.Issuer, c.Audience, c.MaxLifetime)
 }
 
 func mask(s string) string {
@@ -82,18 +92,31 @@ func mask(s string) string {
 	return fmt.Sprintf("<%d bytes>", len(s))
 }
 
-// ConfigFromEnv reads JWT_SECRET and JWT_MAX_LIFETIME, recording a problem
-// when the secret is missing, shorter than 32 bytes or one of the
-// placeholders of .env.example, so the service refuses to start with it.
+// ConfigFromEnv reads JWT_SECRET, JWT_SECRETS_ACCEPTED (comma-separated)
+// and JWT_MAX_LIFETIME, recording a problem when a secret is missing,
+// shorter than 32 bytes or one of the placeholders of .env.example, so the
+// service refuses to start with it.
 func ConfigFromEnv(l *config.Loader) Config {
 	secret := l.Required("JWT_SECRET")
 	if secret != "" {
-		l.Check("JWT_SECRET", len(secret) >= MinSecretBytes, fmt.Sprintf("must be at least %d bytes (got %d)", MinSecretBytes, len(secret)))
-		l.Check("JWT_SECRET", !IsPlaceholder(secret),
-			"is the example placeholder of .env.example; generate a secret (openssl rand -hex 32)")
+		checkSecret(l, "JWT_SECRET", secret)
 	}
-	return Config{Secret: secret, Issuer: IssuerDefault, Audience: AudienceDefault,
+	var accepted []string
+	for _, s := range strings.Split(l.String("JWT_SECRETS_ACCEPTED", ""), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			checkSecret(l, "JWT_SECRETS_ACCEPTED", s)
+			accepted = append(accepted, s)
+		}
+	}
+	return Config{Secret: secret, Accepted: accepted, Issuer: IssuerDefault, Audience: AudienceDefault,
 		MaxLifetime: l.Duration("JWT_MAX_LIFETIME", MaxLifetimeDefault)}
+}
+
+// checkSecret records a problem with one secret of the variable name.
+func checkSecret(l *config.Loader, name, secret string) {
+	l.Check(name, len(secret) >= MinSecretBytes, fmt.Sprintf("must be at least %d bytes (got %d)", MinSecretBytes, len(secret)))
+	l.Check(name, !IsPlaceholder(secret),
+		"is the example placeholder of .env.example; generate a secret (openssl rand -hex 32)")
 }
 
 // IsPlaceholder reports whether secret is one of the example values of
@@ -111,9 +134,11 @@ type Claims struct {
 	Role Role `json:"role"`
 }
 
-// Authenticator issues and verifies tokens with one secret.
+// Authenticator issues tokens with one secret and verifies them with it
+// and the accepted ones.
 type Authenticator struct {
 	secret      []byte
+	keys        jwt.VerificationKeySet
 	issuer      string
 	audience    string
 	maxLifetime time.Duration
@@ -142,8 +167,16 @@ func New(cfg Config) (*Authenticator, error) {
 	if len(cfg.Secret) < MinSecretBytes {
 		return nil, fmt.Errorf("new authenticator: Secret must be at least %d bytes (got %d)", MinSecretBytes, len(cfg.Secret))
 	}
+	keys := jwt.VerificationKeySet{Keys: []jwt.VerificationKey{[]byte(cfg.Secret)}}
+	for i, s := range cfg.Accepted {
+		if len(s) < MinSecretBytes {
+			return nil, fmt.Errorf("new authenticator: Accepted[%d] must be at least %d bytes (got %d)", i, MinSecretBytes, len(s))
+		}
+		keys.Keys = append(keys.Keys, []byte(s))
+	}
 	return &Authenticator{
 		secret:      []byte(cfg.Secret),
+		keys:        keys,
 		issuer:      cfg.Issuer,
 		audience:    cfg.Audience,
 		maxLifetime: cfg.MaxLifetime,
@@ -201,7 +234,7 @@ func (a *Authenticator) Verify(token string) (*Claims, error) {
 		if _, ok := t.Method.(*jwt.SigningMethodHMAC); !ok {
 			return nil, fmt.Errorf("unexpected signing method %v", t.Header["alg"])
 		}
-		return a.secret, nil
+		return a.keys, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("verify token: %w", err)

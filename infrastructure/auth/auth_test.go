@@ -261,3 +261,79 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestRotationWithoutDowntime walks the rotation of docs/roles.md through
+// three processes' configurations: a token stays valid at every step where
+// its secret is still accepted, and is refused once its secret is dropped.
+func TestRotationWithoutDowntime(t *testing.T) {
+	t.Parallel()
+	const old, next = secret, "fedcba9876543210fedcba9876543210"
+	mk := func(t *testing.T, c auth.Config) *auth.Authenticator {
+		t.Helper()
+		a, err := auth.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	issue := func(t *testing.T, a *auth.Authenticator) string {
+		t.Helper()
+		tok, _, err := a.Issue("ops@example.org", auth.RoleOperator, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	before := mk(t, auth.Config{Secret: old})
+	step1 := mk(t, auth.Config{Secret: old, Accepted: []string{next}}) // every process learns the next secret
+	step2 := mk(t, auth.Config{Secret: next, Accepted: []string{old}}) // then signs with it
+	after := mk(t, auth.Config{Secret: next})                          // the old one dropped once its tokens expired
+
+	oldToken, newToken := issue(t, before), issue(t, step2)
+	for _, tc := range []struct {
+		name   string
+		a      *auth.Authenticator
+		token  string
+		accept bool
+	}{
+		{"old token, step 1", step1, oldToken, true},
+		{"old token, step 2", step2, oldToken, true},
+		{"new token, step 1 (a process not yet at step 2)", step1, newToken, true},
+		{"new token, step 2", step2, newToken, true},
+		{"new token, before the rotation", before, newToken, false},
+		{"old token, after the rotation", after, oldToken, false},
+		{"new token, after the rotation", after, newToken, true},
+	} {
+		_, err := tc.a.Verify(tc.token)
+		if (err == nil) != tc.accept {
+			t.Errorf("%s: Verify error = %v, want accepted %t", tc.name, err, tc.accept)
+		}
+	}
+	// An accepted secret never signs.
+	if _, err := before.Verify(issue(t, step1)); err != nil {
+		t.Errorf("step 1 signed with the accepted secret, not JWT_SECRET: %v", err)
+	}
+}
+
+func TestConfigFromEnvAcceptedSecrets(t *testing.T) {
+	t.Parallel()
+	const next = "fedcba9876543210fedcba9876543210"
+	l := config.NewFromMap(map[string]string{"JWT_SECRET": secret, "JWT_SECRETS_ACCEPTED": " " + next + " , ,"})
+	cfg := auth.ConfigFromEnv(l)
+	if err := l.Err(); err != nil || len(cfg.Accepted) != 1 || cfg.Accepted[0] != next {
+		t.Fatalf("ConfigFromEnv = %+v, %v; want one accepted secret", cfg.Accepted, err)
+	}
+	if strings.Contains(cfg.String(), next) {
+		t.Errorf("Config.String() leaks an accepted secret: %s", cfg)
+	}
+	for _, bad := range []string{"short", "change-me-0123456789abcdef0123456789abcdef"} {
+		l := config.NewFromMap(map[string]string{"JWT_SECRET": secret, "JWT_SECRETS_ACCEPTED": next + "," + bad})
+		auth.ConfigFromEnv(l)
+		if err := l.Err(); err == nil || !strings.Contains(err.Error(), "JWT_SECRETS_ACCEPTED") {
+			t.Errorf("JWT_SECRETS_ACCEPTED with %q: Err() = %v, want a JWT_SECRETS_ACCEPTED problem", bad, err)
+		}
+	}
+	if _, err := auth.New(auth.Config{Secret: secret, Accepted: []string{"short"}}); err == nil {
+		t.Error("New accepted a short accepted secret")
+	}
+}

@@ -21,19 +21,37 @@ cache="${NC_CACHE_DIR:-$HOME/.cache/north-cloud}"
 start=$(date +%s)
 
 # Each stage prints its seconds when the next begins, and the run ends with
-# all of them, so a slow stage is seen at once.
-stage_name= stage_start=$start timings=()
+# all of them, so a slow stage is seen at once. Beside the seconds, how busy
+# the machine's CPUs were meanwhile (every process, the background stages'
+# included): a stage near 100% is bound by CPU, and running more beside it
+# only stretches both; one far below it mostly waits, and work can go beside it.
+stage_name= stage_start=$start stage_cpu= timings=()
+# cpu_ticks prints the machine's busy and total CPU ticks since boot.
+cpu_ticks() {
+  local _ user nice system idle iowait irq softirq steal
+  read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+  echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+# busy_since TICKS prints the share of the CPUs that was busy since TICKS.
+busy_since() {
+  local b0 t0 b1 t1
+  read -r b0 t0 <<<"$1"
+  read -r b1 t1 <<<"$(cpu_ticks)"
+  [ "$t1" -gt "$t0" ] && echo "$((100 * (b1 - b0) / (t1 - t0)))%" || echo "-"
+}
 step() {
   stage_end
   stage_name=$*
   stage_start=$(date +%s)
+  stage_cpu=$(cpu_ticks)
   printf '\n== %s\n' "$*" >&2
 }
 stage_end() {
   [ -n "$stage_name" ] || return 0
-  local secs=$(($(date +%s) - stage_start))
-  timings+=("$(printf '%6ss  %s' "$secs" "$stage_name")")
-  printf -- '-- %s: %ss\n' "$stage_name" "$secs" >&2
+  local secs=$(($(date +%s) - stage_start)) busy
+  busy=$(busy_since "$stage_cpu")
+  timings+=("$(printf '%6ss  %4s busy  %s' "$secs" "$busy" "$stage_name")")
+  printf -- '-- %s: %ss, CPUs %s busy\n' "$stage_name" "$secs" "$busy" >&2
   stage_name=
 }
 
@@ -214,7 +232,7 @@ join() {
   printf '\n== %s (ran in the background)\n' "${job_label[$name]}" >&2
   cat "$jobs_dir/$name.log" >&2
   [ "$rc" = 0 ] || note=", FAILED (status $rc)"
-  timings+=("$(printf '%6ss  %s [background, from %ss%s]' "$secs" "${job_label[$name]}" "$began" "$note")")
+  timings+=("$(printf '%6ss  %4s       %s [background, from %ss%s]' "$secs" "" "${job_label[$name]}" "$began" "$note")")
   printf -- '-- %s: %ss (in the background, from %ss)%s\n' "${job_label[$name]}" "$secs" "$began" "$note" >&2
   return "$rc"
 }
@@ -264,7 +282,13 @@ step "go test -race (all modules)"
 # go test at -p 2, the end-to-end package held one slot for its whole run and
 # every other package queued behind the other; with one at -p 4 the others'
 # compiles and CPU-heavy tests slowed the end-to-end package, which sets the
-# stage's length. NC_TEST_PARALLEL changes the -p of the others.
+# stage's length. NC_TEST_PARALLEL changes the -p of the others. The
+# end-to-end tests themselves run four at a time (-parallel 4, not the
+# default of GOMAXPROCS, two): most of their time is spent waiting through
+# the outages they inject (a database down for two minutes, a node killed,
+# the soak's faults), and the four longest take two minutes each; at two at
+# a time the package took 472 s, at four 425 s on a machine twice as loaded
+# (2026-11-28). NC_E2E_PARALLEL changes it.
 # -trimpath: the compiled packages' cache keys then do not hold the clone's
 # directory, so a new clone on this machine reuses what an earlier run
 # compiled for the race detector (the cluster stage builds with the same flags).
@@ -277,7 +301,7 @@ pkgs=()
 for m in $modules; do
   [ "$m" = e2e ] || pkgs+=("./$m/...")
 done
-"${race[@]}" -timeout 20m -json -skip "$race_skip" ./e2e/... >"$jobs_dir/race-e2e.json" &
+"${race[@]}" -parallel "${NC_E2E_PARALLEL:-4}" -timeout 20m -json -skip "$race_skip" ./e2e/... >"$jobs_dir/race-e2e.json" &
 race_e2e_pid=$!
 nice -n 5 "${race[@]}" -p "${NC_TEST_PARALLEL:-3}" -timeout 20m -json -skip "$race_skip" "${pkgs[@]}" >>"$json" || status=1
 wait "$race_e2e_pid" || status=1
@@ -330,6 +354,24 @@ compose_after_dist() {
 }
 background compose "compose: the container stack run for real (budget 600s)" compose_after_dist
 
+# Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
+# bounded run from its committed seeds, then schemathesis over each
+# service's OpenAPI document against the real binaries (all checks; a 5xx
+# or a schema violation fails). The fuzz targets run for a fixed time
+# whatever CPU they get (fewer inputs, never a failure); the services it
+# starts have their own databases and index prefix on the single-node
+# services. It runs in the background beside the cluster stage, which mostly
+# waits on its own Elasticsearch and Redis nodes.
+# FUZZTIME: 6 s a target here (scripts/fuzz.sh's own default is 10 s);
+# every target runs, each from its committed corpus.
+fuzz_stage() {
+  local rc=0
+  FUZZTIME=${FUZZTIME:-6s} "$root/scripts/fuzz.sh" || rc=1
+  touch "$jobs_dir/fuzz-done"
+  return $rc
+}
+background fuzz "fuzz: Go native fuzz targets, schemathesis against the running services" fuzz_stage
+
 # Cluster stage (docs/scaling.md): a 3-node Elasticsearch and a Redis Cluster of 3 masters
 # with replicas start beside the single-node services (scripts/services.sh, NC_ES_NODES=3,
 # NC_REDIS_CLUSTER=1); the end-to-end delivery test runs on the Elasticsearch cluster, and the
@@ -377,19 +419,9 @@ cluster_stage() {
 }
 cluster_stage || status=1
 touch "$jobs_dir/clusters-done"
-
-# Fuzz stage (scripts/fuzz.sh): every Go native fuzz target for a short
-# bounded run from its committed seeds, then schemathesis over each
-# service's OpenAPI document against the real binaries (all checks; a 5xx
-# or a schema violation fails). The fuzz targets run for a fixed time
-# whatever CPU they get (fewer inputs, never a failure); the services it
-# starts have their own databases and index prefix.
-step "fuzz: Go native fuzz targets, schemathesis against the running services"
-# FUZZTIME: 6 s a target here (scripts/fuzz.sh's own default is 10 s);
-# every target runs, each from its committed corpus.
-FUZZTIME=${FUZZTIME:-6s} "$root/scripts/fuzz.sh" || status=1
 stage_end
-touch "$jobs_dir/fuzz-done"
+
+join fuzz || status=1
 
 join dashboard || { echo "dashboard checks failed" >&2; status=1; }
 join eval || status=1
@@ -423,7 +455,7 @@ if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
   failed=1 # a step failed outside any counted test (vet, build, promtool, npm)
 fi
 stage_end
-echo "stages (seconds; a background stage's from its own start, beside the others):" >&2
+echo "stages (seconds, and how busy the machine's CPUs were meanwhile; a background stage's from its own start, beside the others):" >&2
 printf '%s\n' "${timings[@]}" >&2
 echo "test.sh finished in $(( $(date +%s) - start ))s with status $status" >&2
 echo "tests: $passed passed, $failed failed"

@@ -332,7 +332,30 @@ export class Harness {
       ],
     })
     this.context.setDefaultTimeout(20_000)
+    await this.watchCSP(this.context)
     return this.context
+  }
+
+  /**
+   * Collects every Content-Security-Policy violation of the context's pages
+   * into this.cspViolations: the documents' securitypolicyviolation events
+   * (reported through a binding, which the policy does not govern) and
+   * Chromium's console lines about the policy. The dashboard's server sends
+   * a strict policy (dashboard/server/headers.go); the test asserts none.
+   */
+  async watchCSP(context) {
+    this.cspViolations = []
+    await context.exposeBinding('__ncCSPViolation', ({ page }, v) => {
+      this.cspViolations.push(`${page?.url() ?? '?'}: ${v.directive} blocked ${v.blocked || '(inline)'}${v.source ? ` in ${v.source}:${v.line}` : ''}${v.sample ? ` (${v.sample})` : ''}`)
+    })
+    await context.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => {
+        window.__ncCSPViolation({ directive: e.violatedDirective, blocked: e.blockedURI, source: e.sourceFile, line: e.lineNumber, sample: e.sample })
+      })
+    })
+    context.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) this.cspViolations.push(`${m.page()?.url() ?? '?'}: console: ${m.text()}`)
+    })
   }
 
   async stop() {

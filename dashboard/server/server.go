@@ -359,7 +359,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	for _, u := range upstreams {
 		prefixes = append(prefixes, u.prefix)
 	}
-	return &Server{handler: securityHeaders(canonicalGate(prefixes, mux)), live: hub}, nil
+	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), canonicalGate(prefixes, mux)), live: hub}, nil
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact
@@ -493,9 +493,13 @@ func getOnly(next http.Handler) http.Handler {
 	})
 }
 
-func securityHeaders(next http.Handler) http.Handler {
+// securityHeaders sets the Content-Security-Policy (headers.go) and the
+// other security headers on every answer: the app, the API, errors and the
+// probes.
+func securityHeaders(csp string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")

@@ -237,14 +237,17 @@ func TestHeartbeatKeepsSlowClaimsFromTakeover(t *testing.T) {
 	e := setup(t)
 	ids := e.load(t, 40)
 	p, _ := pipeline.New(pipeline.Config{Topics: e.engine})
-	// Each replica needs about five seconds for its share: longer than the
-	// lease, which only the heartbeat can bridge.
-	const lease = 3 * time.Second
-	a := e.replica(t, "slow-a", slow{d: time.Second, inner: p}, lease)
-	b := e.replica(t, "slow-b", slow{d: time.Second, inner: p}, lease)
+	// Each replica needs about 25 seconds for its share (20 documents, four
+	// at a time, 5 s each): two and a half leases, which only the heartbeat
+	// can bridge. The heartbeat beats every quarter lease (2.5 s), so a
+	// renewal may be 7.5 s late before a claim lapses: on a loaded machine a
+	// 3 s lease with 2 s of slack was outrun (54 classifications for 40).
+	const lease = 10 * time.Second
+	a := e.replica(t, "slow-a", slow{d: 5 * time.Second, inner: p}, lease)
+	b := e.replica(t, "slow-b", slow{d: 5 * time.Second, inner: p}, lease)
 	a.start(t)
 	b.start(t)
-	e.waitSettled(t, len(ids), 90*time.Second)
+	e.waitSettled(t, len(ids), 3*time.Minute)
 	if n := e.count(t, e.db, `SELECT COUNT(*) FROM classification_history`); n != len(ids) {
 		t.Errorf("classifications = %d for %d documents, want each classified once (no takeover of live claims)", n, len(ids))
 	}

@@ -252,6 +252,23 @@ func TestPrometheusProxyAllowlist(t *testing.T) {
 	}
 }
 
+// holding is a Prometheus that holds each query hold selects (every query
+// when hold is nil), saying so on arrived, until release closes or the
+// request ends, and answers the others at once; each gets an empty vector.
+func holding(arrived chan<- struct{}, release <-chan struct{}, hold func(*http.Request) bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if hold == nil || hold(r) {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	}
+}
+
 // TestPrometheusProxyConcurrencyCap: at most PrometheusMaxInFlight queries
 // are in flight (here of one user, whose own cap is as high); one more gets 429 with Retry-After at once, and a slot is
 // free again when a query ends.
@@ -260,15 +277,7 @@ func TestPrometheusProxyConcurrencyCap(t *testing.T) {
 	const limit = 2
 	arrived := make(chan struct{}, limit+1)
 	release := make(chan struct{})
-	b := promSetup(t, server.Config{PrometheusMaxInFlight: limit, PrometheusMaxInFlightPerUser: limit}, func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
-	})
+	b := promSetup(t, server.Config{PrometheusMaxInFlight: limit, PrometheusMaxInFlightPerUser: limit}, holding(arrived, release, nil))
 	path := queryPath("sum(classifier_queue_depth)")
 	done := make(chan int, limit)
 	for range limit {
@@ -571,17 +580,10 @@ func TestPrometheusProxyPerUserCap(t *testing.T) {
 	release := make(chan struct{})
 	// Prometheus holds the heavy user's queries (on classifier_queue_depth)
 	// until release, and answers the others at once.
-	b := promSetup(t, server.Config{PrometheusMaxInFlight: 4, PrometheusMaxInFlightPerUser: perUser}, func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.URL.Query().Get("query"), "classifier_queue_depth") {
-			arrived <- struct{}{}
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
-	})
+	b := promSetup(t, server.Config{PrometheusMaxInFlight: 4, PrometheusMaxInFlightPerUser: perUser}, holding(arrived, release,
+		func(r *http.Request) bool {
+			return strings.Contains(r.URL.Query().Get("query"), "classifier_queue_depth")
+		}))
 	heavy, other := issueFor(t, "heavy-user"), issueFor(t, "other-user")
 	call := func(tok, query string) (int, http.Header, string) {
 		req, err := http.NewRequest("GET", b.srv.URL+queryPath(query), nil)

@@ -457,12 +457,8 @@ func spa(dist string) http.Handler {
 // The handlers behind it read the token's subject with userOf.
 func requireToken(a *auth.Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		var claims *auth.Claims
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			claims, _ = a.Verify(strings.TrimSpace(token))
-		}
-		if claims == nil {
+		claims, err := a.VerifyRequest(r)
+		if err != nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required (log in to the dashboard)")
 			return

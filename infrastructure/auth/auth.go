@@ -278,12 +278,26 @@ func checkSubject(sub string) error {
 // Authenticated reports whether r carries a valid bearer token, for
 // routes that answer everyone but tell more to operators (/ready details).
 func (a *Authenticator) Authenticated(r *http.Request) bool {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	_, err := a.Verify(strings.TrimSpace(token))
+	_, err := a.VerifyRequest(r)
 	return err == nil
+}
+
+// VerifyRequest verifies the bearer token of r's Authorization header, as
+// Verify does, for handlers outside gin (the dashboard server).
+func (a *Authenticator) VerifyRequest(r *http.Request) (*Claims, error) {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return nil, errors.New("verify token: authorization header must be \"Bearer <token>\"")
+	}
+	return a.Verify(token)
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header
+// value (the scheme in any case), and whether there is one.
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
 
 // Middleware rejects a request without a valid "Authorization: Bearer"
@@ -297,12 +311,12 @@ func (a *Authenticator) Middleware(p Policy) gin.HandlerFunc {
 			unauthorized(c, "missing bearer token")
 			return
 		}
-		scheme, token, ok := strings.Cut(header, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		token, ok := bearer(header)
+		if !ok {
 			unauthorized(c, "authorization header must be \"Bearer <token>\"")
 			return
 		}
-		claims, err := a.Verify(strings.TrimSpace(token))
+		claims, err := a.Verify(token)
 		if err != nil {
 			msg := "invalid token"
 			if errors.Is(err, jwt.ErrTokenExpired) {

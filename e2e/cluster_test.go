@@ -514,7 +514,8 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 			len(missing), len(keys), missing[0], logLines(publisher.Output(), 15, "level=ERROR", "level=WARN"))
 	}
 	if max(dups, streamDups)*100 > len(keys) {
-		t.Errorf("%d duplicate messages at the subscriber, %d in the streams: over 1%% of %d", dups, streamDups, len(keys))
+		t.Errorf("%d duplicate messages at the subscriber, %d in the streams: over 1%% of %d\n%s\npublisher:\n%s", dups, streamDups, len(keys),
+			duplicateCopies(sub, keys, 5), logLines(publisher.Output(), 15, "level=ERROR", "level=WARN"))
 	}
 	rows, failed, retried := outboxOutcomes(t, st.publisherDB)
 	if failed > 0 || retried > 0 {
@@ -545,4 +546,27 @@ func esClusterURLs(t *testing.T) string {
 		return u
 	}
 	return testenv.Env(t, "ELASTICSEARCH_URL", "elasticsearch")
+}
+
+// duplicateCopies describes the copies of up to n documents the subscriber
+// received more than once: for each copy its channel, outbox row and the
+// publisher's published_at, which tell a row published twice (two times)
+// from one message delivered twice (one time).
+func duplicateCopies(sub *subscriber, keys []string, n int) string {
+	var b strings.Builder
+	for _, k := range keys {
+		msgs := sub.Messages(k)
+		if len(msgs) < 2 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:", k)
+		for _, m := range msgs {
+			fmt.Fprintf(&b, " [%s row %s at %s]", m.Publisher.Channel, m.Publisher.OutboxID, m.Publisher.PublishedAt)
+		}
+		b.WriteString("\n")
+		if n--; n == 0 {
+			break
+		}
+	}
+	return b.String()
 }

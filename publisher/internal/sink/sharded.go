@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,8 +16,16 @@ import (
 // reaches the subscribers of that shard (SSUBSCRIBE), instead of being
 // broadcast over the cluster bus to every node as PUBLISH is, so pub/sub
 // throughput grows with the number of shards. A batch is one cluster
-// pipeline: the client splits it by slot, sends each node its part in
-// parallel and follows MOVED and ASK redirections.
+// pipeline per channel, the pipelines run in parallel, and the client
+// follows MOVED and ASK redirections.
+//
+// One pipeline per channel (a channel is one hash slot, so one shard)
+// keeps a stalled shard's outcome from spreading to the others. In a single
+// cluster pipeline, a shard that does not answer before the deadline makes
+// the client give every command of the batch the deadline's error, those the
+// healthy shards had already delivered included; their rows would be
+// released and published again, a duplicate for every subscriber of a
+// healthy shard.
 //
 // A failover (a master lost, its replica promoted) is an outage of the
 // shard, not a failure of the messages: connection errors, CLUSTERDOWN,
@@ -35,41 +45,65 @@ func NewSharded(client *redis.ClusterClient) (*Sharded, error) {
 	return &Sharded{client: client}, nil
 }
 
-// Publish sends every message with SPUBLISH through one cluster pipeline.
-// Receivers counts the subscribers of the message's shard.
+// Publish sends every message with SPUBLISH, one pipeline per channel, at
+// most maxParallelPipelines at once. Receivers counts the subscribers of
+// the message's shard.
 func (s *Sharded) Publish(ctx context.Context, msgs []Message) []Result {
 	out := make([]Result, len(msgs))
-	if len(msgs) == 0 {
-		return out
-	}
-	pipe := s.client.Pipeline()
-	cmds := make([]*redis.IntCmd, len(msgs))
+	byChannel := map[string][]int{}
 	for i, m := range msgs {
-		cmds[i] = pipe.SPublish(ctx, m.Channel, m.Body)
+		byChannel[m.Channel] = append(byChannel[m.Channel], i)
 	}
-	if err := ExecPipeline(ctx, pipe); err != nil {
-		for i := range out {
-			out[i] = Result{Err: fmt.Errorf("redis spublish: %w", err), Unavailable: true}
-		}
-		s.client.ReloadState(ctx)
-		return out
+	var stale atomic.Bool
+	slots := make(chan struct{}, maxParallelPipelines)
+	var wg sync.WaitGroup
+	for _, idx := range byChannel {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if s.publishChannel(ctx, msgs, idx, out) {
+				stale.Store(true)
+			}
+		})
 	}
-	stale := false
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			out[i] = Result{Err: fmt.Errorf("redis spublish: %w", err), Unavailable: ClusterUnavailable(err)}
-			stale = stale || out[i].Unavailable
-			continue
-		}
-		out[i] = Result{Receivers: cmd.Val()}
-	}
-	if stale {
+	wg.Wait()
+	if stale.Load() {
 		// go-redis reloads its slot map on a redirection, but not when a
 		// master stops answering: without this it would keep dialling the
 		// lost master after its replica has taken over.
 		s.client.ReloadState(ctx)
 	}
 	return out
+}
+
+// maxParallelPipelines bounds the pipelines of one batch in flight.
+const maxParallelPipelines = 16
+
+// publishChannel sends the messages msgs[idx] (all on one channel) through
+// one pipeline and writes their results to out[idx]. It reports whether a
+// result was Unavailable (the slot map may be stale).
+func (s *Sharded) publishChannel(ctx context.Context, msgs []Message, idx []int, out []Result) (unavailable bool) {
+	pipe := s.client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(idx))
+	for j, i := range idx {
+		cmds[j] = pipe.SPublish(ctx, msgs[i].Channel, msgs[i].Body)
+	}
+	if err := ExecPipeline(ctx, pipe); err != nil {
+		for _, i := range idx {
+			out[i] = Result{Err: fmt.Errorf("redis spublish: %w", err), Unavailable: true}
+		}
+		return true
+	}
+	for j, cmd := range cmds {
+		i := idx[j]
+		if err := cmd.Err(); err != nil {
+			out[i] = Result{Err: fmt.Errorf("redis spublish: %w", err), Unavailable: ClusterUnavailable(err)}
+			unavailable = unavailable || out[i].Unavailable
+			continue
+		}
+		out[i] = Result{Receivers: cmd.Val()}
+	}
+	return unavailable
 }
 
 // Ping checks that every master of the cluster answers PING (the slot map

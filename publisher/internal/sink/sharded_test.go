@@ -379,3 +379,115 @@ func TestClusterShardedFailover(t *testing.T) {
 		t.Errorf("cluster after the restart: %v\n%s", err, info)
 	}
 }
+
+// TestClusterShardedStalledShardSparesTheOthers publishes one batch over
+// three channels, one on each master, while the first channel's master is
+// stopped (SIGSTOP: it holds its connections and answers nothing, as a
+// master in a long pause or behind a dead link does, for less than the
+// cluster's node timeout, so no failover follows). The batch's deadline
+// passes with that shard silent. Its messages must come back Unavailable
+// (their rows are released, not failed) and the other two channels'
+// messages published, each received once: a silent shard must not turn
+// messages the healthy shards delivered into failures, which the worker
+// would publish again.
+func TestClusterShardedStalledShardSparesTheOthers(t *testing.T) {
+	c := testenv.RedisCluster(t)
+	s, err := sink.NewSharded(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMaster := map[string]bool{}
+	var channels []string
+	for i := 0; len(channels) < 3 && i < 1000; i++ {
+		ch := testenv.UniqueName(fmt.Sprintf("stall:%d:", i))
+		if addr := testenv.RedisSlotMaster(t, c, ch); !byMaster[addr] {
+			byMaster[addr] = true
+			channels = append(channels, ch)
+		}
+	}
+	if len(channels) != 3 {
+		t.Fatalf("channels on %d masters, want 3", len(channels))
+	}
+	stalled, healthy := channels[0], channels[1:]
+	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs})
+	t.Cleanup(func() { _ = consumer.Close() })
+	got := sSubscribe(t, consumer, healthy...)
+	// Every node's connection is open before the stop.
+	if res := s.Publish(context.Background(), []sink.Message{{Channel: stalled, Body: []byte("warm")}}); res[0].Err != nil {
+		t.Fatalf("warm-up publish: %v", res[0].Err)
+	}
+
+	const perChannel = 20
+	var msgs []sink.Message
+	for i := range perChannel {
+		for _, ch := range channels {
+			msgs = append(msgs, sink.Message{Channel: ch, Body: fmt.Appendf(nil, "%s-%02d", ch, i)})
+		}
+	}
+	victim := testenv.RedisSlotMaster(t, c, stalled)
+	pid := testenv.RedisNodePID(t, victim)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP master %s (pid %d): %v (the cluster tests run as root)", victim, pid, err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT master %s (pid %d): %v", victim, pid, err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	res := s.Publish(ctx, msgs)
+	cancel()
+	resume()
+
+	want := map[string]bool{}
+	for i, m := range msgs {
+		r := res[i]
+		switch {
+		case m.Channel == stalled && (r.Err == nil || !r.Unavailable):
+			t.Errorf("%s on the stopped shard: err %v, unavailable %v; want an Unavailable error", m.Body, r.Err, r.Unavailable)
+		case m.Channel != stalled && r.Err != nil:
+			t.Errorf("%s on a healthy shard: %v (unavailable %v); want it published", m.Body, r.Err, r.Unavailable)
+		case m.Channel != stalled && r.Receivers != 1:
+			t.Errorf("%s on a healthy shard reached %d subscribers, want 1", m.Body, r.Receivers)
+		case m.Channel != stalled:
+			want[string(m.Body)] = true
+		}
+	}
+	// A last message on each healthy channel: a channel delivers in order,
+	// so once both have arrived any second copy would have too.
+	var last []sink.Message
+	for _, ch := range healthy {
+		last = append(last, sink.Message{Channel: ch, Body: []byte(ch + "-last")})
+	}
+	for i, r := range s.Publish(context.Background(), last) {
+		if r.Err != nil {
+			t.Fatalf("publish %s after the stall: %v", last[i].Body, r.Err)
+		}
+	}
+	received := map[string]int{}
+	for lasts := 0; lasts < len(healthy); {
+		select {
+		case r := <-got:
+			if strings.HasSuffix(r.Body, "-last") {
+				lasts++
+				continue
+			}
+			received[r.Body]++
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the last messages did not arrive within 30s; received %d", len(received))
+		}
+	}
+	for body := range want {
+		if received[body] != 1 {
+			t.Errorf("%s received %d times, want once", body, received[body])
+		}
+	}
+	if len(received) != len(want) {
+		t.Errorf("received %d distinct messages, want %d", len(received), len(want))
+	}
+}

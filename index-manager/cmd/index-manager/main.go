@@ -63,6 +63,7 @@ type Config struct {
 	MessageBodies    api.MessageBodies
 	TokenTTL         time.Duration
 	QueryTimeout     time.Duration
+	Reads            api.ReadLimits
 	ProtectedIndices []string
 	SampleInterval   time.Duration
 	SampleRetention  time.Duration
@@ -88,8 +89,13 @@ func loadConfig(l *config.Loader) (Config, error) {
 			Window:     l.Duration("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", api.LoginWindowDefault),
 			MaxDelay:   l.Duration("INDEX_MANAGER_LOGIN_MAX_DELAY", api.LoginMaxDelayDefault),
 		},
-		TokenTTL:        l.Duration("INDEX_MANAGER_TOKEN_TTL", api.TokenTTLDefault),
-		QueryTimeout:    l.Duration("INDEX_MANAGER_QUERY_TIMEOUT", api.QueryTimeoutDefault),
+		TokenTTL:     l.Duration("INDEX_MANAGER_TOKEN_TTL", api.TokenTTLDefault),
+		QueryTimeout: l.Duration("INDEX_MANAGER_QUERY_TIMEOUT", api.QueryTimeoutDefault),
+		Reads: api.ReadLimits{
+			PerCaller:      l.PositiveInt("INDEX_MANAGER_READS_PER_CALLER", api.ReadsPerCallerDefault),
+			Total:          l.PositiveInt("INDEX_MANAGER_READS_TOTAL", api.ReadsTotalDefault),
+			MaxResultBytes: l.Int64("INDEX_MANAGER_MAX_RESULT_BYTES", api.MaxResultBytesDefault),
+		},
 		SampleInterval:  l.Duration("INDEX_MANAGER_STATS_SAMPLE_INTERVAL", rates.IntervalDefault),
 		SampleRetention: l.Duration("INDEX_MANAGER_STATS_RETENTION", rates.RetentionDefault),
 	}
@@ -100,6 +106,9 @@ func loadConfig(l *config.Loader) (Config, error) {
 	}
 	if err := c.Account.Validate(); err != nil {
 		l.Check("INDEX_MANAGER_ADMIN_PASSWORD_HASH", false, err.Error())
+	}
+	if err := c.Reads.Validate(); err != nil {
+		l.Check("INDEX_MANAGER_READS_PER_CALLER", false, err.Error()+" (INDEX_MANAGER_READS_PER_CALLER, INDEX_MANAGER_READS_TOTAL, INDEX_MANAGER_MAX_RESULT_BYTES)")
 	}
 	// More accounts with their roles, one "name role bcrypt-hash" a line.
 	if c.AccountsFile = l.String("INDEX_MANAGER_ACCOUNTS_FILE", ""); c.AccountsFile != "" {
@@ -236,7 +245,7 @@ func serve(ctx context.Context, cfg Config, rt *service.Runtime) error {
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
 		Meter: rt.Telemetry.Meter("index-manager"), Account: cfg.Account, Accounts: cfg.Accounts, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, MessageBodies: cfg.MessageBodies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
-		QueryTimeout: cfg.QueryTimeout, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
+		QueryTimeout: cfg.QueryTimeout, Reads: cfg.Reads, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -125,6 +125,17 @@ func bodyReference(parts ...any) string {
 	return ""
 }
 
+// read bounds a document read for the caller: the answer's size, and the
+// bodies left out when they are hidden from it, so they are never read,
+// let alone decoded (stripBodies stays as the last word).
+func (h *Handler) read(c *gin.Context) indices.Read {
+	r := indices.Read{MaxBytes: h.maxResultBytes}
+	if h.hidesBodies(c) {
+		r.Exclude = BodyFields()
+	}
+	return r
+}
+
 // stripBodies removes the body fields from hits, and their highlights.
 func stripBodies(hits []indices.Hit) {
 	for i := range hits {

@@ -42,7 +42,12 @@ func (h *Handler) getDocument(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	hit, err := h.store.Document(c.Request.Context(), name, id)
+	release, ok := h.reads.take(c)
+	if !ok {
+		return
+	}
+	defer release()
+	hit, err := h.store.Document(c.Request.Context(), name, id, h.read(c))
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -176,12 +181,18 @@ func (h *Handler) listDocuments(c *gin.Context) {
 		h.fail(c, invalid("cursor does not match its sort; start again without one"))
 		return
 	}
+	release, ok := h.reads.take(c)
+	if !ok {
+		return
+	}
+	defer release()
 	res, err := h.store.Search(c.Request.Context(), name, indices.Search{
 		Body:        map[string]any{"sort": sort},
 		Size:        size,
 		From:        from,
 		Timeout:     h.queryTimeout,
 		SearchAfter: cur.SearchAfter,
+		Read:        h.read(c),
 	})
 	if err != nil {
 		h.fail(c, err)
@@ -263,6 +274,7 @@ func (h *Handler) query(c *gin.Context) {
 		body["aggs"] = aggs
 	}
 	if len(req.Query) > 0 {
+		disableLeadingWildcards(req.Query)
 		body["query"] = req.Query
 	}
 	if len(req.Sort) > 0 {
@@ -274,7 +286,15 @@ func (h *Handler) query(c *gin.Context) {
 	if len(req.Highlight) > 0 {
 		body["highlight"] = req.Highlight
 	}
-	res, err := h.store.Search(c.Request.Context(), name, indices.Search{Body: body, Size: size, From: req.From, Timeout: h.queryTimeout, SearchAfter: req.SearchAfter})
+	if size > 0 { // a count returns no documents and takes no slot
+		release, ok := h.reads.take(c)
+		if !ok {
+			return
+		}
+		defer release()
+	}
+	res, err := h.store.Search(c.Request.Context(), name, indices.Search{Body: body, Size: size, From: req.From, Timeout: h.queryTimeout,
+		SearchAfter: req.SearchAfter, Read: h.read(c)})
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -15,21 +16,23 @@ import (
 
 // Error codes the API answers with, in {"error":{"code","message"}}.
 const (
-	codeInvalid       = "invalid_request"
-	codeInvalidJSON   = httpserver.CodeInvalidJSON
-	codeInvalidText   = httpserver.CodeInvalidText
-	codeTooLarge      = httpserver.CodeBodyTooLarge
-	codeNotFound      = httpserver.CodeNotFound
-	codeExists        = "already_exists"
-	codeConflict      = httpserver.CodeConflict
-	codeConfirm       = "confirmation_required"
-	codeProtected     = "protected_index"
-	codeCursor        = httpserver.CodeInvalidCursor
-	codeESBad         = "elasticsearch_rejected"
-	codeESUnavailable = "elasticsearch_unavailable"
-	codeESError       = "elasticsearch_error"
-	codeDBUnavailable = httpserver.CodeDatabaseUnavailable
-	codeInternal      = httpserver.CodeInternal
+	codeInvalid        = "invalid_request"
+	codeInvalidJSON    = httpserver.CodeInvalidJSON
+	codeInvalidText    = httpserver.CodeInvalidText
+	codeTooLarge       = httpserver.CodeBodyTooLarge
+	codeNotFound       = httpserver.CodeNotFound
+	codeExists         = "already_exists"
+	codeConflict       = httpserver.CodeConflict
+	codeConfirm        = "confirmation_required"
+	codeProtected      = "protected_index"
+	codeCursor         = httpserver.CodeInvalidCursor
+	codeESBad          = "elasticsearch_rejected"
+	codeESUnavailable  = "elasticsearch_unavailable"
+	codeESError        = "elasticsearch_error"
+	codeESBusy         = "elasticsearch_busy"
+	codeTooLargeResult = "result_too_large"
+	codeDBUnavailable  = httpserver.CodeDatabaseUnavailable
+	codeInternal       = httpserver.CodeInternal
 )
 
 // errDatabase marks a failure of the service's own database.
@@ -64,6 +67,11 @@ func statusOf(err error) (int, string, string) {
 			return http.StatusBadRequest, codeESBad, esReason(esErr, "elasticsearch rejected the request")
 		case indices.ErrUnavailable:
 			return http.StatusServiceUnavailable, codeESUnavailable, "elasticsearch is unavailable"
+		case indices.ErrBusy:
+			return http.StatusTooManyRequests, codeESBusy, "elasticsearch refused the request for its load; retry shortly"
+		case indices.ErrTooLarge:
+			return http.StatusBadRequest, codeTooLargeResult, esReason(esErr, "the result is too large") +
+				": ask for fewer documents (size) or fewer fields (_source)"
 		default:
 			return http.StatusBadGateway, codeESError, "elasticsearch failed to answer the request"
 		}
@@ -85,6 +93,9 @@ func esReason(e *indices.Error, def string) string {
 // failures with the full error.
 func (h *Handler) fail(c *gin.Context, err error) {
 	status, code, msg := statusOf(err)
+	if status == http.StatusTooManyRequests {
+		c.Header("Retry-After", strconv.Itoa(readsRetryAfterSeconds))
+	}
 	if status >= 500 {
 		h.logger.ErrorContext(c.Request.Context(), "request failed", slog.String("path", c.FullPath()), slog.Int("status", status),
 			slog.String("request_id", httpserver.RequestID(c)), slog.Any("error", err))

@@ -23,6 +23,8 @@ func TestStatusOf(t *testing.T) {
 		{&indices.Error{Op: "x", Kind: indices.ErrUpstream, Status: 500, Reason: "boom"}, http.StatusBadGateway, codeESError},
 		{fmt.Errorf("wrapped: %w", &indices.Error{Op: "x", Kind: indices.ErrUpstream, Status: 503}), http.StatusBadGateway, codeESError},
 		{&indices.Error{Op: "x", Kind: indices.ErrUnavailable, Err: errors.New("dial tcp: refused")}, http.StatusServiceUnavailable, codeESUnavailable},
+		{&indices.Error{Op: "x", Kind: indices.ErrBusy, Status: 429, Reason: "rejected execution"}, http.StatusTooManyRequests, codeESBusy},
+		{&indices.Error{Op: "x", Kind: indices.ErrTooLarge, Reason: "the answer is larger than 10 bytes"}, http.StatusBadRequest, codeTooLargeResult},
 		{&indices.Error{Op: "x", Kind: indices.ErrNotFound}, http.StatusNotFound, codeNotFound},
 		{&indices.Error{Op: "x", Kind: indices.ErrExists}, http.StatusConflict, codeExists},
 		{&indices.Error{Op: "x", Kind: indices.ErrConflict}, http.StatusConflict, codeConflict},

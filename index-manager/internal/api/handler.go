@@ -69,6 +69,10 @@ type Config struct {
 	// ProtectedIndices cannot be created, deleted or refreshed, in addition
 	// to DefaultProtectedIndices.
 	ProtectedIndices []string
+	// Reads bound the document reads (list, get, query, count): answer
+	// size, and reads at once per caller and in all. Zero values are the
+	// defaults.
+	Reads ReadLimits
 	// MessageBodies says whether viewers read the documents' bodies
 	// (VIEWER_MESSAGE_BODIES). Empty is BodiesShown.
 	MessageBodies MessageBodies
@@ -80,6 +84,7 @@ func (c *Config) setDefaults() {
 	c.TokenTTL = cmp.Or(c.TokenTTL, TokenTTLDefault)
 	c.QueryTimeout = cmp.Or(c.QueryTimeout, QueryTimeoutDefault)
 	c.LoginLimits.setDefaults()
+	c.Reads.setDefaults()
 }
 
 func (c *Config) validate() error {
@@ -102,6 +107,9 @@ func (c *Config) validate() error {
 	if err := c.LoginLimits.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("LoginLimits: %w", err))
 	}
+	if err := c.Reads.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("Reads: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -119,6 +127,8 @@ type Handler struct {
 	tokenTTL       time.Duration
 	cursors        cursorCodec
 	queryTimeout   time.Duration
+	maxResultBytes int64
+	reads          *readSlots
 	protected      map[string]bool
 	bodies         MessageBodies
 	logger         *slog.Logger
@@ -152,6 +162,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 		addrFailures:   newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
 		trustedProxies: cfg.TrustedProxies,
 		tokenTTL:       cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
+		maxResultBytes: cfg.Reads.MaxResultBytes, reads: newReadSlots(cfg.Reads),
 		bodies: cfg.MessageBodies, protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")),
 	}
 	for _, n := range append(append([]string{}, DefaultProtectedIndices...), cfg.ProtectedIndices...) {

@@ -129,6 +129,20 @@ var (
 		}
 		return nil
 	}
+	// vFalse is an option that may only turn a costly feature off.
+	vFalse valueCheck = func(_ *queryChecker, path string, v any) error {
+		if b, ok := v.(bool); !ok || b {
+			return invalid("%s may only be false", path)
+		}
+		return nil
+	}
+	vQueryStringText valueCheck = func(_ *queryChecker, path string, v any) error {
+		text, ok := v.(string)
+		if !ok {
+			return invalid("%s must be a string", path)
+		}
+		return costlyQueryString(path, text)
+	}
 	vQuery valueCheck = func(c *queryChecker, path string, v any) error { return c.query(path, v) }
 	// vQueries is a bool clause: one query or a list of them.
 	vQueries valueCheck = func(c *queryChecker, path string, v any) error {
@@ -263,8 +277,8 @@ func queryTypeSpecs() map[string]querySpec {
 		})},
 		"constant_score": {shape: shapeOptions, required: []string{"filter"}, opts: with(map[string]valueCheck{"filter": vQuery})},
 		"query_string": {shape: shapeOptions, required: []string{"query"}, opts: with(map[string]valueCheck{
-			"query": vString, "default_field": vFieldPattern, "fields": vFieldList, "default_operator": vOperator,
-			"analyzer": vAnalyzer, "quote_analyzer": vAnalyzer, "allow_leading_wildcard": vBool, "analyze_wildcard": vBool,
+			"query": vQueryStringText, "default_field": vFieldPattern, "fields": vFieldList, "default_operator": vOperator,
+			"analyzer": vAnalyzer, "quote_analyzer": vAnalyzer, "allow_leading_wildcard": vFalse, "analyze_wildcard": vBool,
 			"fuzziness": vFuzz, "fuzzy_max_expansions": vInt(1, 100), "fuzzy_prefix_length": vInt(0, 100),
 			"fuzzy_transpositions": vBool, "lenient": vBool, "minimum_should_match": vMSM, "phrase_slop": vInt(0, 100),
 			"quote_field_suffix": vString, "time_zone": vString, "tie_breaker": vNumber,
@@ -471,4 +485,59 @@ func (c *queryChecker) options(path, typ string, spec querySpec, obj map[string]
 		}
 	}
 	return nil
+}
+
+// costlyQueryString refuses the parts of query_string syntax whose cost
+// grows with the index's terms rather than with the query: a regular
+// expression (/.../) and a term that starts with a wildcard (*ing, ?ar),
+// which Elasticsearch runs by walking every term of the field. Both can
+// keep a node's search threads busy for seconds, so that the 429s they
+// cause reach everyone else's searches. Quoted phrases and escaped
+// characters are literal; a lone * (match all, an open range end) is
+// cheap and allowed. The handler also sends allow_leading_wildcard false,
+// so a form this scan misses is refused by Elasticsearch.
+func costlyQueryString(path, text string) error {
+	inQuotes, termStart := false, true
+	for i := 0; i < len(text); i++ {
+		ch := text[i]
+		switch {
+		case ch == '\\':
+			i++ // the next character is literal
+			termStart = false
+			continue
+		case ch == '"':
+			inQuotes = !inQuotes
+		case inQuotes:
+		case ch == '/':
+			return invalid("%s: regular expressions (/.../) are not allowed; escape a literal slash as \\/ or put it in quotes", path)
+		case (ch == '*' || ch == '?') && termStart && i+1 < len(text) && isTermChar(text[i+1]):
+			return invalid("%s: a term may not start with a wildcard (%s); put the wildcard after its first characters", path, truncate(text[i:min(len(text), i+16)]))
+		}
+		termStart = !inQuotes && strings.IndexByte(" \t\n\r(:+-!~^[{", ch) >= 0
+	}
+	return nil
+}
+
+// isTermChar reports whether ch continues a query_string term.
+func isTermChar(ch byte) bool {
+	return ch == '*' || ch == '?' || ch == '_' || ch >= 0x80 ||
+		('0' <= ch && ch <= '9') || ('a' <= ch && ch <= 'z') || ('A' <= ch && ch <= 'Z')
+}
+
+// disableLeadingWildcards sets allow_leading_wildcard false in every
+// query_string of q (Elasticsearch's default is true).
+func disableLeadingWildcards(q any) {
+	switch t := q.(type) {
+	case map[string]any:
+		for k, v := range t {
+			if body, ok := v.(map[string]any); ok && k == "query_string" {
+				body["allow_leading_wildcard"] = false
+			}
+			disableLeadingWildcards(v)
+		}
+	case []any:
+		for _, v := range t {
+			disableLeadingWildcards(v)
+		}
+	}
 }

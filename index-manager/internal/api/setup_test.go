@@ -53,6 +53,10 @@ type recorder struct {
 	mu   sync.Mutex
 	n    int
 	reqs []string
+	// hold, when set, keeps each search (a path ending in /_search) until
+	// it is closed; held gets a value as each one arrives.
+	hold chan struct{}
+	held chan struct{}
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -63,8 +67,13 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.mu.Lock()
 	r.n++
-	r.reqs = append(r.reqs, req.Method+" "+req.URL.Path+" "+string(body))
+	r.reqs = append(r.reqs, req.Method+" "+req.URL.RequestURI()+" "+string(body))
+	hold, held := r.hold, r.held
 	r.mu.Unlock()
+	if hold != nil && strings.HasSuffix(req.URL.Path, "/_search") {
+		held <- struct{}{}
+		<-hold
+	}
 	return r.base.RoundTrip(req)
 }
 
@@ -110,6 +119,8 @@ type options struct {
 	clock   *clock.Manual
 	// bodies is VIEWER_MESSAGE_BODIES (empty: shown).
 	bodies api.MessageBodies
+	// reads bound the document reads (zero: the defaults).
+	reads api.ReadLimits
 }
 
 func randomSecret() string {
@@ -182,7 +193,7 @@ func setup(t testing.TB, o options) *bundle {
 	err = api.Mount(srv.Router(), api.Config{
 		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account, Accounts: o.accounts,
 		CursorKey: []byte(randomSecret()), ProtectedIndices: protected, Logger: log,
-		TrustedProxies: o.trusted, Clock: clk, MessageBodies: o.bodies,
+		TrustedProxies: o.trusted, Clock: clk, MessageBodies: o.bodies, Reads: o.reads,
 	})
 	if err != nil {
 		t.Fatalf("mount: %v", err)

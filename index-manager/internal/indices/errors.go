@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
@@ -26,9 +27,16 @@ var (
 	ErrBadRequest = errors.New("rejected by elasticsearch")
 	// ErrConflict: a version conflict or an index in the wrong state.
 	ErrConflict = errors.New("conflict")
-	// ErrUnavailable: Elasticsearch could not be reached, timed out or is
-	// overloaded (429); retrying later may help.
+	// ErrUnavailable: Elasticsearch could not be reached or timed out;
+	// retrying later may help.
 	ErrUnavailable = errors.New("elasticsearch unavailable")
+	// ErrBusy: Elasticsearch refused the request for its load (429: a full
+	// search queue, a tripped circuit breaker). It is back-pressure, not an
+	// outage: the same request shortly after may pass.
+	ErrBusy = errors.New("elasticsearch busy")
+	// ErrTooLarge: the answer is larger than the caller's budget
+	// (Search.MaxBytes); nothing of it is returned.
+	ErrTooLarge = errors.New("result too large")
 	// ErrUpstream: Elasticsearch answered with a server error.
 	ErrUpstream = errors.New("elasticsearch error")
 )
@@ -116,6 +124,11 @@ func (s *Store) send(ctx context.Context, op string, req esapi.Request) (*esapi.
 	if !res.IsError() {
 		return res, nil
 	}
+	return nil, responseError(op, res)
+}
+
+// responseError classifies a non-2xx answer and closes its body.
+func responseError(op string, res *esapi.Response) *Error {
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	e := &Error{Op: op, Status: res.StatusCode}
@@ -146,7 +159,9 @@ func (s *Store) send(ctx context.Context, op string, req esapi.Request) (*esapi.
 		e.Kind = ErrExists
 	case st == http.StatusConflict:
 		e.Kind = ErrConflict
-	case st == http.StatusTooManyRequests || st == http.StatusRequestTimeout || st == http.StatusGatewayTimeout:
+	case st == http.StatusTooManyRequests:
+		e.Kind = ErrBusy
+	case st == http.StatusRequestTimeout || st == http.StatusGatewayTimeout:
 		e.Kind = ErrUnavailable
 	case st >= 500:
 		e.Kind = ErrUpstream
@@ -155,27 +170,73 @@ func (s *Store) send(ctx context.Context, op string, req esapi.Request) (*esapi.
 	default:
 		e.Kind = ErrUpstream
 	}
-	return nil, e
+	return e
 }
 
 // decode reads a successful response body into v and closes it.
 func decode(op string, res *esapi.Response, v any) error {
+	return decodeBounded(op, res, v, 0, false)
+}
+
+// decodeNumbers is decode with numbers kept as json.Number, of an answer
+// of at most maxBytes (none when 0).
+func decodeNumbers(op string, res *esapi.Response, v any, maxBytes int64) error {
+	return decodeBounded(op, res, v, maxBytes, true)
+}
+
+// decodeBounded is decode of an answer of at most maxBytes (none when 0):
+// a larger one is ErrTooLarge, refused from its Content-Length before a
+// byte is read, or once the decoder has read maxBytes, so no more than
+// that is ever held.
+func decodeBounded(op string, res *esapi.Response, v any, maxBytes int64, numbers bool) error {
 	defer res.Body.Close()
-	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+	tooLarge := func() error {
+		return &Error{Op: op, Kind: ErrTooLarge, Reason: fmt.Sprintf("the answer is larger than %d bytes", maxBytes)}
+	}
+	var body io.Reader = res.Body
+	if maxBytes > 0 {
+		if n, err := strconv.ParseInt(res.Header.Get("Content-Length"), 10, 64); err == nil && n > maxBytes {
+			return tooLarge()
+		}
+		body = &budgetReader{r: res.Body, left: maxBytes}
+	}
+	dec := json.NewDecoder(body)
+	if numbers {
+		dec.UseNumber()
+	}
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, errOverBudget) {
+			return tooLarge()
+		}
 		return &Error{Op: op, Kind: ErrUpstream, Err: fmt.Errorf("decode response: %w", err)}
 	}
 	return nil
 }
 
-// decodeNumbers is decode with numbers kept as json.Number.
-func decodeNumbers(op string, res *esapi.Response, v any) error {
-	defer res.Body.Close()
-	dec := json.NewDecoder(res.Body)
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return &Error{Op: op, Kind: ErrUpstream, Err: fmt.Errorf("decode response: %w", err)}
+var errOverBudget = errors.New("over budget")
+
+// budgetReader reads at most left bytes of r, then fails with errOverBudget
+// (io.LimitReader would end quietly, and a truncated answer could decode).
+type budgetReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// Spent: fine if the answer ends here, not if it goes on.
+		var one [1]byte
+		if n, err := b.r.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		return 0, errOverBudget
 	}
-	return nil
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // exec is do for a request whose answer says nothing beyond success: the

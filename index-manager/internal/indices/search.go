@@ -24,6 +24,9 @@ type Search struct {
 	Timeout time.Duration
 	// SearchAfter continues after the given sort values.
 	SearchAfter []any
+	// Read bounds the answer; its Exclude goes beside Body's _source
+	// includes.
+	Read
 }
 
 type searchResponse struct {
@@ -68,6 +71,13 @@ func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResul
 	if len(s.SearchAfter) > 0 {
 		body["search_after"] = s.SearchAfter
 	}
+	if len(s.Exclude) > 0 {
+		src := map[string]any{"excludes": s.Exclude}
+		if inc, ok := body["_source"]; ok {
+			src["includes"] = inc
+		}
+		body["_source"] = src
+	}
 	req := esapi.SearchRequest{
 		Index:           []string{name},
 		ExpandWildcards: "none",
@@ -86,7 +96,7 @@ func (st *Store) Search(ctx context.Context, name string, s Search) (SearchResul
 	// Numbers as json.Number: sort values of long fields (and the
 	// Long.MAX_VALUE Elasticsearch gives a missing value) survive the
 	// round trip through a cursor exactly.
-	if err := decodeNumbers(op, res, &sr); err != nil {
+	if err := decodeNumbers(op, res, &sr, s.MaxBytes); err != nil {
 		return SearchResult{}, err
 	}
 	out := SearchResult{Total: sr.Hits.Total.Value, Took: sr.Took, Hits: make([]Hit, 0, len(sr.Hits.Hits)), Aggregations: sr.Aggregations}

@@ -257,12 +257,22 @@ func (s *Store) Mappings(ctx context.Context, name string) (map[string]any, erro
 	return nonNil(m.Mappings), nil
 }
 
+// Read bounds one read of documents.
+type Read struct {
+	// MaxBytes bounds the answer read from Elasticsearch (ErrTooLarge past
+	// it); 0 is no bound.
+	MaxBytes int64
+	// Exclude lists _source fields Elasticsearch leaves out, so they are
+	// never read.
+	Exclude []string
+}
+
 // Document returns one document by id.
-func (s *Store) Document(ctx context.Context, name, id string) (Hit, error) {
+func (s *Store) Document(ctx context.Context, name, id string, r Read) (Hit, error) {
 	const op = "get document"
 	// esapi writes the id into the URL as is: escape it so '/', '?' or '#'
 	// in an id cannot change the path or start a query string.
-	res, err := s.do(ctx, op, esapi.GetRequest{Index: name, DocumentID: url.PathEscape(id)})
+	res, err := s.do(ctx, op, esapi.GetRequest{Index: name, DocumentID: url.PathEscape(id), SourceExcludes: r.Exclude})
 	if err != nil {
 		return Hit{}, err
 	}
@@ -272,7 +282,7 @@ func (s *Store) Document(ctx context.Context, name, id string) (Hit, error) {
 		Found  bool           `json:"found"`
 		Source map[string]any `json:"_source"`
 	}
-	if err := decode(op, res, &body); err != nil {
+	if err := decodeBounded(op, res, &body, r.MaxBytes, false); err != nil {
 		return Hit{}, err
 	}
 	if !body.Found || body.Index != name {

@@ -25,7 +25,7 @@ func TestStoreCallsAreSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, request := tp.Tracer("test").Start(context.Background(), "GET /api/v1/indices/:name/documents/:id")
-	_, err = store.Document(ctx, testenv.UniqueName("missing")+"_classified_content", "doc-1")
+	_, err = store.Document(ctx, testenv.UniqueName("missing")+"_classified_content", "doc-1", indices.Read{})
 	request.End()
 	var e *indices.Error
 	switch {

@@ -25,6 +25,7 @@ import (
 	"github.com/north-cloud/index-manager/internal/audit"
 	"github.com/north-cloud/index-manager/internal/indices"
 	"github.com/north-cloud/index-manager/internal/rates"
+	"github.com/north-cloud/index-manager/internal/sessions"
 	"github.com/north-cloud/index-manager/migrations"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
@@ -62,6 +63,7 @@ type Config struct {
 	TrustedProxies   []netip.Prefix
 	MessageBodies    api.MessageBodies
 	TokenTTL         time.Duration
+	SessionTTL       time.Duration
 	QueryTimeout     time.Duration
 	Reads            api.ReadLimits
 	ProtectedIndices []string
@@ -90,6 +92,7 @@ func loadConfig(l *config.Loader) (Config, error) {
 			MaxDelay:   l.Duration("INDEX_MANAGER_LOGIN_MAX_DELAY", api.LoginMaxDelayDefault),
 		},
 		TokenTTL:     l.Duration("INDEX_MANAGER_TOKEN_TTL", api.TokenTTLDefault),
+		SessionTTL:   l.Duration("INDEX_MANAGER_SESSION_TTL", api.SessionTTLDefault),
 		QueryTimeout: l.Duration("INDEX_MANAGER_QUERY_TIMEOUT", api.QueryTimeoutDefault),
 		Reads: api.ReadLimits{
 			PerCaller:      l.PositiveInt("INDEX_MANAGER_READS_PER_CALLER", api.ReadsPerCallerDefault),
@@ -126,6 +129,8 @@ func loadConfig(l *config.Loader) (Config, error) {
 		"is the example of .env.example (the public password north-cloud-dev); make your own with index-manager hash-password")
 	l.Check("INDEX_MANAGER_TOKEN_TTL", c.TokenTTL <= c.Common.Auth.MaxLifetime,
 		fmt.Sprintf("must be at most JWT_MAX_LIFETIME (%s), or its tokens are refused (got %s)", c.Common.Auth.MaxLifetime, c.TokenTTL))
+	l.Check("INDEX_MANAGER_SESSION_TTL", c.SessionTTL >= c.TokenTTL && c.SessionTTL <= 30*24*time.Hour,
+		fmt.Sprintf("must be from INDEX_MANAGER_TOKEN_TTL (%s) to 720h (got %s)", c.TokenTTL, c.SessionTTL))
 	l.Check("INDEX_MANAGER_LOGIN_FAILURE_WINDOW", c.LoginLimits.Window >= time.Second && c.LoginLimits.Window <= 24*time.Hour,
 		fmt.Sprintf("must be from 1s to 24h (got %s)", c.LoginLimits.Window))
 	l.Check("INDEX_MANAGER_LOGIN_MAX_DELAY", c.LoginLimits.MaxDelay >= api.LoginFirstDelay && c.LoginLimits.MaxDelay <= c.LoginLimits.Window,
@@ -227,6 +232,10 @@ func serve(ctx context.Context, cfg Config, rt *service.Runtime) error {
 	if err != nil {
 		return err
 	}
+	sess, err := sessions.NewRepository(db)
+	if err != nil {
+		return err
+	}
 	sampler, err := rates.NewSampler(store, samples, rates.SamplerConfig{
 		Interval: cfg.SampleInterval, Retention: cfg.SampleRetention,
 		Meter: rt.Telemetry.Meter("index-manager"), Logger: log,
@@ -243,7 +252,7 @@ func serve(ctx context.Context, cfg Config, rt *service.Runtime) error {
 		return err
 	}
 	err = api.Mount(srv.Router(), api.Config{
-		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth,
+		Indices: store, Audit: auditLog, Rates: samples, Auth: rt.Auth, Sessions: sess, SessionTTL: cfg.SessionTTL,
 		Meter: rt.Telemetry.Meter("index-manager"), Account: cfg.Account, Accounts: cfg.Accounts, LoginLimits: cfg.LoginLimits, TrustedProxies: cfg.TrustedProxies, MessageBodies: cfg.MessageBodies, TokenTTL: cfg.TokenTTL, CursorKey: cursorKey(cfg.Auth.Secret),
 		QueryTimeout: cfg.QueryTimeout, Reads: cfg.Reads, ProtectedIndices: cfg.ProtectedIndices, Logger: log,
 	})

@@ -62,7 +62,7 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		return m
 	}
 	cfg, err := loadConfig(config.NewFromMap(base))
-	if err != nil || cfg.Account.Configured() || cfg.TokenTTL != 12*time.Hour ||
+	if err != nil || cfg.Account.Configured() || cfg.TokenTTL != 15*time.Minute || cfg.SessionTTL != 12*time.Hour ||
 		cfg.LoginLimits.PerUser != 5 || cfg.LoginLimits.PerAddress != 20 || cfg.LoginLimits.Window != 15*time.Minute ||
 		cfg.LoginLimits.MaxDelay != time.Minute || fmt.Sprint(cfg.TrustedProxies) != "[127.0.0.0/8 ::1/128]" {
 		t.Fatalf("defaults: %v %+v", err, cfg)
@@ -72,6 +72,9 @@ func TestLoadConfigChecksTheAccount(t *testing.T) {
 		{"INDEX_MANAGER_ADMIN_USER": "op", "INDEX_MANAGER_ADMIN_PASSWORD_HASH": "plaintext"},
 		{"INDEX_MANAGER_STATS_RETENTION": "1m"},
 		{"INDEX_MANAGER_TOKEN_TTL": "forever"},
+		{"INDEX_MANAGER_SESSION_TTL": "5m"},
+		{"INDEX_MANAGER_READS_PER_CALLER": "9"},
+		{"INDEX_MANAGER_MAX_RESULT_BYTES": "10"},
 		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_USER": "0"},
 		{"INDEX_MANAGER_LOGIN_MAX_FAILURES_PER_ADDRESS": "many"},
 		{"INDEX_MANAGER_LOGIN_FAILURE_WINDOW": "0s"},

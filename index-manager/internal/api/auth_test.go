@@ -80,7 +80,8 @@ func TestLogin(t *testing.T) {
 	}
 	var lr api.LoginResponse
 	r.decode(t, &lr)
-	if lr.TokenType != "Bearer" || lr.ExpiresAt.Before(time.Now().Add(11*time.Hour)) {
+	if lr.TokenType != "Bearer" || lr.ExpiresAt.After(time.Now().Add(api.TokenTTLDefault+time.Minute)) || lr.ExpiresAt.Before(time.Now().Add(api.TokenTTLDefault-time.Minute)) ||
+		lr.RefreshToken == "" || lr.SessionExpiresAt.Before(time.Now().Add(api.SessionTTLDefault-time.Minute)) {
 		t.Fatalf("login response %+v", lr)
 	}
 	claims, err := b.authn.Verify(lr.Token)

@@ -19,6 +19,7 @@ import (
 	"github.com/north-cloud/index-manager/internal/audit"
 	"github.com/north-cloud/index-manager/internal/indices"
 	"github.com/north-cloud/index-manager/internal/openapi"
+	"github.com/north-cloud/index-manager/internal/sessions"
 	shared "github.com/north-cloud/infrastructure/audit"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/clock"
@@ -60,8 +61,13 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Clock is read by the login limits; nil is the system clock.
 	Clock clock.Clock
-	// TokenTTL is the lifetime of login tokens. Defaults to TokenTTLDefault.
+	// TokenTTL is the lifetime of access tokens. Defaults to TokenTTLDefault.
 	TokenTTL time.Duration
+	// SessionTTL is how long a login's session lasts (its refresh token
+	// buys access tokens until then). Defaults to SessionTTLDefault.
+	SessionTTL time.Duration
+	// Sessions keeps the login sessions. Required.
+	Sessions *sessions.Repository
 	// CursorKey signs documents cursors. Required, at least 32 bytes.
 	CursorKey []byte
 	// QueryTimeout bounds each search. Defaults to QueryTimeoutDefault.
@@ -82,6 +88,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	c.TokenTTL = cmp.Or(c.TokenTTL, TokenTTLDefault)
+	c.SessionTTL = cmp.Or(c.SessionTTL, SessionTTLDefault)
 	c.QueryTimeout = cmp.Or(c.QueryTimeout, QueryTimeoutDefault)
 	c.LoginLimits.setDefaults()
 	c.Reads.setDefaults()
@@ -89,14 +96,17 @@ func (c *Config) setDefaults() {
 
 func (c *Config) validate() error {
 	var errs []error
-	if c.Indices == nil || c.Audit == nil || c.Rates == nil || c.Auth == nil || c.Logger == nil {
-		errs = append(errs, errors.New("Indices, Audit, Rates, Auth and Logger are required"))
+	if c.Indices == nil || c.Audit == nil || c.Rates == nil || c.Auth == nil || c.Sessions == nil || c.Logger == nil {
+		errs = append(errs, errors.New("Indices, Audit, Rates, Auth, Sessions and Logger are required"))
 	}
 	if len(c.CursorKey) < 32 {
 		errs = append(errs, errors.New("CursorKey must be at least 32 bytes"))
 	}
-	if c.TokenTTL < 0 || c.QueryTimeout < 0 {
-		errs = append(errs, errors.New("TokenTTL and QueryTimeout must be positive"))
+	if c.TokenTTL < 0 || c.QueryTimeout < 0 || c.SessionTTL < 0 {
+		errs = append(errs, errors.New("TokenTTL, SessionTTL and QueryTimeout must be positive"))
+	}
+	if c.SessionTTL < c.TokenTTL {
+		errs = append(errs, fmt.Errorf("SessionTTL (%s) must be at least TokenTTL (%s)", c.SessionTTL, c.TokenTTL))
 	}
 	if err := c.Account.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Account: %w", err))
@@ -125,6 +135,9 @@ type Handler struct {
 	addrFailures   *failureLimiter
 	trustedProxies []netip.Prefix
 	tokenTTL       time.Duration
+	sessionTTL     time.Duration
+	sessions       *sessions.Repository
+	clock          clock.Clock
 	cursors        cursorCodec
 	queryTimeout   time.Duration
 	maxResultBytes int64
@@ -161,7 +174,8 @@ func Mount(engine *gin.Engine, cfg Config) error {
 		pairFailures:   newFailureLimiter(cfg.LoginLimits.PerUser, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
 		addrFailures:   newFailureLimiter(cfg.LoginLimits.PerAddress, cfg.LoginLimits.MaxDelay, cfg.LoginLimits.Window, cfg.Clock),
 		trustedProxies: cfg.TrustedProxies,
-		tokenTTL:       cfg.TokenTTL, cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
+		tokenTTL:       cfg.TokenTTL, sessionTTL: cfg.SessionTTL, sessions: cfg.Sessions, clock: cfg.Clock,
+		cursors: cursorCodec{key: cfg.CursorKey}, queryTimeout: cfg.QueryTimeout,
 		maxResultBytes: cfg.Reads.MaxResultBytes, reads: newReadSlots(cfg.Reads),
 		bodies: cfg.MessageBodies, protected: map[string]bool{}, logger: cfg.Logger.With(slog.String("component", "api")),
 	}
@@ -175,6 +189,10 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	engine.UnescapePathValues = true
 
 	engine.POST("/api/v1/auth/login", checkText, h.login)
+	// Refresh and logout carry the refresh token, not an access token
+	// (which may have expired).
+	engine.POST("/api/v1/auth/refresh", checkText, h.refresh)
+	engine.POST("/api/v1/auth/logout", checkText, h.logout)
 	// Every route is audited, checked against the role policy and behind
 	// the bearer token; GET /api/v1/audit lists the log.
 	v1, err := shared.Group(engine, "/api/v1", shared.GroupConfig{
@@ -185,6 +203,9 @@ func Mount(engine *gin.Engine, cfg Config) error {
 		return fmt.Errorf("mount api: %w", err)
 	}
 	v1.GET("/auth/me", h.me)
+	v1.GET("/auth/sessions", h.listSessions)
+	v1.DELETE("/auth/sessions/:id", h.revokeSession)
+	v1.POST("/auth/sessions/_revoke", h.revokeUserSessions)
 	v1.GET("/openapi.json", gin.WrapH(doc))
 	v1.GET("/indices", h.listIndices)
 	v1.POST("/indices", h.createIndex)
@@ -207,8 +228,8 @@ func Mount(engine *gin.Engine, cfg Config) error {
 
 // APIPolicy is the minimum role of the index-manager's routes
 // (docs/roles.md): reading needs viewer; creating, deleting, refreshing and
-// force-merging an index and changing its aliases need admin; a query is a
-// read sent by POST.
+// force-merging an index, changing its aliases, and listing or revoking
+// sessions need admin; a query is a read sent by POST.
 func APIPolicy() auth.Policy {
 	return auth.Policy{
 		Admin: []auth.Route{
@@ -218,6 +239,9 @@ func APIPolicy() auth.Policy {
 			{Method: http.MethodPut, Path: "/api/v1/indices/:name/aliases/:alias"},
 			{Method: http.MethodDelete, Path: "/api/v1/indices/:name/aliases/:alias"},
 			{Method: http.MethodPost, Path: "/api/v1/indices/:name/_forcemerge"},
+			{Method: http.MethodGet, Path: "/api/v1/auth/sessions"},
+			{Method: http.MethodDelete, Path: "/api/v1/auth/sessions/:id"},
+			{Method: http.MethodPost, Path: "/api/v1/auth/sessions/_revoke"},
 		},
 		Read: []auth.Route{{Method: http.MethodPost, Path: "/api/v1/indices/:name/_query"}},
 	}

@@ -19,8 +19,9 @@ import (
 	"github.com/north-cloud/infrastructure/httpserver"
 )
 
-// TokenTTLDefault is the lifetime of a token issued by login.
-const TokenTTLDefault = 12 * time.Hour
+// TokenTTLDefault is the lifetime of an access token issued by login or
+// refresh: how long a revoked session may still act.
+const TokenTTLDefault = 15 * time.Minute
 
 // Account is the operator account that may log in. An empty Account
 // disables login (it answers 503); tokens issued elsewhere with the shared
@@ -118,13 +119,20 @@ type LoginRequest struct {
 	Password string `json:"password"`
 }
 
-// LoginResponse carries the issued bearer token.
+// LoginResponse carries the issued bearer token and the session's refresh
+// token.
 type LoginResponse struct {
 	Token     string    `json:"token"`
 	TokenType string    `json:"token_type"`
 	ExpiresAt time.Time `json:"expires_at"`
 	// Role is the role the token carries.
 	Role auth.Role `json:"role"`
+	// RefreshToken buys the next access token (POST /auth/refresh) until
+	// SessionExpiresAt; each refresh answers a new one and the old one is
+	// spent.
+	RefreshToken     string    `json:"refresh_token"`
+	SessionID        string    `json:"session_id"`
+	SessionExpiresAt time.Time `json:"session_expires_at"`
 }
 
 // isJSON reports whether a Content-Type header names JSON (parameters
@@ -197,11 +205,16 @@ func (h *Handler) login(c *gin.Context) {
 	}
 	h.pairFailures.reset(pair)
 	h.addrFailures.forgive(addr)
-	token, exp, err := h.auth.Issue(account.User, account.Role, h.tokenTTL)
+	ctx := c.Request.Context()
+	now := h.clock.Now()
+	s, refresh, err := h.sessions.Start(ctx, account.User, string(account.Role), addr, now, now.Add(h.sessionTTL))
 	if err != nil {
-		h.fail(c, err)
+		h.fail(c, errors.Join(errDatabase, err))
 		return
 	}
-	h.logger.InfoContext(c.Request.Context(), "login", "user", account.User, "role", account.Role, "client_ip", addr, "request_id", httpserver.RequestID(c))
-	c.JSON(http.StatusOK, LoginResponse{Token: token, TokenType: "Bearer", ExpiresAt: exp.UTC(), Role: account.Role})
+	if _, err := h.sessions.Prune(ctx, now.Add(-sessionsKept)); err != nil {
+		h.logger.WarnContext(ctx, "prune ended sessions", "error", err)
+	}
+	h.logger.InfoContext(ctx, "login", "user", account.User, "role", account.Role, "session", s.ID, "client_ip", addr, "request_id", httpserver.RequestID(c))
+	h.issue(c, s, refresh)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/north-cloud/index-manager/internal/indices"
 	"github.com/north-cloud/index-manager/internal/openapi"
 	"github.com/north-cloud/index-manager/internal/rates"
+	"github.com/north-cloud/index-manager/internal/sessions"
 	"github.com/north-cloud/index-manager/migrations"
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/clock"
@@ -96,6 +97,7 @@ type bundle struct {
 	rec     *recorder
 	prefix  string
 	db      *sql.DB
+	dsn     string
 	authn   *auth.Authenticator
 	secret  string
 	token   string
@@ -121,6 +123,8 @@ type options struct {
 	bodies api.MessageBodies
 	// reads bound the document reads (zero: the defaults).
 	reads api.ReadLimits
+	// tokenTTL is the access tokens' lifetime (zero: the default).
+	tokenTTL time.Duration
 }
 
 func randomSecret() string {
@@ -133,7 +137,6 @@ func setup(t testing.TB, o options) *bundle {
 	t.Helper()
 	es, prefix := testenv.Elasticsearch(t)
 	db, dsn := postgrestest.Migrated(t, migrations.FS)
-	log := testenv.Logger(t)
 
 	url := o.esURL
 	if url == "" {
@@ -148,9 +151,38 @@ func setup(t testing.TB, o options) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	samples, err := rates.NewRepository(db, rates.WindowDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := randomSecret()
+	authn, err := auth.New(auth.Config{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{t: t, es: es, rec: rec, prefix: prefix, db: db, dsn: dsn, authn: authn, secret: secret, samples: samples, store: store}
+	b.router = b.mount(o)
+	token, _, err := authn.Issue(adminUser, auth.RoleAdmin, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.token, b.doc = token, doc
+	return b
+}
+
+// mount mounts the API with the options o over b's Elasticsearch store,
+// database and authenticator, and returns its router: setup's, or a
+// service restarted with other settings over the same state (remount).
+func (b *bundle) mount(o options) *gin.Engine {
+	t, db := b.t, b.db
+	log := testenv.Logger(t)
 	auditDB := db
 	if o.closedDB {
-		closed, err := sql.Open("postgres", dsn)
+		closed, err := sql.Open("postgres", b.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,15 +190,6 @@ func setup(t testing.TB, o options) *bundle {
 		auditDB = closed
 	}
 	auditLog, err := audit.NewRepository(auditDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := rates.NewRepository(db, rates.WindowDefault)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := randomSecret()
-	authn, err := auth.New(auth.Config{Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,30 +207,34 @@ func setup(t testing.TB, o options) *bundle {
 	}
 	protected := make([]string, len(o.protected))
 	for i, p := range o.protected {
-		protected[i] = strings.ReplaceAll(p, "{prefix}", prefix)
+		protected[i] = strings.ReplaceAll(p, "{prefix}", b.prefix)
 	}
 	var clk clock.Clock
 	if o.clock != nil {
 		clk = o.clock.Clock()
 	}
+	sess, err := sessions.NewRepository(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = api.Mount(srv.Router(), api.Config{
-		Indices: store, Audit: auditLog, Rates: samples, Auth: authn, Account: account, Accounts: o.accounts,
+		Indices: b.store, Audit: auditLog, Rates: b.samples, Auth: b.authn, Account: account, Accounts: o.accounts, Sessions: sess,
+		TokenTTL:  o.tokenTTL,
 		CursorKey: []byte(randomSecret()), ProtectedIndices: protected, Logger: log,
 		TrustedProxies: o.trusted, Clock: clk, MessageBodies: o.bodies, Reads: o.reads,
 	})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
-	token, _, err := authn.Issue(adminUser, auth.RoleAdmin, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &bundle{t: t, router: srv.Router(), es: es, rec: rec, prefix: prefix, db: db, authn: authn, secret: secret,
-		token: token, samples: samples, store: store, doc: doc}
+	return srv.Router()
+}
+
+// remount is b's service restarted with the options o over the same
+// indices, database and signing key.
+func (b *bundle) remount(o options) *bundle {
+	nb := *b
+	nb.router = b.mount(o)
+	return &nb
 }
 
 // response is a recorded answer.

@@ -37,7 +37,7 @@ var apiRoutes = map[string][]string{
 		"/api/v1/outbox/*/retry", "/api/v1/channels",
 	},
 	"/api/index-manager": {
-		"/api/v1/auth/login", "/api/v1/auth/me", "/api/v1/audit", "/api/v1/openapi.json",
+		"/api/v1/auth/login", "/api/v1/auth/refresh", "/api/v1/auth/logout", "/api/v1/auth/me", "/api/v1/audit", "/api/v1/openapi.json",
 		"/api/v1/indices", "/api/v1/indices/*", "/api/v1/indices/*/mappings", "/api/v1/indices/*/stats",
 		"/api/v1/indices/*/documents", "/api/v1/indices/*/documents/*", "/api/v1/indices/*/_refresh",
 		"/api/v1/indices/*/_query", "/api/v1/content/_count", "/api/v1/aliases", "/api/v1/indices/*/aliases/*",
@@ -45,10 +45,11 @@ var apiRoutes = map[string][]string{
 	},
 }
 
-// publicRoutes need no token (sign-in); every other proxied route needs a
-// valid one at the dashboard, as at the service.
+// publicRoutes need no token (sign-in, and the session's refresh and
+// sign-out, which carry its refresh token instead); every other proxied
+// route needs a valid one at the dashboard, as at the service.
 var publicRoutes = map[string][]string{
-	"/api/index-manager": {"/api/v1/auth/login"},
+	"/api/index-manager": {"/api/v1/auth/login", "/api/v1/auth/refresh", "/api/v1/auth/logout"},
 }
 
 // classifierMetricsPath is the one non-API path the browser reads: the

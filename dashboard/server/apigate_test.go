@@ -67,8 +67,13 @@ func TestProxyForwardsOnlyAPIRoutesWithAToken(t *testing.T) {
 		t.Fatalf("the upstreams saw %d requests, want none", n)
 	}
 	wantForwarded(t, b.srv.URL, http.MethodGet, "/api/classifier/api/v1/sources/stats", "with a token")
-	if code, _ := do(t, http.MethodPost, b.srv.URL+"/api/index-manager/api/v1/auth/login", ""); code != http.StatusOK {
-		t.Errorf("sign-in without a token = %d, want forwarded", code)
+	for _, path := range []string{"/api/v1/auth/login", "/api/v1/auth/refresh", "/api/v1/auth/logout"} {
+		if code, _ := do(t, http.MethodPost, b.srv.URL+"/api/index-manager"+path, ""); code != http.StatusOK {
+			t.Errorf("POST %s without a token = %d, want forwarded (it carries credentials or a refresh token)", path, code)
+		}
+	}
+	if code, _ := do(t, http.MethodGet, b.srv.URL+"/api/index-manager/api/v1/auth/sessions", ""); code != http.StatusNotFound && code != http.StatusUnauthorized {
+		t.Errorf("GET the session list through the dashboard = %d, want it not served", code)
 	}
 }
 

@@ -8,13 +8,13 @@ import (
 )
 
 // readsByPost are the requests a read-only dashboard still forwards
-// although they are not GET or HEAD: signing in, and the routes that only
-// read (docs/roles.md). Paths are after the proxy's prefix; "*" is one
+// although they are not GET or HEAD: signing in and the session's refresh
+// and sign-out, and the routes that only read (docs/roles.md). Paths are after the proxy's prefix; "*" is one
 // path segment.
 func readsByPost(prefix string) []string {
 	switch prefix {
 	case "/api/index-manager":
-		return []string{"/api/v1/auth/login", "/api/v1/indices/*/_query"}
+		return []string{"/api/v1/auth/login", "/api/v1/auth/refresh", "/api/v1/auth/logout", "/api/v1/indices/*/_query"}
 	case "/api/classifier":
 		return []string{"/api/v1/rules/test", "/api/v1/classify"}
 	}

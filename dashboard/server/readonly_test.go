@@ -29,6 +29,8 @@ func TestReadOnlyRefusesChangesAtTheProxy(t *testing.T) {
 		{"GET", "/api/classifier/api/v1/rules"},
 		{"HEAD", "/api/publisher/api/v1/outbox"},
 		{"POST", "/api/index-manager/api/v1/auth/login"},
+		{"POST", "/api/index-manager/api/v1/auth/refresh"},
+		{"POST", "/api/index-manager/api/v1/auth/logout"},
 		{"POST", "/api/index-manager/api/v1/indices/x_raw_content/_query"},
 		{"POST", "/api/classifier/api/v1/classify"},
 		{"POST", "/api/classifier/api/v1/rules/test"},

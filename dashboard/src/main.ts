@@ -3,7 +3,7 @@ import { VueQueryPlugin } from '@tanstack/vue-query'
 import App from './App.vue'
 import { createAppRouter, loginRedirect } from './router'
 import { createQueryClient } from './queryClient'
-import { session } from './auth/session'
+import { isLive, needsRefresh, session } from './auth/session'
 import './style.css'
 
 const router = createAppRouter()
@@ -18,9 +18,12 @@ watch(session.isAuthenticated, (ok) => {
     void router.replace(loginRedirect(route.fullPath))
   }
 })
+// Every 30 s: a session past its end is over; an access token about to
+// expire is refreshed ahead, so no request (nor the live tail) meets a 401.
 setInterval(() => {
   const s = session.current.value
-  if (s && Date.parse(s.expiresAt) <= Date.now()) session.end('expired')
+  if (s && !isLive(s)) session.end('expired')
+  else if (needsRefresh(s)) void session.freshToken()
 }, 30_000)
 
 createApp(App).use(router).use(VueQueryPlugin, { queryClient }).mount('#app')

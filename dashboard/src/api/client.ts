@@ -1,6 +1,8 @@
-// The dashboard's service clients, wired to the session: every
-// call carries the operator's token, and a 401 from any service ends the
-// session, which sends the operator to the login page.
+// The dashboard's service clients, wired to the session: every call
+// carries the operator's access token, refreshed first when it is about to
+// expire; a 401 is retried once with a refreshed token, and a 401 that a
+// refresh cannot cure ends the session, which sends the operator to the
+// login page.
 import { session } from '@/auth/session'
 import { classifierClient } from './classifier'
 import { indexManagerClient } from './indexManager'
@@ -9,7 +11,8 @@ import { prometheusClient } from './prometheus'
 import { ALL_ON, parseFeatures, type FeatureFlags } from '@/lib/features'
 
 const common = {
-  getToken: () => session.token(),
+  getToken: () => session.freshToken(),
+  refresh: () => session.refresh(),
   onUnauthorized: () => session.end('expired'),
 }
 

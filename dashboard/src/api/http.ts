@@ -58,8 +58,13 @@ export interface HttpClientOptions {
   /** Prefix of every path, e.g. /api/index-manager/api/v1. */
   baseUrl: string
   /** Returns the bearer token, or null when there is none. */
-  getToken: () => string | null
-  /** Called on every 401 answer. */
+  getToken: () => string | null | Promise<string | null>
+  /**
+   * Buys a new bearer token after a 401 (a session refresh), or null when
+   * there is none to buy; the request is sent once more with a new one.
+   */
+  refresh?: () => Promise<string | null>
+  /** Called on a 401 answer that a refresh did not cure. */
   onUnauthorized?: () => void
   fetch?: typeof fetch
 }
@@ -108,18 +113,29 @@ export function createHttpClient(opts: HttpClientOptions): HttpClient {
 
   async function request(method: string, path: string, body?: unknown, params?: QueryParams, accept = 'application/json'): Promise<Response> {
     const headers: Record<string, string> = { Accept: accept }
-    const token = opts.getToken()
-    if (token) headers.Authorization = `Bearer ${token}`
+    let token = await opts.getToken()
     let payload: string | undefined
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json'
       payload = JSON.stringify(body)
     }
-    let res: Response
-    try {
-      res = await doFetch(`${opts.baseUrl}${path}${buildQuery(params)}`, { method, headers, body: payload })
-    } catch (e) {
-      throw new ApiError(0, 'network_error', `network error: ${e instanceof Error ? e.message : String(e)}`)
+    const send = async (): Promise<Response> => {
+      if (token) headers.Authorization = `Bearer ${token}`
+      try {
+        return await doFetch(`${opts.baseUrl}${path}${buildQuery(params)}`, { method, headers, body: payload })
+      } catch (e) {
+        throw new ApiError(0, 'network_error', `network error: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+    let res = await send()
+    if (res.status === 401 && token && opts.refresh) {
+      // The token was refused (expired, a rotated key): once more with a
+      // new one, if the session can buy it.
+      const next = await opts.refresh()
+      if (next && next !== token) {
+        token = next
+        res = await send()
+      }
     }
     if (!res.ok) {
       const err = await errorFrom(res)

@@ -50,7 +50,7 @@ export function useLiveTail(url = '/api/live', fetchImpl: typeof fetch = (i, ini
     controller = new AbortController()
     status.value = failures > 0 ? 'reconnecting' : 'connecting'
     const headers: Record<string, string> = { Accept: 'text/event-stream' }
-    const token = session.token()
+    const token = await session.freshToken()
     if (token) headers.Authorization = `Bearer ${token}`
     let res: Response
     try {
@@ -72,6 +72,12 @@ export function useLiveTail(url = '/api/live', fetchImpl: typeof fetch = (i, ini
       }
       error.value = message
       if (res.status === 401) {
+        // Once more with a refreshed token, if the session can buy one.
+        const used = token
+        if (used && (await session.refresh()) !== null && session.token() !== used && !stopped) {
+          schedule(0)
+          return
+        }
         status.value = 'refused'
         session.end('expired')
         return

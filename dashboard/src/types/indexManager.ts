@@ -107,6 +107,10 @@ export interface LoginResponse {
   expires_at: string
   /** The role the token carries (docs/roles.md). */
   role: Role
+  /** Buys the next access token (POST /auth/refresh) until session_expires_at. */
+  refresh_token: string
+  session_id: string
+  session_expires_at: string
 }
 
 export type { AuditEntry, AuditFilter, AuditListResponse, AuditOutcome, Role } from './audit'

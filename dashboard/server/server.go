@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/auth"
 	"github.com/north-cloud/infrastructure/config"
+	"github.com/north-cloud/infrastructure/httpserver"
 	"github.com/north-cloud/infrastructure/openapi"
 	"github.com/north-cloud/infrastructure/redisclient"
 	"github.com/redis/go-redis/v9"
@@ -132,6 +134,13 @@ type Config struct {
 	// LiveMinRole is the least role that may open the live tail. Defaults
 	// to LiveMinRoleDefault.
 	LiveMinRole auth.Role
+	// TrustedProxies are the peers whose X-Forwarded-For names the browser
+	// (a reverse proxy in front of the dashboard; DASHBOARD_TRUSTED_PROXIES).
+	// The services get the browser's address in X-Forwarded-For: the
+	// nearest untrusted address of the header when the peer is trusted,
+	// else the peer itself, and never what the browser wrote. Nil trusts
+	// no one.
+	TrustedProxies []netip.Prefix
 }
 
 // ConfigFromEnv reads DASHBOARD_ADDR, DASHBOARD_DIST, CLASSIFIER_URL,
@@ -140,7 +149,8 @@ type Config struct {
 // DASHBOARD_PROMETHEUS_TIMEOUT,
 // DASHBOARD_FEATURES, DASHBOARD_REDIS_URL, DASHBOARD_LIVE_MAX_STREAMS,
 // DASHBOARD_LIVE_BUFFER, DASHBOARD_LIVE_MAX_DURATION,
-// DASHBOARD_LIVE_HEARTBEAT, DASHBOARD_LIVE_MIN_ROLE, JWT_SECRET and
+// DASHBOARD_LIVE_HEARTBEAT, DASHBOARD_LIVE_MIN_ROLE,
+// DASHBOARD_TRUSTED_PROXIES, JWT_SECRET and
 // JWT_MAX_LIFETIME (the last two checked as the services check them).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	vars := map[string]string{}
@@ -176,6 +186,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("DASHBOARD_LIVE_MIN_ROLE: %w", err))
 		}
 		c.LiveMinRole = role
+	}
+	if c.TrustedProxies, err = httpserver.ParseTrustedProxies(getenv("DASHBOARD_TRUSTED_PROXIES")); err != nil {
+		errs = append(errs, fmt.Errorf("DASHBOARD_TRUSTED_PROXIES: %w", err))
 	}
 	switch strings.ToLower(strings.TrimSpace(getenv("DASHBOARD_READ_ONLY"))) {
 	case "", "0", "false", "no", "off":
@@ -310,7 +323,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	}
 	for _, u := range upstreams {
 		target, _ := url.Parse(u.target)
-		var proxy http.Handler = newProxy(u.prefix, target, cfg.ProxyTimeout, logger)
+		var proxy http.Handler = newProxy(u.prefix, target, cfg.ProxyTimeout, cfg.TrustedProxies, logger)
 		if u.name == "classifier" {
 			mux.Handle("GET "+u.prefix+classifierMetricsPath, m.countProxy(u.name,
 				requireToken(authn, overviewMetricsHandler(proxy))))
@@ -363,8 +376,9 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact
-// (index names and document ids may hold escaped characters).
-func newProxy(prefix string, target *url.URL, timeout time.Duration, logger *slog.Logger) http.Handler {
+// (index names and document ids may hold escaped characters), with the
+// browser's address (Config.TrustedProxies) as X-Forwarded-For.
+func newProxy(prefix string, target *url.URL, timeout time.Duration, trusted []netip.Prefix, logger *slog.Logger) http.Handler {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = timeout
 	return &httputil.ReverseProxy{
@@ -378,6 +392,9 @@ func newProxy(prefix string, target *url.URL, timeout time.Duration, logger *slo
 				r.Out.URL.RawPath = ""
 			}
 			r.SetXForwarded()
+			if ip, ok := httpserver.ClientIP(r.In, trusted); ok {
+				r.Out.Header.Set("X-Forwarded-For", ip.String())
+			}
 		},
 		Transport: transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {

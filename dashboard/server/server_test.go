@@ -16,6 +16,7 @@ import (
 	"github.com/andybalholm/brotli"
 	server "github.com/north-cloud/dashboard-server"
 	"github.com/north-cloud/infrastructure/auth"
+	"github.com/north-cloud/infrastructure/httpserver"
 )
 
 // testSecret signs the tests' tokens (JWT_SECRET).
@@ -174,6 +175,36 @@ func TestProxySetsForwardedFor(t *testing.T) {
 	}
 }
 
+// TestProxyBehindTrustedProxy: behind a reverse proxy listed in
+// DASHBOARD_TRUSTED_PROXIES (here the test's own loopback peer), the
+// services see the browser's address the proxy wrote (the nearest
+// untrusted hop, not what the browser wrote left of it), and one address
+// only, so they need trust only the dashboard.
+func TestProxyBehindTrustedProxy(t *testing.T) {
+	t.Parallel()
+	trusted, err := httpserver.ParseTrustedProxies("127.0.0.1, 10.0.0.0/8")
+	must(t, err)
+	b := setupCfg(t, func(c *server.Config) { c.TrustedProxies = trusted })
+	for chain, want := range map[string]string{
+		"":                                  "127.0.0.1", // no header: the peer
+		"203.0.113.9":                       "203.0.113.9",
+		"198.51.100.1, 203.0.113.9":         "203.0.113.9", // what the browser wrote is left of the proxy's entry
+		"203.0.113.9, 10.1.2.3":             "203.0.113.9", // through a second trusted hop
+		"198.51.100.1, not-an-ip, 10.1.2.3": "10.1.2.3",    // garbage stops the walk at a vouched-for hop
+	} {
+		header := []string{"Content-Type", "application/json"}
+		if chain != "" {
+			header = append(header, "X-Forwarded-For", chain)
+		}
+		status, _, body := get(t, b.srv.URL+"/api/index-manager/api/v1/auth/login", header...)
+		var got map[string]string
+		must(t, json.Unmarshal([]byte(body), &got))
+		if status != http.StatusOK || got["forwarded_for"] != want {
+			t.Errorf("X-Forwarded-For %q from a trusted proxy: the service saw %q (%d), want %q", chain, got["forwarded_for"], status, want)
+		}
+	}
+}
+
 func TestSPAFallbackAndFiles(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
@@ -262,6 +293,12 @@ func TestConfigFromEnv(t *testing.T) {
 	_, err = server.ConfigFromEnv(env(map[string]string{"DASHBOARD_READ_ONLY": "maybe", "PUBLISHER_URL": "ftp://x"}))
 	if err == nil || !strings.Contains(err.Error(), "DASHBOARD_READ_ONLY") {
 		t.Errorf("bad read-only: %v", err)
+	}
+	if _, err := server.ConfigFromEnv(env(map[string]string{"DASHBOARD_TRUSTED_PROXIES": "10.0.0.1,proxy.local"})); err == nil || !strings.Contains(err.Error(), "DASHBOARD_TRUSTED_PROXIES") {
+		t.Errorf("DASHBOARD_TRUSTED_PROXIES with a host name: %v", err)
+	}
+	if c, err := server.ConfigFromEnv(env(map[string]string{"DASHBOARD_TRUSTED_PROXIES": "10.0.0.1, 192.168.0.0/16"})); err != nil || len(c.TrustedProxies) != 2 {
+		t.Errorf("DASHBOARD_TRUSTED_PROXIES: %+v %v", c.TrustedProxies, err)
 	}
 	if _, err := server.ConfigFromEnv(env(map[string]string{"DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER": "0"})); err == nil || !strings.Contains(err.Error(), "DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER") {
 		t.Errorf("DASHBOARD_PROMETHEUS_MAX_IN_FLIGHT_PER_USER=0: %v", err)

@@ -12,7 +12,8 @@
 # cluster, the loader writing real-length articles into two sources' raw
 # indices. The faults, in turn: a classifier replica SIGKILLed and started
 # again, the publisher SIGKILLed and started again, the Postgres of both
-# services stopped for 10 s, a classifier replica frozen for 20 s.
+# services stopped for 10 s, a classifier replica frozen for 20 s, the
+# publisher's Redis (a private server) stopped for 2 s.
 #
 # It prints `soak:` lines (delivered/expected, duplicates, the lag outside
 # the fault windows, each process's RSS and goroutines, the databases'
@@ -26,7 +27,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 duration=${1:-${SOAK_DURATION:-}}
 if [[ -z $duration ]]; then
-  sed -n '2,22p' "$0" >&2
+  sed -n '2,24p' "$0" >&2
   exit 2
 fi
 "$root/scripts/services.sh" up >/dev/null

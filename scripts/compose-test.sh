@@ -4,7 +4,11 @@
 #
 #   1. migrations ran (publisher-migrate, classifier-migrate and the loader exited 0);
 #   2. /ready of the classifier, publisher, index-manager and dashboard answers 200;
-#   3. the loader's documents arrive on a Redis subscriber (PSUBSCRIBE 'articles:*' 'content:*');
+#   3. the loader's documents arrive on a Redis subscriber (PSUBSCRIBE 'articles:*' 'content:*'),
+#      published by the publisher's Redis user and heard by the subscriber's; without a user
+#      Redis refuses everything, and each user is refused what its role does not allow
+#      (deploy/redis/users.sh): the publisher FLUSHALL, CONFIG, KEYS, DEL; the subscriber and
+#      the dashboard PUBLISH; the dashboard's live tail hears a message as its own user;
 #   4. the dashboard serves its login page, and the index list through its proxy after a login
 #      with the operator password init-env.sh printed;
 #   5. Prometheus scrapes every target with up == 1, its alert rules are loaded, and every
@@ -202,10 +206,28 @@ write_env() {
 project_containers() { docker ps -aq --filter "label=com.docker.compose.project=$PROJECT"; }
 service_containers() { docker ps -aq --filter "label=com.docker.compose.project=$PROJECT" --filter "label=com.docker.compose.service=$1"; }
 
+# env_value NAME: a variable of the stack's env file.
+env_value() { sed -n "s/^$1=//p" "$ENV_FILE" | tail -n 1; }
+
+# rcli USER ARGS...: redis-cli in the Redis container as USER of deploy/redis/users.sh, its
+# password (REDIS_<USER>_PASSWORD of the env file) passed through the environment, on no
+# command line; USER "-" connects without authenticating. Prints the reply and the errors.
+rcli() {
+  local user=$1
+  shift
+  if [[ $user == - ]]; then
+    docker exec north-cloud-redis env -u REDISCLI_AUTH redis-cli "$@" 2>&1
+    return
+  fi
+  REDISCLI_AUTH="$(env_value "REDIS_${user^^}_PASSWORD")" \
+    docker exec -e REDISCLI_AUTH north-cloud-redis redis-cli --no-auth-warning --user "$user" "$@" 2>&1
+}
+
 subscribe() {
   dc up -d --wait redis
-  # Raw output (no tty): one line per element; the payloads are the lines that are JSON.
-  docker exec north-cloud-redis redis-cli PSUBSCRIBE 'articles:*' 'content:*' >"$MESSAGES" 2>&1 &
+  # Raw output (no tty): one line per element; the payloads are the lines that are JSON. As
+  # the consumers' Redis user, which may subscribe and nothing more.
+  rcli subscriber PSUBSCRIBE 'articles:*' 'content:*' >"$MESSAGES" &
   SUBSCRIBER=$!
   wait_for "the subscriber" 30 eval '[[ $(grep -c "^psubscribe$" "$MESSAGES") == 2 ]]'
 }
@@ -291,6 +313,70 @@ dashboard() {
   indices="$(curl -fsS --max-time 10 -H "Authorization: Bearer $token" \
     http://127.0.0.1:23000/api/index-manager/api/v1/indices)" || die "dashboard: GET the index list through the proxy failed"
   jq -e 'tostring | test("_raw_content")' <<<"$indices" >/dev/null || die "dashboard: the index list names no raw index: $indices"
+}
+
+# Each Redis user reaches only what its role allows (docs/roles.md, "Redis users"): the publisher
+# publishes and appends to the mirror streams but runs no other command; the subscriber and
+# the dashboard subscribe (the subscriber step and dashboard_live show it) but never publish;
+# without a user nothing runs. The publisher's own delivery, through its user, is what
+# documents_arrive waited for.
+# refused USER ARGS...: the command is refused for lack of permission.
+refused() {
+  local out
+  out="$(rcli "$@")"
+  [[ $out == *NOPERM* ]] || die "redis: $1 may run '${*:2}': $out"
+}
+redis_users() {
+  local out
+  out="$(rcli - PING)"
+  [[ $out == *NOAUTH* ]] || die "redis: PING without a user answered: $out"
+  # The probe channel: no subscriber hears these.
+  out="$(rcli publisher PUBLISH publisher:probe acl-check)"
+  [[ $out =~ ^[0-9]+$ ]] || die "redis: the publisher cannot PUBLISH: $out"
+  out="$(rcli publisher XADD stream:articles:acl-check MAXLEN '~' 10 '*' message acl-check)"
+  [[ $out =~ ^[0-9]+-[0-9]+$ ]] || die "redis: the publisher cannot XADD to a mirror stream: $out"
+  out="$(rcli subscriber XRANGE stream:articles:acl-check - +)"
+  [[ $out == *acl-check* ]] || die "redis: the subscriber cannot read a mirror stream: $out"
+  refused publisher FLUSHALL
+  refused publisher FLUSHDB
+  refused publisher CONFIG SET maxmemory 1
+  refused publisher CONFIG GET requirepass
+  refused publisher KEYS '*'
+  refused publisher DEL stream:articles:acl-check
+  refused publisher SET stream:articles:acl-check x
+  refused publisher XRANGE stream:articles:acl-check - +
+  refused publisher ACL LIST
+  refused publisher PUBLISH other:acl-check x
+  local user
+  for user in subscriber dashboard; do
+    refused "$user" PUBLISH articles:news acl-check
+    refused "$user" SPUBLISH articles:news acl-check
+    refused "$user" XADD stream:articles:acl-check '*' message acl-check
+    refused "$user" DEL stream:articles:acl-check
+    refused "$user" FLUSHALL
+    refused "$user" CONFIG GET requirepass
+  done
+  refused dashboard XRANGE stream:articles:acl-check - +
+  out="$(rcli admin DEL stream:articles:acl-check)"
+  [[ $out == 1 ]] || die "redis: admin cannot DEL: $out"
+  log "redis: no user, publisher, subscriber and dashboard each refused outside their role"
+}
+
+# The dashboard's live tail subscribes as its own Redis user (DASHBOARD_REDIS_URL): a
+# message published after its ready event reaches the stream. The body starts with a space
+# (JSON all the same), so the subscriber step's count of '{' lines leaves it out.
+dashboard_live() {
+  local token live id="acl-live-$RANDOM$RANDOM"
+  token="$(curl -fsS --max-time 10 -H 'Content-Type: application/json' \
+    -d "$(jq -n --arg p "$ADMIN_PASSWORD" '{username: "admin", password: $p}')" \
+    http://127.0.0.1:23000/api/index-manager/api/v1/auth/login | jq -r .token)" || die "dashboard live: login failed"
+  curl -sSN --max-time 120 -H "Authorization: Bearer $token" http://127.0.0.1:23000/api/live >"$WORK/live.txt" 2>&1 &
+  live=$!
+  wait_for "dashboard live tail: its ready event (subscribed as Redis user dashboard)" 60 grep -q '^event: ready' "$WORK/live.txt"
+  rcli publisher PUBLISH articles:news " {\"id\": \"$id\", \"index\": \"acl_check\", \"title\": \"acl check\"}" >/dev/null
+  wait_for "dashboard live tail: the message $id" 60 grep -q "$id" "$WORK/live.txt"
+  kill "$live" 2>/dev/null || true
+  wait "$live" 2>/dev/null || true
 }
 
 prom() { curl -fsS --max-time 10 "http://127.0.0.1:23190/api/v1/$1" "${@:2}"; }
@@ -406,7 +492,9 @@ stack() {
   step "migrations and loader exited 0" jobs_exited_zero
   step "/ready of every service" ready
   step "documents reach the subscriber" documents_arrive
+  step "redis users: each only its role" redis_users
   step "dashboard login and index list" dashboard
+  step "live tail as redis user dashboard" dashboard_live
   step "prometheus targets, rules, queries" prometheus
   step "jaeger: a document's trace" jaeger
   step "scale classifier=3 publisher=2" scale

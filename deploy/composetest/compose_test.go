@@ -47,6 +47,10 @@ var secrets = []string{
 	"PUBLISHER_DB_PASSWORD",
 	"INDEX_MANAGER_DB_PASSWORD",
 	"GRAFANA_ADMIN_PASSWORD",
+	"REDIS_ADMIN_PASSWORD",
+	"REDIS_PUBLISHER_PASSWORD",
+	"REDIS_DASHBOARD_PASSWORD",
+	"REDIS_SUBSCRIBER_PASSWORD",
 }
 
 func path(t *testing.T, rel string) string {
@@ -313,6 +317,48 @@ func TestPostgresContainers(t *testing.T) {
 	}
 }
 
+// Redis runs with the ACL users of deploy/redis/users.sh, whose passwords come from .env: each
+// client connects as its own user (the publisher may publish, the dashboard only subscribe),
+// and no service but Redis itself holds the admin's password.
+func TestRedisUsersPerClient(t *testing.T) {
+	p := project(t)
+	env := envExample(t)
+	r := p.Services["redis"]
+	if len(r.Entrypoint) == 0 || r.Entrypoint[0] != "/usr/local/bin/redis-users.sh" {
+		t.Errorf("redis: entrypoint = %v, want deploy/redis/users.sh", r.Entrypoint)
+	}
+	if !slices.Contains(r.Command, "--aclfile") {
+		t.Errorf("redis: command = %v, want redis-server --aclfile", r.Command)
+	}
+	for _, name := range []string{"REDIS_ADMIN_PASSWORD", "REDIS_PUBLISHER_PASSWORD", "REDIS_DASHBOARD_PASSWORD", "REDIS_SUBSCRIBER_PASSWORD"} {
+		if v := r.Environment[name]; v == nil || *v != env[name] {
+			t.Errorf("redis: %s not taken from .env", name)
+		}
+	}
+	if hc := r.HealthCheck; hc == nil || !slices.Contains(hc.Test, "admin") {
+		t.Errorf("redis: the healthcheck does not authenticate (the default user is off): %+v", hc)
+	}
+	urls := map[string][2]string{
+		"publisher": {"REDIS_URL", "redis://publisher:" + env["REDIS_PUBLISHER_PASSWORD"] + "@redis:6379/0"},
+		"dashboard": {"DASHBOARD_REDIS_URL", "redis://dashboard:" + env["REDIS_DASHBOARD_PASSWORD"] + "@redis:6379/0"},
+	}
+	for svc, kv := range urls {
+		if v := p.Services[svc].Environment[kv[0]]; v == nil || *v != kv[1] {
+			t.Errorf("%s: %s = %v, want %q", svc, kv[0], v, kv[1])
+		}
+	}
+	for name, s := range p.Services {
+		if name == "redis" {
+			continue
+		}
+		for k, v := range s.Environment {
+			if v != nil && strings.Contains(*v, env["REDIS_ADMIN_PASSWORD"]) {
+				t.Errorf("%s: %s holds Redis's admin password", name, k)
+			}
+		}
+	}
+}
+
 func TestServiceEnvironmentPointsAtComposeHosts(t *testing.T) {
 	p := project(t)
 	env := envExample(t)
@@ -327,7 +373,7 @@ func TestServiceEnvironmentPointsAtComposeHosts(t *testing.T) {
 		"publisher": {
 			"PUBLISHER_HTTP_ADDR":    ":8070",
 			"PUBLISHER_DATABASE_URL": "postgres://publisher:" + env["PUBLISHER_DB_PASSWORD"] + "@postgres-publisher:5432/publisher?sslmode=disable",
-			"REDIS_URL":              "redis://redis:6379/0",
+			"REDIS_URL":              "redis://publisher:" + env["REDIS_PUBLISHER_PASSWORD"] + "@redis:6379/0",
 			"JWT_SECRET":             env["JWT_SECRET"],
 		},
 		"index-manager": {

@@ -75,6 +75,15 @@ describe('session refresh', () => {
     expect(f).not.toHaveBeenCalled()
   })
 
+  it('does not refresh again a token another request already replaced', async () => {
+    session.start(live())
+    const f = refresher()
+    await expect(session.refresh('an-older-token', f as unknown as typeof fetch)).resolves.toBe('access-1')
+    expect(f).not.toHaveBeenCalled()
+    await expect(session.refresh('access-1', f as unknown as typeof fetch)).resolves.toBe('access-2')
+    expect(f).toHaveBeenCalledTimes(1)
+  })
+
   it('signs out at the index-manager too', async () => {
     session.start(live())
     const f = vi.fn(async () => new Response(null, { status: 204 }))
@@ -93,7 +102,7 @@ describe('http client and refresh', () => {
       return auth === 'Bearer new' ? new Response('{"ok":true}', { status: 200 }) : new Response('{"error":{"code":"unauthorized","message":"expired"}}', { status: 401 })
     })
     const onUnauthorized = vi.fn()
-    const http = createHttpClient({ baseUrl: '/b', getToken: () => 'old', refresh: async () => 'new', onUnauthorized, fetch: service as unknown as typeof fetch })
+    const http = createHttpClient({ baseUrl: '/b', getToken: () => 'old', refresh: async (refused: string) => (refused === 'old' ? 'new' : null), onUnauthorized, fetch: service as unknown as typeof fetch })
     await expect(http.get('/x')).resolves.toEqual({ ok: true })
     expect(seen).toEqual(['Bearer old', 'Bearer new'])
     expect(onUnauthorized).not.toHaveBeenCalled()

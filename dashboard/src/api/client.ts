@@ -12,7 +12,7 @@ import { ALL_ON, parseFeatures, type FeatureFlags } from '@/lib/features'
 
 const common = {
   getToken: () => session.freshToken(),
-  refresh: () => session.refresh(),
+  refresh: (refused: string) => session.refresh(refused),
   onUnauthorized: () => session.end('expired'),
 }
 

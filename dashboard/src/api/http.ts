@@ -63,7 +63,7 @@ export interface HttpClientOptions {
    * Buys a new bearer token after a 401 (a session refresh), or null when
    * there is none to buy; the request is sent once more with a new one.
    */
-  refresh?: () => Promise<string | null>
+  refresh?: (refused: string) => Promise<string | null>
   /** Called on a 401 answer that a refresh did not cure. */
   onUnauthorized?: () => void
   fetch?: typeof fetch
@@ -131,7 +131,7 @@ export function createHttpClient(opts: HttpClientOptions): HttpClient {
     if (res.status === 401 && token && opts.refresh) {
       // The token was refused (expired, a rotated key): once more with a
       // new one, if the session can buy it.
-      const next = await opts.refresh()
+      const next = await opts.refresh(token)
       if (next && next !== token) {
         token = next
         res = await send()

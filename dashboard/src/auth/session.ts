@@ -156,9 +156,15 @@ export const session = {
     if (needsRefresh(current.value)) return refreshNow(fetchImpl)
     return session.token()
   },
-  /** Buys a new access token now (after a 401); null when the session ended. */
-  refresh(fetchImpl?: typeof fetch): Promise<string | null> {
+  /**
+   * Buys a new access token after a service refused refused (a 401); null
+   * when the session ended. A token another request already replaced is
+   * not refreshed again: the current one is answered.
+   */
+  async refresh(refused: string, fetchImpl?: typeof fetch): Promise<string | null> {
+    if (inflight) await inflight
     const s = current.value
+    if (s && s.token !== refused && !isExpired(s)) return s.token
     if (s && canRefresh(s)) s.expiresAt = new Date(0).toISOString() // the service refused it: spent
     return refreshNow(fetchImpl)
   },

@@ -74,7 +74,7 @@ export function useLiveTail(url = '/api/live', fetchImpl: typeof fetch = (i, ini
       if (res.status === 401) {
         // Once more with a refreshed token, if the session can buy one.
         const used = token
-        if (used && (await session.refresh()) !== null && session.token() !== used && !stopped) {
+        if (used && (await session.refresh(used)) !== null && session.token() !== used && !stopped) {
           schedule(0)
           return
         }

@@ -162,17 +162,24 @@ func TestProxySetsForwardedFor(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	for _, spoofed := range []string{"", "203.0.113.9", "203.0.113.9, 198.51.100.1"} {
-		header := []string{"Content-Type", "application/json"}
-		if spoofed != "" {
-			header = append(header, "X-Forwarded-For", spoofed)
-		}
-		status, _, body := get(t, b.srv.URL+"/api/index-manager/api/v1/auth/login", header...)
-		var got map[string]string
-		must(t, json.Unmarshal([]byte(body), &got))
-		if status != http.StatusOK || got["forwarded_for"] != "127.0.0.1" {
-			t.Errorf("client sent X-Forwarded-For %q: the service saw %q (%d), want the peer 127.0.0.1", spoofed, got["forwarded_for"], status)
+		if status, got := forwardedFor(t, b, spoofed); status != http.StatusOK || got != "127.0.0.1" {
+			t.Errorf("client sent X-Forwarded-For %q: the service saw %q (%d), want the peer 127.0.0.1", spoofed, got, status)
 		}
 	}
+}
+
+// forwardedFor sends a request with X-Forwarded-For chain (none when
+// empty) through b's proxy and returns the X-Forwarded-For the service saw.
+func forwardedFor(t *testing.T, b bundle, chain string) (int, string) {
+	t.Helper()
+	header := []string{"Content-Type", "application/json"}
+	if chain != "" {
+		header = append(header, "X-Forwarded-For", chain)
+	}
+	status, _, body := get(t, b.srv.URL+"/api/index-manager/api/v1/auth/login", header...)
+	var got map[string]string
+	must(t, json.Unmarshal([]byte(body), &got))
+	return status, got["forwarded_for"]
 }
 
 // TestProxyBehindTrustedProxy: behind a reverse proxy listed in
@@ -192,15 +199,8 @@ func TestProxyBehindTrustedProxy(t *testing.T) {
 		"203.0.113.9, 10.1.2.3":             "203.0.113.9", // through a second trusted hop
 		"198.51.100.1, not-an-ip, 10.1.2.3": "10.1.2.3",    // garbage stops the walk at a vouched-for hop
 	} {
-		header := []string{"Content-Type", "application/json"}
-		if chain != "" {
-			header = append(header, "X-Forwarded-For", chain)
-		}
-		status, _, body := get(t, b.srv.URL+"/api/index-manager/api/v1/auth/login", header...)
-		var got map[string]string
-		must(t, json.Unmarshal([]byte(body), &got))
-		if status != http.StatusOK || got["forwarded_for"] != want {
-			t.Errorf("X-Forwarded-For %q from a trusted proxy: the service saw %q (%d), want %q", chain, got["forwarded_for"], status, want)
+		if status, got := forwardedFor(t, b, chain); status != http.StatusOK || got != want {
+			t.Errorf("X-Forwarded-For %q from a trusted proxy: the service saw %q (%d), want %q", chain, got, status, want)
 		}
 	}
 }

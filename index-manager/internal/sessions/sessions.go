@@ -140,14 +140,7 @@ func (r *Repository) RevokeUser(ctx context.Context, user, by string, now time.T
 	res, err := r.db.ExecContext(ctx, `
 		UPDATE sessions SET revoked_at = $2, revoked_reason = $3
 		WHERE username = $1 AND revoked_at IS NULL`, user, now, truncate("revoked by "+by))
-	if err != nil {
-		return 0, fmt.Errorf("revoke sessions of a user: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("revoke sessions of a user: %w", err)
-	}
-	return n, nil
+	return rowsOf("revoke sessions of a user", res, err)
 }
 
 // Live lists the sessions neither revoked nor expired, newest first, at
@@ -181,25 +174,25 @@ func (r *Repository) Live(ctx context.Context, now time.Time, limit int) ([]Sess
 func (r *Repository) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := r.db.ExecContext(ctx, `
 		DELETE FROM sessions WHERE expires_at < $1 OR revoked_at < $1`, cutoff)
+	return rowsOf("prune sessions", res, err)
+}
+
+// rowsOf is the number of rows a statement changed, or its error.
+func rowsOf(op string, res sql.Result, err error) (int64, error) {
 	if err != nil {
-		return 0, fmt.Errorf("prune sessions: %w", err)
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("prune sessions: %w", err)
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	return n, nil
 }
 
+// affected reports whether a statement changed a row.
 func affected(op string, res sql.Result, err error) (bool, error) {
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", op, err)
-	}
-	return n > 0, nil
+	n, err := rowsOf(op, res, err)
+	return n > 0, err
 }
 
 func truncate(s string) string {

@@ -162,3 +162,79 @@ func serveBrotli(w http.ResponseWriter, r *http.Request, name string, data []byt
 		_, _ = w.Write(data)
 	}
 }
+
+// gzipJSON compresses the API's JSON answers (the proxied services' and the
+// server's own) for a browser that accepts gzip: 200 outbox rows are
+// 134 KB of JSON and about a tenth of that compressed. An answer that is
+// not JSON, is already encoded, or is an event stream passes as it is.
+func gzipJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead || !acceptsGzip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Add("Vary", "Accept-Encoding")
+		gw := &gzipJSONWriter{ResponseWriter: w}
+		defer gw.close()
+		next.ServeHTTP(gw, r)
+	})
+}
+
+// gzipJSONMinBytes: an answer whose Content-Length says it is smaller is
+// not worth compressing (gzip's own framing is about 20 bytes).
+const gzipJSONMinBytes = 512
+
+type gzipJSONWriter struct {
+	http.ResponseWriter
+	decided bool
+	gz      *gzip.Writer
+}
+
+func (g *gzipJSONWriter) WriteHeader(status int) {
+	if !g.decided {
+		g.decided = true
+		h := g.Header()
+		ct, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+		small := false
+		if n, err := strconv.Atoi(h.Get("Content-Length")); err == nil && n < gzipJSONMinBytes {
+			small = true
+		}
+		if ct == "application/json" && h.Get("Content-Encoding") == "" && !small &&
+			status != http.StatusNoContent && status != http.StatusNotModified && status >= 200 {
+			h.Del("Content-Length")
+			h.Set("Content-Encoding", "gzip")
+			g.gz, _ = gzip.NewWriterLevel(g.ResponseWriter, gzip.BestSpeed)
+		}
+	}
+	g.ResponseWriter.WriteHeader(status)
+}
+
+func (g *gzipJSONWriter) Write(p []byte) (int, error) {
+	if !g.decided {
+		if g.Header().Get("Content-Type") == "" {
+			g.Header().Set("Content-Type", http.DetectContentType(p))
+		}
+		g.WriteHeader(http.StatusOK)
+	}
+	if g.gz != nil {
+		return g.gz.Write(p)
+	}
+	return g.ResponseWriter.Write(p)
+}
+
+// Flush sends what is compressed so far (the proxy flushes).
+func (g *gzipJSONWriter) Flush() {
+	if g.gz != nil {
+		_ = g.gz.Flush()
+	}
+	http.NewResponseController(g.ResponseWriter).Flush() //nolint:errcheck // nothing to do when it cannot flush
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (g *gzipJSONWriter) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+func (g *gzipJSONWriter) close() {
+	if g.gz != nil {
+		_ = g.gz.Close()
+	}
+}

@@ -326,28 +326,15 @@ func TestPrometheusProxyTimeout(t *testing.T) {
 	}
 }
 
-// frontEndQueries returns the PromQL the Overview sends (PROM_QUERIES in
-// dashboard/src/views/OverviewView.vue, THROUGHPUT_QUERIES in
-// dashboard/src/lib/throughput.ts), so the allowlist cannot drift from what
-// the charts ask.
+// frontEndQueries returns the PromQL the Overview asks (the summary's
+// queries, overview.go), with $lookback as the shortest step's, so the
+// allowlist cannot drift from what the charts ask.
 func frontEndQueries(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for file, name := range map[string]string{"../src/views/OverviewView.vue": "PROM_QUERIES", "../src/lib/throughput.ts": "THROUGHPUT_QUERIES"} {
-		src, err := os.ReadFile(file)
-		must(t, err)
-		block := regexp.MustCompile(`(?s)const ` + name + ` = \{(.*?)\} as const`).FindSubmatch(src)
-		if block == nil {
-			t.Fatalf("%s not found in %s", name, file)
-		}
-		n := len(out)
-		for _, m := range regexp.MustCompile(`:\s*'([^']+)'`).FindAllSubmatch(block[1], -1) {
-			// $lookback is each step's selector range (withLookback).
-			out = append(out, strings.ReplaceAll(string(m[1]), "$lookback", "30s"))
-		}
-		if len(out) == n {
-			t.Fatalf("no queries in %s", name)
-		}
+	for _, q := range server.OverviewQueries() {
+		// $lookback is each step's selector range.
+		out = append(out, strings.ReplaceAll(q, "$lookback", "30s"))
 	}
 	return out
 }

@@ -5,6 +5,9 @@
 // X-Forwarded-For set to the browser's address (the index-manager's login
 // limits count per client address). /api/prometheus/api/v1/{query,query_range,alerts}
 // is its own bounded, authenticated Prometheus proxy (prometheus.go),
+// /api/overview, /api/find and /api/sources/priorities answer the
+// Overview, Find and the sources' priorities in one request each, by
+// calls to the services on the browser's behalf (overview.go, lookups.go),
 // /api/live a bounded, authenticated live tail of the publisher's Redis
 // channels as server-sent events (live.go), /api/features the feature
 // flags of DASHBOARD_FEATURES, which the proxy also enforces (features.go),
@@ -338,6 +341,12 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	// answer 401 without a valid token, then 405 for anything but GET.
 	mux.Handle("/api/prometheus/api/v1/{endpoint}", m.countProxy("prometheus", requireToken(authn, getOnly(newPromProxy(cfg, logger)))))
 	mux.Handle("/api/openapi.json", requireToken(authn, getOnly(doc)))
+	// Fan-outs to the services on the browser's behalf (fanout.go): the
+	// Overview in one request, Find in one, the sources' priorities in one.
+	f := newFanout(cfg)
+	mux.Handle("/api/overview", requireToken(authn, getOnly(newOverviewHandler(f, logger))))
+	mux.Handle("/api/find", requireToken(authn, getOnly(&findHandler{f})))
+	mux.Handle("/api/sources/priorities", requireToken(authn, getOnly(&prioritiesHandler{f})))
 	mux.Handle("/api/features", featuresHandler(cfg.Features))
 	hub := newLiveHub(cfg, logger, m.liveDropped)
 	m.watchStreams(hub.open)
@@ -372,7 +381,20 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	for _, u := range upstreams {
 		prefixes = append(prefixes, u.prefix)
 	}
-	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), canonicalGate(prefixes, mux)), live: hub}, nil
+	return &Server{handler: securityHeaders(contentSecurityPolicy(cfg.Dist), canonicalGate(prefixes, apiGzip(mux))), live: hub}, nil
+}
+
+// apiGzip compresses the JSON answers under /api/ (gzipJSON), but for the
+// live tail's event stream, which is flushed event by event.
+func apiGzip(next http.Handler) http.Handler {
+	gz := gzipJSON(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/live" {
+			gz.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // newProxy forwards prefix/* to target/*, keeping the escaped path intact

@@ -122,10 +122,11 @@ start() {
   # The dashboard's charts read their history from the Prometheus started below.
   export PROMETHEUS_URL="${PROMETHEUS_URL:-http://127.0.0.1:${NC_PROMETHEUS_PORT:-9090}}"
   # The dashboard's live tail subscribes to the publisher's Redis (one server:
-  # with a Redis Cluster the publisher uses sharded pub/sub, which it does not tail).
+  # with a Redis Cluster the publisher uses sharded pub/sub, which it does not tail),
+  # as Redis user dashboard (subscribe only).
   case "${REDIS_URL:-}" in
     *+cluster://*) ;;
-    *) export DASHBOARD_REDIS_URL="${DASHBOARD_REDIS_URL:-${REDIS_URL:-}}" ;;
+    *) export DASHBOARD_REDIS_URL="${DASHBOARD_REDIS_URL:-${NC_REDIS_DASHBOARD_URL:-${REDIS_URL:-}}}" ;;
   esac
   dashboard_setup
   for svc in "${services[@]}"; do
@@ -133,8 +134,13 @@ start() {
       say "$svc already running (pid $(cat "$app/$svc.pid"))"
       continue
     fi
+    # Each service its own Redis user (docs/roles.md, "Redis users"): the publisher's may
+    # publish and nothing more; REDIS_URL of the env (admin, for the tests) reaches none.
+    # The Redis Cluster has no users: there the publisher keeps REDIS_URL.
+    local -a redis_env=(-u REDIS_URL -u NC_REDIS_PUBLISHER_URL -u NC_REDIS_DASHBOARD_URL -u NC_REDIS_SUBSCRIBER_URL)
+    if [ "$svc" = publisher ]; then redis_env+=("REDIS_URL=${NC_REDIS_PUBLISHER_URL:-$REDIS_URL}"); fi
     # setsid: the service outlives this script and gets signals of its own.
-    setsid "$bin/$svc" >>"$app/$svc.log" 2>&1 </dev/null &
+    setsid env "${redis_env[@]}" "$bin/$svc" >>"$app/$svc.log" 2>&1 </dev/null &
     echo $! >"$app/$svc.pid"
     wait_ready "$svc"
     say "$svc ready on http://127.0.0.1:${ports[$svc]} (log: $app/$svc.log)"
@@ -145,8 +151,8 @@ start() {
 
 The pipeline is running. Dashboard: http://127.0.0.1:3000 (user ${INDEX_MANAGER_ADMIN_USER:-admin},
 password in $app/admin.password unless INDEX_MANAGER_ADMIN_* were set).
-Watch documents arrive on Redis:
-  redis-cli -u $REDIS_URL PSUBSCRIBE 'articles:*' 'content:*'
+Watch documents arrive on Redis (as user subscriber, which may only subscribe):
+  redis-cli -u "\$NC_REDIS_SUBSCRIBER_URL" PSUBSCRIBE 'articles:*' 'content:*'
 and load more with:
   eval "\$(scripts/services.sh env)"; bin/loader -count 20 -sources demo_news
 Metrics: curl -s localhost:8071/metrics | grep classifier_

@@ -51,6 +51,11 @@
 #   eval "$(NC_ES_NODES=3 NC_REDIS_CLUSTER=1 scripts/services.sh env)"
 #   scripts/services.sh down-clusters                           stop the clusters only
 #
+# Redis runs with the ACL users of deploy/redis/users.sh (docs/roles.md, "Redis users"), their
+# passwords generated once into $NC_STATE_DIR/redis_passwords: `env` prints REDIS_URL as user
+# admin (the tests run admin commands) and NC_REDIS_{PUBLISHER,DASHBOARD,SUBSCRIBER}_URL, the
+# role users scripts/run.sh gives the services. The Redis Cluster has no users.
+#
 # In cluster mode `env` prints ELASTICSEARCH_URL (node 1: Elasticsearch routes
 # every request to the node holding the shard), NC_ES_CLUSTER_URLS (every
 # node, comma-separated, as ELASTICSEARCH_URL also accepts) and
@@ -98,6 +103,14 @@ readonly PG_LOG="$LOG_DIR/postgres.log"
 readonly REDIS_DIR="$STATE_DIR/redis"
 readonly REDIS_PID="$RUN_DIR/redis.pid"
 readonly REDIS_LOG="$LOG_DIR/redis.log"
+# Passwords of the Redis ACL users (admin, publisher, dashboard, subscriber), one NAME=value a
+# line, generated once like the JWT secret; the ACL file of deploy/redis/users.sh holds their
+# SHA-256 only. Delete a line and run `up` to give that user a new password.
+readonly REDIS_PASSWORDS="$STATE_DIR/redis_passwords"
+readonly REDIS_ACL="$REDIS_DIR/users.acl"
+readonly REDIS_USERS=(admin publisher dashboard subscriber)
+REDIS_USERS_SH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/redis/users.sh"
+readonly REDIS_USERS_SH
 
 readonly ES_USER=elasticsearch
 readonly ES_BASE="$STATE_DIR/elasticsearch" # owned by $ES_USER
@@ -239,6 +252,7 @@ ensure_state_dirs() {
     # 24 random bytes = 48 hex chars; created once, reused by every `env`.
     (umask 022 && openssl rand -hex 24 >"$JWT_FILE.tmp" && mv "$JWT_FILE.tmp" "$JWT_FILE")
   fi
+  redis_ensure_passwords
 }
 
 # One up/down at a time. The daemons are started with fd 8/9 closed, or they
@@ -377,7 +391,41 @@ pg_version() {
 # --------------------------------------------------------------- Redis ------
 
 redis_running() { pid_alive "$REDIS_PID" redis-server; }
-redis_ready() { [[ $(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+
+# The single Redis runs with the ACL users of deploy/redis/users.sh (docs/roles.md, "Redis
+# users"): the default user is off; `env` gives the tests REDIS_URL as admin, and the native
+# run (scripts/run.sh) each service its own user. The Redis Cluster keeps no users.
+
+# redis_password NAME: the password of Redis user NAME.
+redis_password() { sed -n "s/^$1=\([A-Za-z0-9]*\)$/\1/p" "$REDIS_PASSWORDS" 2>/dev/null | head -n1; }
+
+# redis_ensure_passwords: a password for every user that has none yet (world-readable, as the
+# JWT secret is, so `env` works for any user of this test machine).
+redis_ensure_passwords() {
+  local u
+  for u in "${REDIS_USERS[@]}"; do
+    [[ -n $(redis_password "$u") ]] && continue
+    (umask 022 && printf '%s=%s\n' "$u" "$(openssl rand -hex 24)" >>"$REDIS_PASSWORDS")
+  done
+}
+
+# redis_write_acl: the ACL file from the passwords (environment to users.sh, no command line).
+redis_write_acl() {
+  REDIS_ADMIN_PASSWORD="$(redis_password admin)" REDIS_PUBLISHER_PASSWORD="$(redis_password publisher)" \
+    REDIS_DASHBOARD_PASSWORD="$(redis_password dashboard)" REDIS_SUBSCRIBER_PASSWORD="$(redis_password subscriber)" \
+    "$REDIS_USERS_SH" "$REDIS_ACL" || die "redis: writing the ACL users to $REDIS_ACL failed"
+}
+
+# redis_cli ARGS...: redis-cli as admin, its password in the environment. On a server started
+# before the ACL users existed the AUTH fails and redis-cli goes on as the default user.
+redis_cli() {
+  REDISCLI_AUTH="$(redis_password admin)" redis-cli --no-auth-warning --user admin -h 127.0.0.1 "$@"
+}
+
+redis_ready() { [[ $(redis_cli -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+
+# redis_user_url USER: the URL of the single Redis as USER.
+redis_user_url() { printf 'redis://%s:%s@127.0.0.1:%s/0' "$1" "$(redis_password "$1")" "$REDIS_PORT"; }
 redis_running_port() { tr '\0' ' ' <"/proc/$(cat "$REDIS_PID")/cmdline" 2>/dev/null | grep -o ':[0-9]*' | tr -d ':' | head -n1; }
 
 redis_start() {
@@ -394,7 +442,7 @@ redis_start() {
   # No persistence: test data only.
   setsid -w redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --protected-mode yes \
     --daemonize yes --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" --dir "$REDIS_DIR" \
-    --save '' --appendonly no >/dev/null 2>&1 8>&- 9>&- ||
+    --save '' --appendonly no --aclfile "$REDIS_ACL" >/dev/null 2>&1 8>&- 9>&- ||
     fail_with_log redis "$REDIS_LOG" "redis-server failed to start"
 }
 
@@ -404,7 +452,10 @@ redis_stop() {
   local port pid
   pid="$(cat "$REDIS_PID")"
   port="$(redis_running_port)"
-  redis-cli -h 127.0.0.1 -p "${port:-$REDIS_PORT}" shutdown nosave >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+  redis_cli -p "${port:-$REDIS_PORT}" shutdown nosave >/dev/null 2>&1 || true
+  for _ in {1..20}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  # SHUTDOWN refused (admin's password not the server's): SIGTERM, which also shuts down.
+  kill "$pid" 2>/dev/null || true
   for _ in {1..50}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   rm -f "$REDIS_PID"
 }
@@ -415,12 +466,23 @@ redis_up() {
     log "redis: running on port $(redis_running_port), restarting on $REDIS_PORT"
     redis_stop
   fi
+  redis_write_acl
+  if redis_running && redis_ready && [[ -z $(redis_cli -p "$REDIS_PORT" config get aclfile 2>/dev/null | sed -n 2p) ]]; then
+    log "redis: running without ACL users (started by an older services.sh), restarting with them"
+    redis_stop
+  fi
+  # A running server reads the file again (a password given anew since its start): ACL LOAD
+  # as admin; when admin's own password is the new one, that is refused and Redis restarts.
+  if redis_running && [[ $(redis_cli -p "$REDIS_PORT" acl load 2>&1) != OK ]]; then
+    log "redis: ACL LOAD refused (admin's password given anew?), restarting with $REDIS_ACL"
+    redis_stop
+  fi
   redis_running || redis_start
   wait_until redis "$REDIS_LOG" redis_ready
 }
 
 redis_version() {
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" info server 2>/dev/null | sed -n 's/^redis_version:\([^[:space:]]*\).*/\1/p'
+  redis_cli -p "$REDIS_PORT" info server 2>/dev/null | sed -n 's/^redis_version:\([^[:space:]]*\).*/\1/p'
 }
 
 # ------------------------------------------------------- Elasticsearch ------
@@ -923,7 +985,12 @@ cmd_env() {
   fi
   local jwt
   jwt="$(cat "$JWT_FILE")" || die "cannot read $JWT_FILE"
-  local es_url="http://127.0.0.1:$ES_PORT" redis_url="redis://127.0.0.1:$REDIS_PORT/0"
+  if [[ -z $(redis_password subscriber) ]]; then
+    [[ $(id -u) -eq 0 ]] || die "no Redis passwords yet in $REDIS_PASSWORDS; run 'sudo $0 up' first"
+    redis_ensure_passwords
+  fi
+  local es_url="http://127.0.0.1:$ES_PORT" redis_url
+  redis_url="$(redis_user_url admin)"
   es_cluster_enabled && es_url="http://127.0.0.1:$(es_node_http 1)"
   redis_cluster_enabled && redis_url="$(redis_cluster_url)"
   local -a vars=(
@@ -942,6 +1009,11 @@ cmd_env() {
   fi
   if redis_cluster_enabled; then
     vars+=(NC_REDIS_CLUSTER 1)
+  else
+    # The role users beside admin's REDIS_URL: what the native run gives each service, and
+    # what deploy/opstest's Redis users test checks.
+    vars+=(NC_REDIS_PUBLISHER_URL "$(redis_user_url publisher)" NC_REDIS_DASHBOARD_URL "$(redis_user_url dashboard)"
+      NC_REDIS_SUBSCRIBER_URL "$(redis_user_url subscriber)")
   fi
   local i
   for ((i = 0; i < ${#vars[@]}; i += 2)); do

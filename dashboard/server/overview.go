@@ -116,8 +116,12 @@ func (h *overviewHandler) build(ctx context.Context, r *http.Request, rng string
 		func(ctx context.Context) {
 			s.Stats = f.get(ctx, r, "classifier", f.classifier, "/api/v1/stats?window=1h&interval=1m", true)
 		},
-		func(ctx context.Context) { s.DLQ = f.get(ctx, r, "classifier", f.classifier, "/api/v1/dlq/stats", true) },
-		func(ctx context.Context) { s.Outbox = f.get(ctx, r, "publisher", f.publisher, "/api/v1/outbox/stats", true) },
+		func(ctx context.Context) {
+			s.DLQ = f.get(ctx, r, "classifier", f.classifier, "/api/v1/dlq/stats", true)
+		},
+		func(ctx context.Context) {
+			s.Outbox = f.get(ctx, r, "publisher", f.publisher, "/api/v1/outbox/stats", true)
+		},
 		func(ctx context.Context) {
 			s.Classified = f.get(ctx, r, "index-manager", f.indexManager, "/api/v1/content/_count?"+count.Encode(), true)
 		},

@@ -595,10 +595,30 @@ describe('dashboard', { concurrency: false }, () => {
     const published = h.sql('publisher', `SELECT content_id FROM classified_outbox WHERE index_name = '${metro}_classified_content' ORDER BY created_at LIMIT 1`)
     assert.ok(published, 'a metro document has an outbox row')
     await page.getByRole('link', { name: 'Find a document' }).click()
+    // Every API request the page makes while it finds: one, to the
+    // dashboard server's /api/find, whatever the number of sources (the
+    // server asks the services; the browser used to send a GET per index).
+    const lookups = []
+    const onRequest = (r) => {
+      const u = new URL(r.url())
+      if (u.pathname.startsWith('/api/') && u.pathname !== '/api/features') lookups.push(u.pathname)
+    }
+    page.on('request', onRequest)
     await page.getByTestId('find-id').fill(published)
     await page.getByRole('button', { name: 'Find', exact: true }).click()
     await page.waitForURL(/[?&]id=/)
     const places = page.getByTestId('find-places')
+    for (const kind of ['raw', 'classified', 'outbox']) await places.locator(`li[data-place="${kind}"]`).waitFor()
+    // An id nobody holds: the server searches every raw index, still one request.
+    const rawIndices = (await h.es('GET', '/_cat/indices/*_raw_content?format=json')).length
+    assert.ok(rawIndices >= 4, `${rawIndices} raw indices: several sources to search`)
+    await page.getByTestId('find-id').fill(`${h.prefix}-no-such-document`)
+    await page.getByRole('button', { name: 'Find', exact: true }).click()
+    await page.getByText('No index, outbox row or dead letter holds this id').waitFor()
+    page.off('request', onRequest)
+    assert.deepEqual(lookups, ['/api/find', '/api/find'], `Find's requests over ${rawIndices} raw indices`)
+    await page.getByTestId('find-id').fill(published)
+    await page.getByRole('button', { name: 'Find', exact: true }).click()
     for (const kind of ['raw', 'classified', 'outbox']) await places.locator(`li[data-place="${kind}"]`).waitFor()
     assert.equal(await places.locator('li[data-place="dlq"]').count(), 0, 'no dead letter for a published document')
     assert.deepEqual(await axeViolations(page), [])
@@ -763,6 +783,37 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByTestId('time-range').selectOption('15m')
     await page.waitForTimeout(500)
     await shot('overview')
+  })
+
+  test('an idle Overview tab makes at most 12 requests a minute: one summary per refresh', async () => {
+    await goto('/')
+    await page.getByTestId('overview-classified').locator('[data-figure="value"]').waitFor()
+    // Counted in events, not time: every request of the tab between one
+    // Overview summary and the sixth after it, six of its 10 s refreshes,
+    // one minute of the tab's own clock however slow the machine.
+    const CYCLES = 6
+    const seen = []
+    let summaries = 0
+    let windowDone
+    const done = new Promise((resolve) => { windowDone = resolve })
+    const onRequest = (r) => {
+      const u = new URL(r.url())
+      if (u.pathname === '/api/overview') summaries++
+      if (summaries === 0 || (summaries === 1 && u.pathname === '/api/overview')) return
+      seen.push(`${r.method()} ${u.pathname}`)
+      if (summaries === CYCLES + 1) windowDone()
+    }
+    page.on('request', onRequest)
+    // Bounded for a failure only (six refreshes take a minute idle).
+    let bound
+    await Promise.race([done, new Promise((_, reject) => { bound = setTimeout(() => reject(new Error(`${summaries} Overview summaries in 10 min, want ${CYCLES + 1}`)), 600_000) })])
+    clearTimeout(bound)
+    page.off('request', onRequest)
+    const counts = {}
+    for (const x of seen) counts[x] = (counts[x] ?? 0) + 1
+    console.log(`idle Overview: ${seen.length} requests a minute (${CYCLES} refreshes):`, counts)
+    assert.equal(counts['GET /api/overview'], CYCLES)
+    assert.ok(seen.length <= 12, `an idle Overview made ${seen.length} requests in a minute: ${JSON.stringify(counts)}`)
   })
 
   test('sources count documents as Elasticsearch holds them, never a nameless source', async () => {
@@ -1363,6 +1414,91 @@ describe('dashboard', { concurrency: false }, () => {
     await page.evaluate(() => localStorage.setItem('nc-theme', 'light'))
     await page.setViewportSize({ width: 1440, height: 900 })
     assert.deepEqual(problems, [])
+  })
+
+  test('every table\'s row actions are in view without scrolling sideways at 1280 and 390 px; Sources and Outbox columns are chosen per user', async () => {
+    await page.evaluate(() => localStorage.setItem('nc-theme', 'light'))
+    // [view, path, table, whether its rows surely have actions here]
+    const tables = [
+      ['sources', `/sources?q=${h.prefix}`, 'sources-table', true],
+      ['indices', `/indices?q=${h.prefix}`, 'index-table', true],
+      ['rules', '/rules', 'rules-table', true],
+      ['dlq', '/dlq', 'dlq-table', false],
+      ['outbox', '/outbox', 'outbox-table', false],
+    ]
+    const problems = []
+    let checked = 0
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 })
+      for (const [name, url, testid, must] of tables) {
+        await goto(url)
+        const table = page.getByTestId(testid)
+        // The queue and the outbox may be empty here: then there is no table.
+        await table.or(page.getByText(/The dead-letter queue is empty|No outbox rows match/)).first().waitFor()
+        if (!must && !(await table.isVisible())) continue
+        if (must) await table.locator('[data-testid="row-actions"] :is(button, select, a)').first().waitFor()
+        // The actions cells with a control in them, where they are drawn.
+        const cells = await table.locator('[data-testid="row-actions"]').evaluateAll((els) => els
+          .filter((e) => e.querySelector('button, select, a') && e.getBoundingClientRect().width > 0)
+          .map((e) => { const r = e.getBoundingClientRect(); return { left: r.left, right: r.right } }))
+        if (must && cells.length === 0) problems.push(`${name} at ${width} px: no row actions drawn`)
+        for (const c of cells) {
+          if (c.left < 0 || c.right > width + 1) problems.push(`${name} at ${width} px: row actions at x ${Math.round(c.left)}..${Math.round(c.right)}, outside the viewport`)
+        }
+        checked += cells.length
+        const scrolled = await table.evaluate((t) => t.closest('[role="region"]')?.scrollLeft ?? 0)
+        if (scrolled !== 0) problems.push(`${name} at ${width} px: the table is scrolled sideways by ${scrolled} px`)
+        if ((await pageOverflow(page)) > 0) problems.push(`${name} at ${width} px: the page is wider than the viewport (${await overflowing(page)})`)
+        if (width === 390) {
+          for (const v of await axeViolations(page)) problems.push(`${name} at 390 px: ${v}`)
+          if (name === 'sources' || name === 'outbox') await shot(`${name}-cards-phone`)
+        }
+      }
+    }
+    assert.deepEqual(problems, [])
+    assert.ok(checked > 0, 'some row actions were measured')
+
+    // The column chooser: a column turned off stays off after a reload, for
+    // this user (localStorage), and comes back when turned on.
+    await page.setViewportSize({ width: 1440, height: 900 })
+    for (const [url, testid, chooser, column, cellTestId, table] of [
+      [`/sources?q=${metro}`, 'sources-table', 'sources-columns', 'attempts', 'attempts', 'sources'],
+      ['/outbox', 'outbox-table', 'outbox-columns', 'channel', null, 'outbox'],
+    ]) {
+      await goto(url)
+      await page.getByTestId(testid).locator('tbody tr').first().waitFor()
+      const heading = page.getByTestId(testid).locator('thead th', { hasText: column === 'attempts' ? 'Attempts' : 'Channel' })
+      assert.equal(await heading.count(), 1, `${table}: the ${column} column shows by default`)
+      await page.getByTestId(chooser).locator('summary').click()
+      await page.getByTestId(chooser).locator(`input[data-column="${column}"]`).uncheck()
+      await heading.waitFor({ state: 'detached' })
+      if (cellTestId) assert.equal(await page.getByTestId(testid).getByTestId(cellTestId).count(), 0)
+      assert.deepEqual(await page.evaluate(([u, t]) => JSON.parse(localStorage.getItem(`nc-columns:${u}:${t}`)), [h.username, table]), [column])
+      await page.reload()
+      await page.getByTestId(testid).locator('tbody tr').first().waitFor()
+      assert.equal(await heading.count(), 0, `${table}: the ${column} column stays hidden after a reload`)
+      await page.getByTestId(chooser).locator('summary').click()
+      await page.getByTestId(chooser).locator(`input[data-column="${column}"]`).check()
+      await heading.waitFor()
+      assert.deepEqual(await page.evaluate(([u, t]) => JSON.parse(localStorage.getItem(`nc-columns:${u}:${t}`)), [h.username, table]), [])
+    }
+  })
+
+  test('the API\'s JSON arrives gzip-compressed: 200 outbox rows', async () => {
+    await goto('/outbox')
+    await page.getByTestId('outbox-table').waitFor()
+    // The browser's own figures of one fetch: bytes on the wire and JSON.
+    const sizes = await page.evaluate(async () => {
+      const token = JSON.parse(localStorage.getItem('nc-session')).token
+      const url = `/api/publisher/api/v1/outbox?limit=200&t=${Date.now()}`
+      const res = await fetch(url, { headers: { Authorization: `Bearer ${token}` } })
+      const rows = (await res.json()).entries.length
+      const entry = performance.getEntriesByType('resource').find((e) => e.name.endsWith(url))
+      return { rows, encoded: entry.encodedBodySize, decoded: entry.decodedBodySize }
+    })
+    console.log(`${sizes.rows} outbox rows: ${sizes.decoded} bytes of JSON, ${sizes.encoded} bytes on the wire`)
+    assert.ok(sizes.rows > 0, 'the outbox has rows')
+    assert.ok(sizes.encoded > 0 && sizes.encoded * 3 < sizes.decoded, `${sizes.encoded} bytes on the wire for ${sizes.decoded} of JSON: not compressed`)
   })
 
   test('a refused access token is refreshed without a sign-in; a session that cannot be refreshed returns to the login page', async () => {

@@ -16,7 +16,7 @@ func TestSummaryCacheBounded(t *testing.T) {
 	var computed atomic.Int32
 	compute := func() []byte { computed.Add(1); return []byte("x") }
 	for i := range 10 {
-		if _, err := c.get(context.Background(), fmt.Sprint(i), compute); err != nil {
+		if _, err := c.get(context.Background(), fmt.Sprint(i), false, compute); err != nil {
 			t.Fatal(err)
 		}
 		if n := c.len(); n > 3 {
@@ -24,14 +24,18 @@ func TestSummaryCacheBounded(t *testing.T) {
 		}
 	}
 	before := computed.Load()
-	_, _ = c.get(context.Background(), "9", compute)
+	_, _ = c.get(context.Background(), "9", false, compute)
 	if computed.Load() != before {
 		t.Errorf("a fresh answer was computed again")
 	}
+	_, _ = c.get(context.Background(), "9", true, compute)
+	if computed.Load() != before+1 {
+		t.Errorf("fresh was answered from the cache")
+	}
 	expired := newSummaryCache(0, 3)
-	_, _ = expired.get(context.Background(), "a", compute)
+	_, _ = expired.get(context.Background(), "a", false, compute)
 	before = computed.Load()
-	_, _ = expired.get(context.Background(), "a", compute)
+	_, _ = expired.get(context.Background(), "a", false, compute)
 	if computed.Load() != before+1 {
 		t.Errorf("an expired answer was reused")
 	}

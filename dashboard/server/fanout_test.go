@@ -152,7 +152,7 @@ func TestOverviewSummary(t *testing.T) {
 		t.Errorf("metrics = %s, want queue 7, workers 2", sum.Metrics.Data)
 	}
 	var h struct {
-		Start, End, Step   int64
+		Start, End, Step int64
 		Queue, DLQ, Outbox []any
 	}
 	must(t, json.Unmarshal(sum.History.Data, &h))
@@ -172,6 +172,10 @@ func TestOverviewSummary(t *testing.T) {
 	if status, _ := getSummary(t, srv.URL+"/api/overview?range=7d", tok); status != http.StatusOK || s.total() != before {
 		t.Errorf("a second summary within the cache's time = %d and reached the services %d times, want 200 from the cache", status, s.total()-before)
 	}
+	if status, _ := getSummary(t, srv.URL+"/api/overview?range=7d&fresh=1", tok); status != http.StatusOK || s.total() == before {
+		t.Errorf("fresh=1 = %d and reached no service, want an answer from the services", status)
+	}
+	before = s.total()
 	if status, _ := getSummary(t, srv.URL+"/api/overview?range=7d", issueFor(t, "someone-else")); status != http.StatusOK || s.total() == before {
 		t.Errorf("another user's summary = %d and reached no service, want its own", status)
 	}
@@ -196,6 +200,7 @@ func TestOverviewSummary(t *testing.T) {
 	}{
 		{"/api/overview?range=2y", tok, "GET", 400},
 		{"/api/overview?range=", tok, "GET", 400},
+		{"/api/overview?fresh=yes", tok, "GET", 400},
 		{"/api/overview", "", "GET", 401},
 		{"/api/overview", tok, "POST", 405},
 	} {
@@ -235,7 +240,7 @@ func TestFindOneRequest(t *testing.T) {
 		Failures []struct{ Service, Message string }
 	}
 	must(t, json.Unmarshal([]byte(body), &a))
-	if status != http.StatusOK || len(a.Failures) != 0 || fmt.Sprint(a.Indices) != "[{b_classified_content classified} {b_raw_content raw}]" {
+	if status != http.StatusOK || len(a.Failures) != 0 || fmt.Sprint(a.Indices) != "[{b_raw_content raw} {b_classified_content classified}]" {
 		t.Errorf("find = %d %s, want b's raw and classified", status, body)
 	}
 	for _, raw := range []string{"a", "b", "c"} {

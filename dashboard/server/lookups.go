@@ -141,11 +141,15 @@ func (h *findHandler) find(ctx context.Context, r *http.Request, id string) find
 			}
 		}
 	}
-	var checks []foundIndex
+	names := make([]string, 0, len(sources))
 	for s := range sources {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	var checks []foundIndex // per source, raw then classified
+	for _, s := range names {
 		checks = append(checks, foundIndex{s + "_raw_content", "raw"}, foundIndex{s + "_classified_content", "classified"})
 	}
-	sort.Slice(checks, func(i, j int) bool { return checks[i].Index < checks[j].Index })
 	held := make([]bool, len(checks))
 	var fns []func(context.Context)
 	for i, c := range checks {

@@ -92,7 +92,17 @@ func (h *overviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_range", "range must be one of 15m, 1h, 6h, 24h, 7d (got "+strconv.Quote(rng)+")")
 		return
 	}
-	body, err := h.cache.get(r.Context(), userOf(r.Context())+"\x00"+rng, func() []byte {
+	// fresh=1 (a page's first load) is answered from the services, not the
+	// cache: a reload right after a service stopped shows it stopped.
+	fresh := false
+	if q := r.URL.Query(); q.Has("fresh") {
+		if q.Get("fresh") != "1" {
+			writeError(w, http.StatusBadRequest, "invalid_fresh", "fresh must be 1 (got "+strconv.Quote(q.Get("fresh"))+")")
+			return
+		}
+		fresh = true
+	}
+	body, err := h.cache.get(r.Context(), userOf(r.Context())+"\x00"+rng, fresh, func() []byte {
 		// Not the browser's cancellation: the answer may serve other
 		// requests; every call is bounded by fanoutCallTimeout.
 		s := h.build(context.WithoutCancel(r.Context()), r, rng, seconds)
@@ -259,11 +269,18 @@ func newSummaryCache(ttl time.Duration, maxEntries int) *summaryCache {
 }
 
 // get returns key's answer, computing it with compute when there is none
-// younger than ttl; the error is ctx's when ctx ends while another
+// younger than ttl (or fresh: none being computed now); the error is ctx's when ctx ends while another
 // request's computation is awaited.
-func (c *summaryCache) get(ctx context.Context, key string, compute func() []byte) ([]byte, error) {
+func (c *summaryCache) get(ctx context.Context, key string, fresh bool, compute func() []byte) ([]byte, error) {
 	c.mu.Lock()
 	e := c.entries[key]
+	if e != nil && fresh {
+		select {
+		case <-e.ready: // a finished answer: not reused
+			e = nil
+		default: // being computed now: as fresh as a new one
+		}
+	}
 	if e != nil {
 		select {
 		case <-e.ready:

@@ -1,42 +1,31 @@
 import { describe, expect, it } from 'vitest'
-import { findDocument, type FindDeps } from '@/lib/findDocument'
+import { placesOf } from '@/lib/findDocument'
+import type { FindAnswer } from '@/api/dashboard'
 import type { DeadLetterEntry } from '@/types/classifier'
 import type { OutboxEntry } from '@/types/publisher'
 
-// The stores as the find box sees them through the APIs: which index holds
-// which id, the outbox rows and the dead letters.
-function deps(held: Record<string, string[]>, outbox: Partial<OutboxEntry>[] = [], dlq: Partial<DeadLetterEntry>[] = []): FindDeps & { asked: string[] } {
-  const asked: string[] = []
-  return {
-    asked,
-    outbox: async () => outbox as OutboxEntry[],
-    deadLetters: async () => dlq as DeadLetterEntry[],
-    rawIndices: async () => Object.keys(held).filter((n) => n.endsWith('_raw_content')),
-    holds: async (index, id) => { asked.push(index); return (held[index] ?? []).includes(id) },
-  }
-}
+// The dashboard server's answer (GET /api/find) as the find box shows it.
+const answer = (a: Partial<FindAnswer>): FindAnswer => ({ id: 'x', outbox: [], dead_letters: [], indices: [], failures: [], ...a })
 
 describe('find a document by id', () => {
-  it('lists every place, with the indices the outbox names, without searching every raw index', async () => {
-    const d = deps({ a_raw_content: ['x'], a_classified_content: ['x'], b_raw_content: [] },
-      [{ index: 'a_classified_content', status: 'published', channel: 'articles:news' }],
-      [{ id: 'e1', index_name: 'a_raw_content', error_code: 'TIMEOUT', exhausted: true }])
-    const r = await findDocument('x', d)
+  it('lists every place with its link: indices, outbox rows, dead letters', () => {
+    const r = placesOf(answer({
+      indices: [{ index: 'a_raw_content', kind: 'raw' }, { index: 'a_classified_content', kind: 'classified' }],
+      outbox: [{ index: 'a_classified_content', status: 'published', channel: 'articles:news' } as OutboxEntry],
+      dead_letters: [{ id: 'e1', index_name: 'a_raw_content', error_code: 'TIMEOUT', exhausted: true } as DeadLetterEntry],
+    }))
     expect(r.failures).toEqual([])
-    expect(r.places.map((p) => [p.kind, p.index, p.to])).toEqual([
-      ['raw', 'a_raw_content', '/documents/a_raw_content/x'],
-      ['classified', 'a_classified_content', `/indices?tab=query&qi=a_classified_content&qt=${encodeURIComponent('{"ids":{"values":["x"]}}')}`],
-      ['outbox', 'a_classified_content', '/outbox?content_id=x'],
-      ['dlq', 'a_raw_content', '/dlq?content_id=x&open=e1'],
+    expect(r.places.map((p) => [p.kind, p.index, p.to, p.detail])).toEqual([
+      ['raw', 'a_raw_content', '/documents/a_raw_content/x', 'raw document'],
+      ['classified', 'a_classified_content', `/indices?tab=query&qi=a_classified_content&qt=${encodeURIComponent('{"ids":{"values":["x"]}}')}`, 'classified'],
+      ['outbox', 'a_classified_content', '/outbox?content_id=x', 'published on articles:news'],
+      ['dlq', 'a_raw_content', '/dlq?content_id=x&open=e1', 'TIMEOUT, exhausted'],
     ])
-    expect(d.asked).not.toContain('b_raw_content')
   })
 
-  it('searches the raw indices when neither the outbox nor the queue knows the id, and names a service that fails', async () => {
-    const d = deps({ a_raw_content: [], b_raw_content: ['y'] })
-    d.outbox = async () => { throw new Error('publisher unavailable (502)') }
-    const r = await findDocument('y', d)
-    expect(r.places.map((p) => [p.kind, p.index])).toEqual([['raw', 'b_raw_content']])
+  it('names the services that failed beside the places the others hold, and escapes the id in links', () => {
+    const r = placesOf(answer({ id: 'a/b c', indices: [{ index: 'b_raw_content', kind: 'raw' }], failures: [{ service: 'publisher', message: 'publisher unavailable (502)' }] }))
+    expect(r.places.map((p) => [p.kind, p.to])).toEqual([['raw', '/documents/b_raw_content/a%2Fb%20c']])
     expect(r.failures).toEqual([{ service: 'publisher', message: 'publisher unavailable (502)' }])
   })
 })

@@ -3,43 +3,52 @@ import { flushPromises, mount } from '@vue/test-utils'
 import { QueryClient, VueQueryPlugin } from '@tanstack/vue-query'
 import { createMemoryHistory, createRouter } from 'vue-router'
 
-// Every request of the Overview fails but the two counted here: the view's
-// refresh timers are what is under test, not its figures.
-const down = () => Promise.reject(new Error('down'))
-const api = vi.hoisted(() => ({
-  stats: vi.fn(),
-  countContent: vi.fn(),
-}))
+// The Overview reads one summary (GET /api/overview) for every card and
+// chart: its refresh timer and how a failed part shows are under test.
+const api = vi.hoisted(() => ({ overview: vi.fn() }))
 vi.mock('@/api/client', () => ({
-  classifierApi: { stats: api.stats, deadLetterStats: () => down(), metrics: () => down() },
-  publisherApi: { outboxStats: () => down() },
-  indexManagerApi: { countContent: api.countContent },
-  prometheusApi: { query: () => down(), queryRange: () => down() },
+  dashboardApi: { overview: api.overview },
   fetchRuntimeConfig: async () => ({ read_only: true, prometheus: false }),
 }))
 
 afterEach(() => vi.useRealTimers())
 
+const ok = <T>(data: T) => ({ ok: true, status: 200, data })
+const down = { ok: false, status: 502, error: { code: 'upstream_unavailable', message: 'the publisher is unavailable' } }
+const noProm = { ok: false, status: 503, error: { code: 'prometheus_not_configured', message: 'no Prometheus' } }
+
 describe('OverviewView', () => {
-  it('reads the classified count (one _count) as often as the other cards', async () => {
+  it('makes one request per refresh for every card, and says which service failed', async () => {
     vi.useFakeTimers()
-    api.stats.mockImplementation(async () => ({ total: 0, per_interval: [] }))
-    api.countContent.mockImplementation(async () => ({ count: 7 }))
+    api.overview.mockImplementation(async (range: string) => ({
+      range, generated_at: new Date().toISOString(),
+      stats: ok({ total: 0, per_interval: [], by_topic: {} }), // no chart drawn (jsdom has no canvas)
+      dlq: ok({ pending: 1, exhausted: 2 }),
+      outbox: down,
+      classified: ok({ count: 7 }),
+      metrics: ok({ queue_depth: 4, active_workers: 2 }),
+      history: noProm,
+      throughput: noProm,
+    }))
     const { default: OverviewView } = await import('@/views/OverviewView.vue')
     const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/', component: OverviewView }] })
     await router.push('/')
     const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false } } })
     const w = mount(OverviewView, { global: { plugins: [[VueQueryPlugin, { queryClient }], router] as never, stubs: { RouterLink: true } } })
     await flushPromises()
-    expect(api.stats).toHaveBeenCalledTimes(1)
-    expect(api.countContent).toHaveBeenCalledTimes(1)
-    // Three refreshes of the cards: the classified count follows each one.
+    expect(api.overview).toHaveBeenCalledTimes(1)
+    expect(api.overview).toHaveBeenLastCalledWith('1h', true)
+    expect(w.get('[data-testid="overview-classified"]').text()).toContain('7')
+    expect(w.get('[data-testid="overview-queue"]').text()).toContain('4')
+    expect(w.get('[data-testid="overview-dlq"]').text()).toContain('3')
+    expect(w.get('[data-testid="overview-backlog"]').text()).toMatch(/publisher unavailable \(502\)/)
+    // Three refreshes: one request each, whatever the number of cards.
     for (let i = 0; i < 3; i++) {
       await vi.advanceTimersByTimeAsync(10_000)
       await flushPromises()
     }
-    expect(api.stats).toHaveBeenCalledTimes(4)
-    expect(api.countContent).toHaveBeenCalledTimes(api.stats.mock.calls.length)
+    expect(api.overview).toHaveBeenCalledTimes(4)
+    expect(api.overview).toHaveBeenLastCalledWith('1h', false)
     w.unmount()
-  })
+  }, 60_000)
 })

@@ -8,6 +8,7 @@ import { classifierClient } from './classifier'
 import { indexManagerClient } from './indexManager'
 import { publisherClient } from './publisher'
 import { prometheusClient } from './prometheus'
+import { dashboardClient } from './dashboard'
 import { ALL_ON, parseFeatures, type FeatureFlags } from '@/lib/features'
 
 const common = {
@@ -20,6 +21,7 @@ export const indexManagerApi = indexManagerClient(common)
 export const classifierApi = classifierClient(common)
 export const publisherApi = publisherClient(common)
 export const prometheusApi = prometheusClient(common)
+export const dashboardApi = dashboardClient(common)
 
 export { ApiError } from './http'
 

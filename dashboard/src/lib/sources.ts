@@ -236,3 +236,23 @@ export function reprocessSummary(
 }
 
 const formatCount = (n: number) => new Intl.NumberFormat('en-US').format(n)
+
+/** The Sources table's figure columns (the name and actions always show). */
+export interface SourceColumn { key: keyof SourceRow; label: string; title?: string; right?: boolean }
+export const SOURCE_COLUMNS: SourceColumn[] = [
+  { key: 'documents', label: 'Documents', title: 'Documents in the raw index', right: true },
+  { key: 'pending', label: 'Pending', title: 'Raw documents not classified yet: pending, or being classified', right: true },
+  { key: 'classified', label: 'Processed', title: 'Documents classified at least once (the classified index)', right: true },
+  { key: 'published', label: 'Published', title: 'Documents published at least once', right: true },
+  { key: 'rejected', label: 'Rejected', title: 'Documents refused at the door; the details give the reasons', right: true },
+  { key: 'duplicatesUrl', label: 'URL dups', title: 'Classified documents recorded as duplicates of an earlier URL', right: true },
+  { key: 'duplicatesContent', label: 'Content dups', title: 'Classified documents recorded as copies of an earlier text', right: true },
+  { key: 'dlqRate', label: 'DLQ rate', title: 'Documents in the dead-letter queue over those processed', right: true },
+  { key: 'oldestPendingAge', label: 'Oldest pending', title: 'Age of the oldest raw document still pending', right: true },
+  { key: 'failed', label: 'Failed', title: 'Raw documents marked failed', right: true },
+  { key: 'crime', label: 'Crime', title: 'Classified documents found crime-related', right: true },
+  { key: 'reputation', label: 'Reputation (0–1)' },
+  { key: 'averageQuality', label: 'Avg quality', right: true },
+  { key: 'attempts', label: 'Attempts', title: 'Classification attempts, reloads and retries included', right: true },
+  { key: 'lastSeen', label: 'Last classified' },
+]

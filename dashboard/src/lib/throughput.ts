@@ -3,14 +3,10 @@
 // over the last THROUGHPUT_WINDOW.
 export const THROUGHPUT_WINDOW = '15m'
 
-// A source's counter series appears with its first documents already
-// counted, which rate() and increase() do not see; a series younger than
-// the window counts whole (as deploy/prometheus/alerts.yml does).
-// (dashboard/server's tests send these through its Prometheus proxy.)
-export const THROUGHPUT_QUERIES = {
-  classified: 'sum by (source) ((classifier_documents_processed_total unless classifier_documents_processed_total offset 15m) or increase(classifier_documents_processed_total[15m])) / 15',
-  published: 'sum by (source) ((classifier_publications_total{decision=~"first|changed"} unless classifier_publications_total offset 15m) or increase(classifier_publications_total{decision=~"first|changed"}[15m])) / 15',
-} as const
+// The queries are the dashboard server's (dashboard/server/overview.go,
+// overviewQueries): a source's counter series appears with its first
+// documents already counted, so a series younger than the window counts
+// whole (as deploy/prometheus/alerts.yml does).
 
 export interface ThroughputRow {
   source: string

@@ -1,0 +1,57 @@
+// The dashboard server's own reads that stand for many service calls
+// (dashboard/server/overview.go, lookups.go): the Overview in one request,
+// Find in one, every source's priority in one.
+import { createHttpClient, type HttpClientOptions } from './http'
+import type { ClassificationStats, DeadLetterEntry, DeadLetterStats, SourcePriority } from '@/types/classifier'
+import type { OutboxEntry, OutboxStats } from '@/types/publisher'
+import type { RangeKey } from '@/lib/timeRange'
+
+/** One service's answer inside a summary: its body, or the status and error it gave (502: it did not answer). */
+export interface Part<T> {
+  ok: boolean
+  status: number
+  data?: T
+  error?: { code: string; message: string }
+}
+
+type Matrix = { metric: Record<string, string>; values: [number, string][] }[]
+type Vector = { metric: Record<string, string>; value: [number, string] }[]
+
+export interface OverviewSummary {
+  range: RangeKey
+  generated_at: string
+  stats: Part<ClassificationStats>
+  dlq: Part<DeadLetterStats>
+  outbox: Part<OutboxStats>
+  classified: Part<{ count: number }>
+  metrics: Part<{ queue_depth: number; active_workers: number }>
+  /** The history charts' range queries, on the window the server used. */
+  history: Part<{ start: number; end: number; step: number; queue: Matrix; dlq: Matrix; outbox: Matrix }>
+  throughput: Part<{ classified: Vector; published: Vector }>
+}
+
+export interface FindAnswer {
+  id: string
+  outbox: OutboxEntry[]
+  dead_letters: DeadLetterEntry[]
+  indices: { index: string; kind: 'raw' | 'classified' }[]
+  failures: { service: string; message: string }[]
+}
+
+export interface PrioritiesAnswer {
+  priorities: Record<string, SourcePriority>
+  failures: Record<string, { code: string; message: string }>
+}
+
+export function dashboardClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }) {
+  const http = createHttpClient({ baseUrl: '/api', ...opts })
+  return {
+    /** fresh: not the server's few-seconds cache (a page's first load). */
+    overview: (range: RangeKey, fresh = false) => http.get<OverviewSummary>('/overview', { range, fresh: fresh ? '1' : undefined }),
+    find: (id: string) => http.get<FindAnswer>('/find', { id }),
+    /** The priority marks of the sources named (one request, however many). */
+    sourcePriorities: (sources: string[]) => http.get<PrioritiesAnswer>('/sources/priorities', { source: sources }),
+  }
+}
+
+export type DashboardApi = ReturnType<typeof dashboardClient>

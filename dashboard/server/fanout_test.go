@@ -152,7 +152,7 @@ func TestOverviewSummary(t *testing.T) {
 		t.Errorf("metrics = %s, want queue 7, workers 2", sum.Metrics.Data)
 	}
 	var h struct {
-		Start, End, Step int64
+		Start, End, Step   int64
 		Queue, DLQ, Outbox []any
 	}
 	must(t, json.Unmarshal(sum.History.Data, &h))

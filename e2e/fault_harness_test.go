@@ -797,16 +797,14 @@ func settled(s rawState) bool {
 // 10,000), after a refresh, keyed by docKey. Text fields are not fetched.
 func rawStates(t testing.TB, es *esclient.Client, pattern string, query map[string]any) map[string]rawState {
 	t.Helper()
-	out, err := tryRawStates(es, pattern, query)
+	out, err := tryRawStates(testenv.Context(t), es, pattern, query)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-func tryRawStates(es *esclient.Client, pattern string, query map[string]any) (map[string]rawState, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+func tryRawStates(ctx context.Context, es *esclient.Client, pattern string, query map[string]any) (map[string]rawState, error) {
 	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(pattern), es.Indices.Refresh.WithContext(ctx))
 	if err := esclient.CheckResponse("refresh", res, err); err != nil {
 		return nil, err

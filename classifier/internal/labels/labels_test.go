@@ -2,7 +2,6 @@ package labels_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -46,8 +45,7 @@ func setup(t *testing.T) bundle {
 	db, _ := dbtest.Migrated(t)
 	raw := prefix + "news" + contentindex.RawSuffix
 	classified := contentindex.ClassifiedIndexFor(raw)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	if err := contentindex.CreateIndex(ctx, es, classified); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ package rawtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // Doc returns a raw document of source with id, pending, crawled at, with
@@ -34,8 +34,7 @@ func Doc(source, id string, crawled time.Time) contentindex.RawDocument {
 // the test.
 func Write(t testing.TB, es *esclient.Client, index string, docs ...contentindex.RawDocument) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	if err := contentindex.CreateIndex(ctx, es, index); err != nil {
 		t.Fatalf("create %s: %v", index, err)
 	}
@@ -54,8 +53,7 @@ func WriteJSON(t testing.TB, es *esclient.Client, index string, docs ...any) {
 	if len(docs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	var body bytes.Buffer
 	for _, d := range docs {
 		b, err := json.Marshal(d)
@@ -112,8 +110,7 @@ func Statuses(t testing.TB, es *esclient.Client, index string) map[string]string
 // refresh (at most 10,000 documents).
 func Sources(t testing.TB, es *esclient.Client, index string) map[string]json.RawMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testenv.Context(t)
 	res, err := es.Indices.Refresh(es.Indices.Refresh.WithIndex(index), es.Indices.Refresh.WithContext(ctx))
 	if err := esclient.CheckResponse("rawtest refresh", res, err); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,21 @@ type RawDocument struct {
 	// level of the document's source (normal when the source has no mark).
 	// A backfill or a reprocess run writes "low".
 	Priority string `json:"priority,omitempty"`
+	// PendingSince is when a document that had been classified or had
+	// failed was set back to pending (a reprocess); absent on a document
+	// pending since its crawl. WaitingSince reads the two.
+	PendingSince *time.Time `json:"pending_since,omitempty"`
+}
+
+// WaitingSince is when d became pending: PendingSince when it was set back
+// to pending after its crawl, crawled_at otherwise (zero when neither is
+// known). The classifier's poller lag is measured from it, so documents a
+// reprocess queues again are not counted as waiting since their crawl.
+func (d *RawDocument) WaitingSince() time.Time {
+	if d.PendingSince != nil && d.PendingSince.After(d.CrawledAt) {
+		return *d.PendingSince
+	}
+	return d.CrawledAt
 }
 
 // The five priority levels of a raw document (RawDocument.Priority) or a

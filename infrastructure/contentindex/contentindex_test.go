@@ -267,3 +267,20 @@ func TestAddMissingFieldsUpgradesOldIndices(t *testing.T) {
 		t.Fatalf("the read-only index was changed: %s", b)
 	}
 }
+
+// A document waits since its requeue when a reprocess set it back to
+// pending after its crawl, and since its crawl otherwise (a crawler that
+// rewrote it after the requeue made it new again).
+func TestWaitingSince(t *testing.T) {
+	crawled := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	later, earlier := crawled.Add(time.Hour), crawled.Add(-time.Hour)
+	for _, c := range []struct {
+		pending *time.Time
+		want    time.Time
+	}{{nil, crawled}, {&later, later}, {&earlier, crawled}} {
+		d := RawDocument{CrawledAt: crawled, PendingSince: c.pending}
+		if got := d.WaitingSince(); !got.Equal(c.want) {
+			t.Errorf("pending_since %v: waiting since %s, want %s", c.pending, got, c.want)
+		}
+	}
+}

@@ -50,6 +50,7 @@ func rawProperties() map[string]any {
 		"claimed_at":            map[string]any{"type": "date"},
 		"classification_error":  map[string]any{"type": "keyword", "ignore_above": 1024},
 		"priority":              map[string]any{"type": "keyword"},
+		"pending_since":         map[string]any{"type": "date"},
 	}
 }
 
@@ -66,6 +67,7 @@ func ClassifiedMapping() map[string]any {
 	delete(props, "claimed_at")
 	delete(props, "classification_error")
 	delete(props, "priority")
+	delete(props, "pending_since")
 	for k, v := range map[string]any{
 		"content_type":            map[string]any{"type": "keyword"},
 		"content_type_confidence": map[string]any{"type": "float"},

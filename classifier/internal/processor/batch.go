@@ -230,6 +230,18 @@ func (b *BatchProcessor) worker(ctx context.Context, id int) {
 // again, so one document that hangs or kills a replica cannot keep doing it.
 var ErrStalled = errors.New("claim expired without a commit too many times (CLASSIFIER_MAX_STALLS)")
 
+// recordLag records how long a polled document waited: from when it became
+// pending (contentindex.RawDocument.WaitingSince), so a reprocess of old
+// documents is not lag. The dead-letter retry worker's documents were not
+// polled, and a stalled one is not classified: neither is counted.
+func (b *BatchProcessor) recordLag(ctx context.Context, item *domain.RawContent) {
+	since := item.WaitingSince()
+	if item.FromDLQ || item.Stalled || since.IsZero() {
+		return
+	}
+	b.metrics.PollerLag.Record(ctx, time.Since(since).Seconds())
+}
+
 // process classifies one document. A panic is recovered into a RULE_PANIC
 // result, so a poison document reaches the dead-letter queue and the worker
 // lives on.
@@ -240,9 +252,7 @@ func (b *BatchProcessor) process(ctx context.Context, workerID int, item *domain
 		attribute.String("content_id", item.ID), attribute.String("source", item.SourceName)))
 	defer span.End()
 	start := time.Now()
-	if !item.CrawledAt.IsZero() {
-		b.metrics.PollerLag.Record(ctx, time.Since(item.CrawledAt).Seconds())
-	}
+	b.recordLag(ctx, item)
 	defer func() {
 		if r := recover(); r != nil {
 			b.logger.ErrorContext(ctx, "classification panicked", "worker_id", workerID, "content_id", item.ID,

@@ -248,6 +248,7 @@ func TestRequeueResetsToPending(t *testing.T) {
 	// requeue-02 changes after the scan: a crawler rewrites it.
 	rawtest.Write(t, s.es, idx, rawtest.Doc("requeue", "requeue-02", time.Now()))
 
+	requeuedAt := time.Now().Add(-time.Second)
 	res, err := s.store.Requeue(ctx, read)
 	if err != nil || len(res) != 3 {
 		t.Fatalf("requeue = %+v, %v", res, err)
@@ -265,6 +266,11 @@ func TestRequeueResetsToPending(t *testing.T) {
 		if d["classification_status"] != contentindex.StatusPending || d["priority"] != contentindex.PriorityLow ||
 			d["classification_error"] != nil || d["claimed_by"] != nil {
 			t.Errorf("%s after requeue = %v; want pending, low, no error, no claim", id, d)
+		}
+		// Its wait counts from the requeue (the poller lag), not its crawl.
+		since, _ := d["pending_since"].(string)
+		if at, err := time.Parse(time.RFC3339Nano, since); err != nil || at.Before(requeuedAt) {
+			t.Errorf("%s pending_since = %q, want the time of the requeue (after %s)", id, since, requeuedAt.UTC())
 		}
 	}
 	if got := s.pending(t, s.store, idx, rawindex.Pending{}); len(got) != 3 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/esbulk"
@@ -54,13 +55,16 @@ func (s *Store) Flip(ctx context.Context, changes []Change) ([]esbulk.Result, er
 // Requeue sets raw documents back to pending at priority low, without a
 // claim or an error, each only if it is still at the version it was read
 // at (a reprocess: the documents are classified again after the fresh
-// ones). The result for docs[i] is results[i].
+// ones). Each is stamped pending_since now: its wait is counted from the
+// requeue, not from its crawl. The result for docs[i] is results[i].
 func (s *Store) Requeue(ctx context.Context, docs []*domain.RawContent) ([]esbulk.Result, error) {
 	ops := make([]esbulk.Op, len(docs))
+	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, d := range docs {
 		ops[i] = conditional(d, map[string]any{
 			"classification_status": contentindex.StatusPending,
 			"priority":              contentindex.PriorityLow,
+			"pending_since":         now,
 			"claimed_by":            nil,
 			"claimed_at":            nil,
 			"classification_error":  nil,

@@ -162,7 +162,7 @@ func New(meter metric.Meter, gauges Gauges) (*Metrics, error) {
 	m.WorkDropped = counter("classifier_work_dropped_total", "Work items dropped due to queue full")
 	m.ThrottleCount = counter("classifier_throttle_count_total", "Number of times poller was throttled")
 
-	m.PollerLag = seconds("classifier_poller_lag_seconds", "Time between document creation and classification start", lagBuckets...)
+	m.PollerLag = seconds("classifier_poller_lag_seconds", "Time between a document becoming pending (its crawl, or a reprocess) and classification start", lagBuckets...)
 	m.ClassificationLag = seconds("classifier_classification_lag_seconds", "End-to-end lag from crawl to classified", lagBuckets...)
 
 	m.ShadowDisagreements = counter("classifier_shadow_disagreements_total", "Documents on which the two rule engines of shadow mode or a matcher rollout disagreed, by side (current, candidate: the engine whose answer was used)")

@@ -86,9 +86,10 @@ func (p *Provider) RecordRuleMatch(_ context.Context, duration time.Duration, ru
 	p.Metrics.RecordRuleMatch(duration, rulesEvaluated, rulesMatched)
 }
 
-// RecordPollerLag records the time from createdAt (a document's crawl) to
-// now in classifier_poller_lag_seconds, as the worker pool does when it
-// starts on a document.
+// RecordPollerLag records the time from createdAt (when a document became
+// pending: its crawl, or a reprocess) to now in
+// classifier_poller_lag_seconds, as the worker pool does when it starts on
+// a document.
 func (p *Provider) RecordPollerLag(ctx context.Context, createdAt time.Time) {
 	if p == nil {
 		return

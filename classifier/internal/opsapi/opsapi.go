@@ -144,9 +144,14 @@ func (h *handler) stats(c *gin.Context) {
 		httpserver.WriteBadRequest(c, fmt.Sprintf("window/interval must be at most %d buckets", statsBucketsMax))
 		return
 	}
+	source := c.Query("source")
+	if len(source) > maxSourceBytes {
+		httpserver.WriteBadRequest(c, fmt.Sprintf("source must be a source name of at most %d bytes", maxSourceBytes))
+		return
+	}
 	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
-	s, err := h.History.Stats(ctx, window, interval)
+	s, err := h.History.Stats(ctx, storage.StatsQuery{Window: window, Interval: interval, Source: source})
 	if err != nil {
 		h.fail(c, "classification stats", err)
 		return

@@ -308,7 +308,22 @@ func TestSourcesAndStats(t *testing.T) {
 	if st.Total != 3 || st.ByTopic["politics"] != 2 || st.BySource["good"] != 2 || len(st.PerInterval) == 0 {
 		t.Errorf("stats = %+v", st)
 	}
-	for _, bad := range []string{"/api/v1/stats?window=forever", "/api/v1/stats?interval=1s", "/api/v1/stats?window=168h&interval=10s"} {
+	// One source: its total, buckets and topics; by_source still lists
+	// every source of the window, the ones there are to pick from.
+	st = storage.Stats{}
+	if code := b.do(t, "GET", "/api/v1/stats?window=1h&interval=1m&source=good", nil, &st); code != 200 {
+		t.Fatalf("stats of one source = %d", code)
+	}
+	if st.Total != 2 || st.ByTopic["politics"] != 2 || st.ByTopic["local_news"] != 1 || len(st.ByTopic) != 2 ||
+		st.BySource["good"] != 2 || st.BySource["poor"] != 1 {
+		t.Errorf("stats of source good = %+v, want its 2 and every source listed", st)
+	}
+	st = storage.Stats{}
+	if code := b.do(t, "GET", "/api/v1/stats?window=1h&interval=1m&source=nobody", nil, &st); code != 200 || st.Total != 0 || len(st.PerInterval) != 0 {
+		t.Errorf("stats of a source without classifications = %d %+v, want none", code, st)
+	}
+	for _, bad := range []string{"/api/v1/stats?window=forever", "/api/v1/stats?interval=1s", "/api/v1/stats?window=168h&interval=10s",
+		"/api/v1/stats?source=" + strings.Repeat("s", 256)} {
 		if code := b.do(t, "GET", bad, nil, nil); code != 400 {
 			t.Errorf("GET %s = %d, want 400", bad, code)
 		}

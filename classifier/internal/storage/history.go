@@ -85,15 +85,25 @@ type Stats struct {
 	BySource    map[string]int64 `json:"by_source"`
 }
 
+// StatsQuery is what Stats counts: the classifications of the last Window
+// in buckets of Interval, of one source when Source is set.
+type StatsQuery struct {
+	Window, Interval time.Duration
+	// Source, when set, narrows the total, the buckets and the topics to
+	// one source; BySource still counts every source of the window (the
+	// sources there are to pick from).
+	Source string
+}
+
 // Stats counts classifications of the last window: in total, per interval
 // (oldest first), by topic and by source.
-func (r *HistoryRepository) Stats(ctx context.Context, window, interval time.Duration) (*Stats, error) {
+func (r *HistoryRepository) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 	s := &Stats{PerInterval: []Bucket{}, ByTopic: map[string]int64{}, BySource: map[string]int64{}}
 	rows, err := r.db.QueryContext(ctx, `
 		SELECT date_bin(make_interval(secs => $2), classified_at, TIMESTAMPTZ '2000-01-01'), COUNT(*)
 		FROM classification_history
-		WHERE classified_at > NOW() - make_interval(secs => $1)
-		GROUP BY 1 ORDER BY 1`, window.Seconds(), interval.Seconds())
+		WHERE classified_at > NOW() - make_interval(secs => $1) AND ($3 = '' OR source_name = $3)
+		GROUP BY 1 ORDER BY 1`, q.Window.Seconds(), q.Interval.Seconds(), q.Source)
 	if err != nil {
 		return nil, fmt.Errorf("classification stats: %w", err)
 	}
@@ -110,19 +120,20 @@ func (r *HistoryRepository) Stats(ctx context.Context, window, interval time.Dur
 		return nil, fmt.Errorf("classification stats: %w", err)
 	}
 	for _, g := range []struct {
-		expr string
-		out  map[string]int64
-	}{{"unnest(topics)", s.ByTopic}, {"source_name", s.BySource}} {
-		if err := r.countBy(ctx, g.expr, window, g.out); err != nil {
+		expr, source string
+		out          map[string]int64
+	}{{"unnest(topics)", q.Source, s.ByTopic}, {"source_name", "", s.BySource}} {
+		if err := r.countBy(ctx, g.expr, q.Window, g.source, g.out); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
-func (r *HistoryRepository) countBy(ctx context.Context, expr string, window time.Duration, out map[string]int64) error {
+// countBy counts the window's classifications by expr, of source when set.
+func (r *HistoryRepository) countBy(ctx context.Context, expr string, window time.Duration, source string, out map[string]int64) error {
 	rows, err := r.db.QueryContext(ctx, `SELECT `+expr+` AS k, COUNT(*) FROM classification_history
-		WHERE classified_at > NOW() - make_interval(secs => $1) GROUP BY 1`, window.Seconds())
+		WHERE classified_at > NOW() - make_interval(secs => $1) AND ($2 = '' OR source_name = $2) GROUP BY 1`, window.Seconds(), source)
 	if err != nil {
 		return fmt.Errorf("classification stats by %s: %w", expr, err)
 	}

@@ -330,3 +330,65 @@ func TestAPIJSONCompressed(t *testing.T) {
 		t.Errorf("gzip;q=0 got %q", res.Header.Get("Content-Encoding"))
 	}
 }
+
+// TestOverviewRangeAndSource: the picked range moves every panel (the
+// attempts' window and round buckets, the classified count, the
+// throughput's window) and a source narrows the per-source parts; a
+// source name that is not one is 400 before any service is asked.
+func TestOverviewRangeAndSource(t *testing.T) {
+	t.Parallel()
+	routes := overviewRoutes()
+	var mu sync.Mutex
+	asked := map[string][]string{}
+	record := func(key string, next http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			asked[key] = append(asked[key], r.URL.Query().Encode())
+			mu.Unlock()
+			next(w, r)
+		}
+	}
+	for _, key := range []string{"classifier /api/v1/stats", "index-manager /api/v1/content/_count", "prometheus /api/v1/query"} {
+		routes[key] = record(key, routes[key])
+	}
+	srv, _ := fanoutSetup(t, routes)
+	tok := token(t)
+	status, _, body := get(t, srv.URL+"/api/overview?range=7d&source=metro", "Authorization", "Bearer "+tok)
+	var sum struct {
+		Range, Source string
+		Bucket        int64 `json:"bucket_seconds"`
+	}
+	must(t, json.Unmarshal([]byte(body), &sum))
+	if status != http.StatusOK || sum.Range != "7d" || sum.Source != "metro" || sum.Bucket != 7200 {
+		t.Fatalf("summary = %d %s, want 7d of metro in 2 h buckets", status, body)
+	}
+	mu.Lock()
+	if got := fmt.Sprint(asked["classifier /api/v1/stats"]); got != "[interval=7200s&source=metro&window=604800s]" {
+		t.Errorf("stats asked %s, want a week of metro in 2 h buckets", got)
+	}
+	if got := fmt.Sprint(asked["index-manager /api/v1/content/_count"]); got != "[field=classified_at&gte=now-7d&index_type=classified_content&prefix=metro_classified_content]" {
+		t.Errorf("count asked %s, want metro's classified index over the week", got)
+	}
+	for _, q := range asked["prometheus /api/v1/query"] {
+		if !strings.Contains(q, "offset+7d") || !strings.Contains(q, "%5B7d%5D") || !strings.Contains(q, "%2F+10080") ||
+			!strings.Contains(q, "source%3D%22metro%22") {
+			t.Errorf("throughput asked %s, want metro over 7d per minute", q)
+		}
+	}
+	if n := len(asked["prometheus /api/v1/query"]); n != 2 {
+		t.Errorf("throughput queries = %d, want 2", n)
+	}
+	before := len(asked["classifier /api/v1/stats"])
+	mu.Unlock()
+	for _, bad := range []string{"Metro", "a\"b", "a}b", "-x", strings.Repeat("s", 181), "a%20b"} {
+		if status, _, body := get(t, srv.URL+"/api/overview?source="+bad, "Authorization", "Bearer "+tok); status != http.StatusBadRequest ||
+			!strings.Contains(body, "invalid_source") {
+			t.Errorf("source %q = %d %s, want 400 invalid_source", bad, status, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked["classifier /api/v1/stats"]) != before {
+		t.Errorf("a refused source reached the classifier")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,23 +30,63 @@ const (
 	promLookbackMinSeconds = 30
 )
 
-// overviewRanges are the charts' ranges (the picker's; timeRange.ts's
-// RANGES), in seconds.
-var overviewRanges = map[string]int64{"15m": 15 * 60, "1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600}
+// overviewRange is one of the picker's ranges (timeRange.ts's RANGES):
+// every panel of the Overview covers it.
+type overviewRange struct {
+	seconds int64
+	// bucket is the attempts chart's bucket, in seconds: a round time
+	// (the ticks fall on round times too), 60 to 96 buckets a range.
+	bucket int64
+}
+
+// overviewRanges are the picker's ranges by name.
+var overviewRanges = map[string]overviewRange{
+	"15m": {15 * 60, 15}, "1h": {3600, 60}, "6h": {6 * 3600, 5 * 60},
+	"24h": {24 * 3600, 15 * 60}, "7d": {7 * 24 * 3600, 2 * 3600},
+}
+
+// sourcePattern is a source name as raw index names allow it (the
+// index-manager's prefix): only such a name is put in a PromQL matcher
+// or an index name, so none needs escaping.
+var sourcePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,179}$`)
 
 // overviewQueries are the Overview's Prometheus queries: the history
 // charts' gauges as their peak over each step ($lookback: the whole step)
-// and the per-source throughput over 15 minutes (a series younger than the
-// window counts whole, as deploy/prometheus/alerts.yml does). The proxy's
-// allowlist (promql.go) admits them too; its tests send them.
+// and the per-source throughput per minute over the range ($range, $minutes;
+// $match narrows to one source). A series younger than the range counts
+// whole (as deploy/prometheus/alerts.yml does): its first scrape already
+// holds documents, which increase() would not count. A restart that keeps
+// the series' labels is a counter reset, which increase() counts across.
+// The proxy's allowlist (promql.go) admits them too; its tests send them.
 var overviewQueries = struct {
 	Queue, DLQ, Outbox, Classified, Published string
 }{
 	Queue:      "sum(max_over_time(classifier_queue_depth[$lookback]))",
 	DLQ:        "sum by (state) (max_over_time(classifier_dlq_backlog[$lookback]))",
 	Outbox:     `sum by (status) (max_over_time(classifier_outbox_backlog{status=~"pending|publishing|failed"}[$lookback]))`,
-	Classified: "sum by (source) ((classifier_documents_processed_total unless classifier_documents_processed_total offset 15m) or increase(classifier_documents_processed_total[15m])) / 15",
-	Published:  `sum by (source) ((classifier_publications_total{decision=~"first|changed"} unless classifier_publications_total offset 15m) or increase(classifier_publications_total{decision=~"first|changed"}[15m])) / 15`,
+	Classified: "sum by (source) ((classifier_documents_processed_total{$match} unless classifier_documents_processed_total{$match} offset $range) or increase(classifier_documents_processed_total{$match}[$range])) / $minutes",
+	Published:  `sum by (source) ((classifier_publications_total{decision=~"first|changed"$andMatch} unless classifier_publications_total{$match} offset $range) or increase(classifier_publications_total{decision=~"first|changed"$andMatch}[$range])) / $minutes`,
+}
+
+// clipped is s cut to at most n bytes, for an error message.
+func clipped(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// throughputQuery is one of the throughput queries over rng (a key of
+// overviewRanges), of source when not empty (a sourcePattern name).
+func throughputQuery(q, rng, source string) string {
+	match, andMatch := "", ""
+	if source != "" {
+		match = `source="` + source + `"`
+		andMatch = "," + match
+	}
+	q = strings.NewReplacer("$andMatch", andMatch, "$match", match, "$range", rng,
+		"$minutes", strconv.FormatInt(overviewRanges[rng].seconds/60, 10)).Replace(q)
+	return strings.ReplaceAll(q, "{}", "")
 }
 
 // rangeWindow is timeRange.ts's rangeWindow: a range ending now, about 120
@@ -58,13 +99,17 @@ func rangeWindow(seconds int64, now time.Time) (start, end, step, lookback int64
 
 // overviewSummary is the answer of GET /api/overview.
 type overviewSummary struct {
-	Range       string    `json:"range"`
+	Range string `json:"range"`
+	// Source is the source the per-source parts were narrowed to ("" for all).
+	Source string `json:"source"`
+	// Bucket is the attempts chart's bucket in seconds (stats' interval).
+	Bucket      int64     `json:"bucket_seconds"`
 	GeneratedAt time.Time `json:"generated_at"`
 	// The services' answers, as their own routes give them.
-	Stats      part `json:"stats"`      // classifier GET /api/v1/stats?window=1h&interval=1m
+	Stats      part `json:"stats"`      // classifier GET /api/v1/stats over the range (of the source)
 	DLQ        part `json:"dlq"`        // classifier GET /api/v1/dlq/stats
 	Outbox     part `json:"outbox"`     // publisher GET /api/v1/outbox/stats
-	Classified part `json:"classified"` // index-manager GET /api/v1/content/_count (classified in the last hour)
+	Classified part `json:"classified"` // index-manager GET /api/v1/content/_count (classified over the range, of the source)
 	Metrics    part `json:"metrics"`    // {"queue_depth","active_workers"} from the classifier's /metrics
 	// Prometheus: {"start","end","step","queue","dlq","outbox"} (matrix
 	// results) and {"classified","published"} (vector results).
@@ -87,9 +132,16 @@ func (h *overviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query(); q.Has("range") {
 		rng = q.Get("range")
 	}
-	seconds, ok := overviewRanges[rng]
+	_, ok := overviewRanges[rng]
 	if !ok {
 		writeError(w, http.StatusBadRequest, "invalid_range", "range must be one of 15m, 1h, 6h, 24h, 7d (got "+strconv.Quote(rng)+")")
+		return
+	}
+	// Absent is every source; given, it must be one (given empty is refused).
+	source := r.URL.Query().Get("source")
+	if r.URL.Query().Has("source") && !sourcePattern.MatchString(source) {
+		writeError(w, http.StatusBadRequest, "invalid_source",
+			"source must be a source name: lower-case letters, digits, _ and -, at most 180 (got "+strconv.Quote(clipped(source, 64))+")")
 		return
 	}
 	// fresh=1 (a page's first load) is answered from the services, not the
@@ -102,10 +154,10 @@ func (h *overviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fresh = true
 	}
-	body, err := h.cache.get(r.Context(), userOf(r.Context())+"\x00"+rng, fresh, func() []byte {
+	body, err := h.cache.get(r.Context(), userOf(r.Context())+"\x00"+rng+"\x00"+source, fresh, func() []byte {
 		// Not the browser's cancellation: the answer may serve other
 		// requests; every call is bounded by fanoutCallTimeout.
-		s := h.build(context.WithoutCancel(r.Context()), r, rng, seconds)
+		s := h.build(context.WithoutCancel(r.Context()), r, rng, source)
 		b, _ := json.Marshal(s)
 		return b
 	})
@@ -118,13 +170,20 @@ func (h *overviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-func (h *overviewHandler) build(ctx context.Context, r *http.Request, rng string, seconds int64) overviewSummary {
-	s := overviewSummary{Range: rng, GeneratedAt: time.Now().UTC()}
+func (h *overviewHandler) build(ctx context.Context, r *http.Request, rng, source string) overviewSummary {
+	span := overviewRanges[rng]
+	s := overviewSummary{Range: rng, Source: source, Bucket: span.bucket, GeneratedAt: time.Now().UTC()}
 	f := h.f
-	count := url.Values{"index_type": {"classified_content"}, "field": {"classified_at"}, "gte": {"now-1h"}}
+	count := url.Values{"index_type": {"classified_content"}, "field": {"classified_at"}, "gte": {"now-" + rng}}
+	stats := url.Values{"window": {strconv.FormatInt(span.seconds, 10) + "s"}, "interval": {strconv.FormatInt(span.bucket, 10) + "s"}}
+	if source != "" {
+		// The source's own classified index (index_type keeps it to one).
+		count.Set("prefix", source+"_classified_content")
+		stats.Set("source", source)
+	}
 	pooled(ctx, []func(context.Context){
 		func(ctx context.Context) {
-			s.Stats = f.get(ctx, r, "classifier", f.classifier, "/api/v1/stats?window=1h&interval=1m", true)
+			s.Stats = f.get(ctx, r, "classifier", f.classifier, "/api/v1/stats?"+stats.Encode(), true)
 		},
 		func(ctx context.Context) {
 			s.DLQ = f.get(ctx, r, "classifier", f.classifier, "/api/v1/dlq/stats", true)
@@ -136,8 +195,8 @@ func (h *overviewHandler) build(ctx context.Context, r *http.Request, rng string
 			s.Classified = f.get(ctx, r, "index-manager", f.indexManager, "/api/v1/content/_count?"+count.Encode(), true)
 		},
 		func(ctx context.Context) { s.Metrics = h.metrics(ctx, r) },
-		func(ctx context.Context) { s.History = h.history(ctx, r, seconds) },
-		func(ctx context.Context) { s.Throughput = h.throughput(ctx, r) },
+		func(ctx context.Context) { s.History = h.history(ctx, r, span.seconds) },
+		func(ctx context.Context) { s.Throughput = h.throughput(ctx, r, rng, source) },
 	})
 	return s
 }
@@ -212,14 +271,15 @@ func (h *overviewHandler) history(ctx context.Context, r *http.Request, seconds 
 	return part{OK: true, Status: http.StatusOK, Data: data}
 }
 
-// throughput runs the per-source throughput's two instant queries.
-func (h *overviewHandler) throughput(ctx context.Context, r *http.Request) part {
+// throughput runs the per-source throughput's two instant queries over
+// the range, of one source when given.
+func (h *overviewHandler) throughput(ctx context.Context, r *http.Request, rng, source string) part {
 	if h.f.prometheus == "" {
 		return failedPart(http.StatusServiceUnavailable, "prometheus_not_configured", "PROMETHEUS_URL is not set: the dashboard has no metrics history")
 	}
 	out := map[string]any{}
 	for name, q := range map[string]string{"classified": overviewQueries.Classified, "published": overviewQueries.Published} {
-		v := url.Values{"query": {q}, "timeout": {promUpstreamTimeout}}
+		v := url.Values{"query": {throughputQuery(q, rng, source)}, "timeout": {promUpstreamTimeout}}
 		result, p := h.promResult(ctx, r, "/api/v1/query?"+v.Encode())
 		if !p.OK {
 			return p

@@ -93,6 +93,11 @@ type RawDocument struct {
 	// failed was set back to pending (a reprocess); absent on a document
 	// pending since its crawl. WaitingSince reads the two.
 	PendingSince *time.Time `json:"pending_since,omitempty"`
+	// ReprocessTask is the id of the reprocess task (reprocess_tasks.id)
+	// that last set the document back to pending; the classifier counts
+	// on that task whether the document's topics changed when it was
+	// classified again. Absent on a document no reprocess has touched.
+	ReprocessTask string `json:"reprocess_task,omitempty"`
 }
 
 // WaitingSince is when d became pending: PendingSince when it was set back

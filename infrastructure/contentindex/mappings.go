@@ -51,6 +51,7 @@ func rawProperties() map[string]any {
 		"classification_error":  map[string]any{"type": "keyword", "ignore_above": 1024},
 		"priority":              map[string]any{"type": "keyword"},
 		"pending_since":         map[string]any{"type": "date"},
+		"reprocess_task":        map[string]any{"type": "keyword"},
 	}
 }
 
@@ -68,6 +69,7 @@ func ClassifiedMapping() map[string]any {
 	delete(props, "classification_error")
 	delete(props, "priority")
 	delete(props, "pending_since")
+	delete(props, "reprocess_task")
 	for k, v := range map[string]any{
 		"content_type":            map[string]any{"type": "keyword"},
 		"content_type_confidence": map[string]any{"type": "float"},

@@ -205,4 +205,10 @@ type ClassifiedContent struct {
 	RawIndex string `json:"-"`
 	// ClaimID is the claim that produced it; not stored in Elasticsearch.
 	ClaimID string `json:"-"`
+	// ReprocessTask is the raw document's reprocess_task: the reprocess
+	// task that set it back to pending, whose counts of documents
+	// classified again and of changed topics this classification adds to
+	// (storage.HistoryRepository.InsertBatch). Not stored in
+	// Elasticsearch.
+	ReprocessTask string `json:"-"`
 }

@@ -20,8 +20,10 @@ const (
 	// maxDocsMax bounds max_docs of one request.
 	maxDocsMax = 10_000_000
 	// reprocessListLimit is how many tasks GET /sources/:name/reprocess
-	// lists, newest first.
+	// lists per page by default, newest first, and reprocessListMax the
+	// most a page may ask for (limit).
 	reprocessListLimit = 20
+	reprocessListMax   = 100
 	// busyRetryAfter is the Retry-After of a 429 from a busy replica.
 	busyRetryAfter = 30
 	// reprocessTimeout bounds a request's own work (checking the index,
@@ -168,19 +170,40 @@ func (h *handler) postReprocess(c *gin.Context) {
 	}
 }
 
+// GET /sources/:name/reprocess?limit=&cursor=: every run of the source,
+// newest first, a page at a time; next_cursor continues the list.
 func (h *handler) listReprocess(c *gin.Context) {
 	source, ok := sourceParam(c)
 	if !ok || !h.haveReprocess(c) {
 		return
 	}
+	limit, ok := httpserver.QueryLimit(c, reprocessListLimit, reprocessListMax)
+	if !ok {
+		return
+	}
+	k, ok := httpserver.QueryCursor(c)
+	if !ok {
+		return
+	}
+	var after *reprocess.Cursor
+	if k != nil {
+		after = &reprocess.Cursor{StartedAt: k.CreatedAt, ID: k.ID}
+	}
 	ctx, cancel := httpserver.WithTimeout(c, dbTimeout)
 	defer cancel()
-	tasks, err := h.Reprocess.List(ctx, source, reprocessListLimit)
+	tasks, err := h.Reprocess.List(ctx, source, limit+1, after)
 	if err != nil {
 		h.fail(c, "list reprocess tasks", err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"tasks": tasks})
+	var next *string
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+		last := tasks[len(tasks)-1]
+		cursor := httpserver.EncodeCursor(httpserver.Keyset{CreatedAt: last.StartedAt, ID: last.ID})
+		next = &cursor
+	}
+	c.JSON(http.StatusOK, gin.H{"tasks": tasks, "next_cursor": next})
 }
 
 // taskParams reads the source and task of a reprocess task's route,

@@ -146,10 +146,22 @@ func TestReprocessSource(t *testing.T) {
 		t.Errorf("after scope all: f %q, h %q; want pending and still processing", st["f"], st["h"])
 	}
 	var list struct {
-		Tasks []reprocess.Task `json:"tasks"`
+		Tasks      []reprocess.Task `json:"tasks"`
+		NextCursor *string          `json:"next_cursor"`
 	}
-	if code := b.do(t, "GET", "/api/v1/sources/"+source+"/reprocess", nil, &list); code != 200 || len(list.Tasks) != 2 || list.Tasks[0].ID != task.ID {
-		t.Errorf("task list = %d %+v, want both, newest first", code, list.Tasks)
+	if code := b.do(t, "GET", "/api/v1/sources/"+source+"/reprocess", nil, &list); code != 200 || len(list.Tasks) != 2 || list.Tasks[0].ID != task.ID ||
+		list.NextCursor != nil {
+		t.Errorf("task list = %d %+v, want both, newest first, and no next page", code, list.Tasks)
+	}
+	// A page at a time: the next page holds the older run, and ends the list.
+	first := list.Tasks[1].ID
+	if code := b.do(t, "GET", "/api/v1/sources/"+source+"/reprocess?limit=1", nil, &list); code != 200 || len(list.Tasks) != 1 ||
+		list.Tasks[0].ID != task.ID || list.NextCursor == nil {
+		t.Fatalf("first page = %d %+v, want the newest run and a cursor", code, list)
+	}
+	if code := b.do(t, "GET", "/api/v1/sources/"+source+"/reprocess?limit=1&cursor="+*list.NextCursor, nil, &list); code != 200 ||
+		len(list.Tasks) != 1 || list.Tasks[0].ID != first || list.NextCursor != nil {
+		t.Errorf("second page = %d %+v, want the older run and no cursor", code, list)
 	}
 }
 
@@ -193,6 +205,8 @@ func TestReprocessConflictsAndInput(t *testing.T) {
 		{"POST", "/api/v1/sources/" + source + "/reprocess", `{"max_docs":0}`, "bad_request"},
 		{"POST", "/api/v1/sources/" + source + "/reprocess", `{"scoop":"all"}`, "invalid_json"},
 		{"GET", "/api/v1/sources/" + source + "/reprocess/not-a-uuid", "", "bad_request"},
+		{"GET", "/api/v1/sources/" + source + "/reprocess?limit=0", "", "bad_request"},
+		{"GET", "/api/v1/sources/" + source + "/reprocess?limit=101", "", "bad_request"},
 		{"PUT", "/api/v1/sources/" + source + "/priority", `{"priority":"urgent"}`, "bad_request"},
 		{"PUT", "/api/v1/sources/" + source + "/priority", `{"priority":"low","why":"x"}`, "invalid_json"},
 		{"PUT", "/api/v1/sources/%00/priority", `{"priority":"low"}`, "invalid_text"},

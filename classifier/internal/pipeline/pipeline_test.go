@@ -327,3 +327,17 @@ func TestClassifyDateOutOfRange(t *testing.T) {
 		t.Error("year 1 was dropped")
 	}
 }
+
+// A document a reprocess task set back to pending names that task on its
+// classification, for the committer to count whether its topics changed.
+func TestClassifyCarriesTheReprocessTask(t *testing.T) {
+	t.Parallel()
+	c := newPipeline(t)
+	doc, err := c.Classify(raw(func(d *contentindex.RawDocument) { d.ReprocessTask = "6f1c2d3e-0000-4000-8000-000000000002" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.ReprocessTask != "6f1c2d3e-0000-4000-8000-000000000002" {
+		t.Errorf("reprocess task = %q, want the raw document's", doc.ReprocessTask)
+	}
+}

@@ -249,7 +249,8 @@ func TestRequeueResetsToPending(t *testing.T) {
 	rawtest.Write(t, s.es, idx, rawtest.Doc("requeue", "requeue-02", time.Now()))
 
 	requeuedAt := time.Now().Add(-time.Second)
-	res, err := s.store.Requeue(ctx, read)
+	const task = "6f1c2d3e-0000-4000-8000-000000000001"
+	res, err := s.store.Requeue(ctx, read, task)
 	if err != nil || len(res) != 3 {
 		t.Fatalf("requeue = %+v, %v", res, err)
 	}
@@ -266,6 +267,10 @@ func TestRequeueResetsToPending(t *testing.T) {
 		if d["classification_status"] != contentindex.StatusPending || d["priority"] != contentindex.PriorityLow ||
 			d["classification_error"] != nil || d["claimed_by"] != nil {
 			t.Errorf("%s after requeue = %v; want pending, low, no error, no claim", id, d)
+		}
+		// The task that set it back is named, for its topics-changed count.
+		if d["reprocess_task"] != task {
+			t.Errorf("%s reprocess_task = %v, want %s", id, d["reprocess_task"], task)
 		}
 		// Its wait counts from the requeue (the poller lag), not its crawl.
 		since, _ := d["pending_since"].(string)

@@ -56,8 +56,11 @@ func (s *Store) Flip(ctx context.Context, changes []Change) ([]esbulk.Result, er
 // claim or an error, each only if it is still at the version it was read
 // at (a reprocess: the documents are classified again after the fresh
 // ones). Each is stamped pending_since now: its wait is counted from the
-// requeue, not from its crawl. The result for docs[i] is results[i].
-func (s *Store) Requeue(ctx context.Context, docs []*domain.RawContent) ([]esbulk.Result, error) {
+// requeue, not from its crawl, and stamped reprocess_task with task, the
+// id of the reprocess task that set it back (its topics changed or not are
+// counted on that task when it is committed again). The result for docs[i]
+// is results[i].
+func (s *Store) Requeue(ctx context.Context, docs []*domain.RawContent, task string) ([]esbulk.Result, error) {
 	ops := make([]esbulk.Op, len(docs))
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, d := range docs {
@@ -65,6 +68,7 @@ func (s *Store) Requeue(ctx context.Context, docs []*domain.RawContent) ([]esbul
 			"classification_status": contentindex.StatusPending,
 			"priority":              contentindex.PriorityLow,
 			"pending_since":         now,
+			"reprocess_task":        task,
 			"claimed_by":            nil,
 			"claimed_at":            nil,
 			"classification_error":  nil,

@@ -129,22 +129,29 @@ type Request struct {
 
 // Task is one request and its progress.
 type Task struct {
-	ID          string     `json:"id"`
-	Source      string     `json:"source"`
-	RawIndex    string     `json:"raw_index"`
-	Scope       string     `json:"scope"`
-	MaxDocs     *int       `json:"max_docs"`
-	Status      string     `json:"status"`
-	Scanned     int64      `json:"scanned"`
-	Requeued    int64      `json:"requeued"`
-	Conflicts   int64      `json:"conflicts"`
-	Errors      int64      `json:"errors"`
-	Error       *string    `json:"error"`
-	Replica     string     `json:"replica"`
-	RequestedBy string     `json:"requested_by"`
-	StartedAt   time.Time  `json:"started_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
+	ID        string `json:"id"`
+	Source    string `json:"source"`
+	RawIndex  string `json:"raw_index"`
+	Scope     string `json:"scope"`
+	MaxDocs   *int   `json:"max_docs"`
+	Status    string `json:"status"`
+	Scanned   int64  `json:"scanned"`
+	Requeued  int64  `json:"requeued"`
+	Conflicts int64  `json:"conflicts"`
+	Errors    int64  `json:"errors"`
+	// Reclassified counts the documents it set back that have been
+	// classified again since, and TopicsChanged those of them whose topic
+	// set differs from their previous classification's. Both grow after
+	// the task ends, as the classifier works through the documents; the
+	// committer adds to them (storage.HistoryRepository.InsertBatch).
+	Reclassified  int64      `json:"reclassified"`
+	TopicsChanged int64      `json:"topics_changed"`
+	Error         *string    `json:"error"`
+	Replica       string     `json:"replica"`
+	RequestedBy   string     `json:"requested_by"`
+	StartedAt     time.Time  `json:"started_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
 	// CancelRequestedBy and CancelRequestedAt are set once an operator
 	// asked to cancel the task (Cancel).
 	CancelRequestedBy *string    `json:"cancel_requested_by"`
@@ -204,7 +211,7 @@ func (r *Runner) Stop(ctx context.Context) error { return r.base.Stop(ctx) }
 // taskColumns are the columns scan reads; the last tells, by the
 // database's clock, whether a running task has stood still for StaleAfter.
 func (r *Runner) taskColumns() string {
-	return fmt.Sprintf(`id, source_name, raw_index, scope, max_docs, status, scanned, requeued, conflicts, errors, error,
+	return fmt.Sprintf(`id, source_name, raw_index, scope, max_docs, status, scanned, requeued, conflicts, errors, reclassified, topics_changed, error,
 	replica, requested_by, started_at, updated_at, finished_at, cancel_requested_by, cancel_requested_at,
 	status = 'running' AND updated_at < NOW() - make_interval(secs => %g)`, r.cfg.StaleAfter.Seconds())
 }
@@ -364,10 +371,24 @@ func (r *Runner) Cancel(ctx context.Context, source, id, by string) (*Task, erro
 	return t, nil
 }
 
-// List returns the latest limit tasks of source, newest first.
-func (r *Runner) List(ctx context.Context, source string, limit int) ([]Task, error) {
+// Cursor is the position after which List continues: the started_at and
+// id of the last task of the previous page.
+type Cursor struct {
+	StartedAt time.Time
+	ID        string
+}
+
+// List returns up to limit tasks of source, newest first: the latest, or
+// those after the cursor when after is set.
+func (r *Runner) List(ctx context.Context, source string, limit int, after *Cursor) ([]Task, error) {
+	var at sql.NullTime
+	var id sql.NullString
+	if after != nil {
+		at, id = sql.NullTime{Time: after.StartedAt, Valid: true}, sql.NullString{String: after.ID, Valid: true}
+	}
 	rows, err := r.cfg.DB.QueryContext(ctx, `SELECT `+r.taskColumns()+` FROM reprocess_tasks WHERE source_name = $1
-		ORDER BY started_at DESC, id DESC LIMIT $2`, source, limit)
+		AND ($3::timestamptz IS NULL OR (started_at, id) < ($3, $4::uuid))
+		ORDER BY started_at DESC, id DESC LIMIT $2`, source, limit, at, id)
 	if err != nil {
 		return nil, fmt.Errorf("list reprocess tasks: %w", err)
 	}
@@ -391,7 +412,7 @@ func (r *Runner) scan(rows *sql.Rows) ([]Task, error) {
 		var cancelBy sql.NullString
 		var stale bool
 		if err := rows.Scan(&t.ID, &t.Source, &t.RawIndex, &t.Scope, &maxDocs, &t.Status, &t.Scanned, &t.Requeued,
-			&t.Conflicts, &t.Errors, &errText, &t.Replica, &t.RequestedBy, &t.StartedAt, &t.UpdatedAt, &finished,
+			&t.Conflicts, &t.Errors, &t.Reclassified, &t.TopicsChanged, &errText, &t.Replica, &t.RequestedBy, &t.StartedAt, &t.UpdatedAt, &finished,
 			&cancelBy, &cancelAt, &stale); err != nil {
 			return nil, err
 		}
@@ -441,7 +462,7 @@ func (r *Runner) execute(ctx context.Context, t *Task) {
 		if t.MaxDocs != nil {
 			docs = docs[:min(len(docs), *t.MaxDocs-int(t.Scanned))]
 		}
-		requeued, conflicts, failed, first, err := r.requeue(ctx, docs)
+		requeued, conflicts, failed, first, err := r.requeue(ctx, t.ID, docs)
 		if err != nil {
 			return false, err
 		}
@@ -514,12 +535,12 @@ func (r *Runner) finish(ctx context.Context, t *Task, status, reason string) {
 		"scanned", t.Scanned, "requeued", t.Requeued, "conflicts", t.Conflicts, "errors", t.Errors, "reason", reason)
 }
 
-// requeue sets docs back to pending with priority low, each only if it is
+// requeue sets docs back to pending with priority low, stamped with task, each only if it is
 // at the version read (rawindex.Store.Requeue). It returns how many were
 // set back, skipped because they changed, and refused otherwise, with the
 // first refusal.
-func (r *Runner) requeue(ctx context.Context, docs []*domain.RawContent) (requeued, conflicts, failed int64, first string, err error) {
-	items, err := r.cfg.Raw.Requeue(ctx, docs)
+func (r *Runner) requeue(ctx context.Context, task string, docs []*domain.RawContent) (requeued, conflicts, failed int64, first string, err error) {
+	items, err := r.cfg.Raw.Requeue(ctx, docs, task)
 	if err != nil {
 		return 0, 0, 0, "", fmt.Errorf("reprocess: %w", err)
 	}

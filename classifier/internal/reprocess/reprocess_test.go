@@ -12,6 +12,7 @@ import (
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/classifier/internal/rawindex"
 	"github.com/north-cloud/classifier/internal/rawtest"
+	"github.com/north-cloud/classifier/internal/storage"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
 	"github.com/north-cloud/infrastructure/lifecycle"
@@ -75,7 +76,7 @@ func TestRequeueIsConditionalOnTheVersionRead(t *testing.T) {
 	}
 	res.Body.Close()
 
-	requeued, conflicts, failed, _, err := b.runner(t, Config{}).requeue(context.Background(), read)
+	requeued, conflicts, failed, _, err := b.runner(t, Config{}).requeue(context.Background(), "task-1", read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,5 +253,113 @@ func TestCancelOfAnAbandonedTaskIsImmediate(t *testing.T) {
 	got, err := r.Cancel(context.Background(), source, id, "ops")
 	if err != nil || got.Status != StatusCancelled || got.FinishedAt == nil {
 		t.Fatalf("Cancel of an abandoned task = %+v, %v; want cancelled at once", got, err)
+	}
+}
+
+// reclassify reads the documents of index that a task set back to
+// pending, checks they name task, and commits their classification
+// history as the committer does: topics[id] is each one's new topic set,
+// under claim. The insert is sent twice, as a retried batch would be.
+func (b *bundle) reclassify(t *testing.T, index, task, claim string, topics map[string][]string) []*domain.RawContent {
+	t.Helper()
+	var read []*domain.RawContent
+	if err := rawtest.Store(t, b.es).Scan(context.Background(), rawindex.ScanQuery{Indices: index,
+		Statuses: []string{contentindex.StatusPending}, Refresh: true}, func(_ context.Context, docs []*domain.RawContent) (bool, error) {
+		read = append(read, docs...)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(read) != len(topics) {
+		t.Fatalf("%d documents pending, want %d", len(read), len(topics))
+	}
+	docs := make([]*domain.ClassifiedContent, 0, len(read))
+	for _, raw := range read {
+		if raw.ReprocessTask != task {
+			t.Fatalf("%s names reprocess task %q, want %s", raw.ID, raw.ReprocessTask, task)
+		}
+		docs = append(docs, &domain.ClassifiedContent{ID: raw.ID, ClaimID: claim, SourceName: raw.SourceName,
+			Index: contentindex.ClassifiedIndexFor(index), ContentType: "article", Topics: topics[raw.ID],
+			ClassifierVersion: "test", ReprocessTask: raw.ReprocessTask})
+	}
+	hist := storage.NewHistoryRepository(b.db)
+	for range 2 {
+		if err := hist.InsertBatch(context.Background(), docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return read
+}
+
+// A run whose documents come out with other topics counts them; a run
+// whose documents come out as before counts 0. Each counts only its own
+// documents, once however often the batch is written, and the history
+// lists both runs newest first, a page at a time.
+func TestTopicsChangedAreCountedPerRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	source := b.prefix + "gazette"
+	index := b.classified(t, source, 3)
+	before := []*domain.ClassifiedContent{}
+	for _, id := range []string{"a", "b", "c"} {
+		before = append(before, &domain.ClassifiedContent{ID: id, ClaimID: "r@1", SourceName: source,
+			Index: contentindex.ClassifiedIndexFor(index), ContentType: "article", Topics: []string{"crime", "local"}, ClassifierVersion: "test"})
+	}
+	if err := storage.NewHistoryRepository(b.db).InsertBatch(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+	r := b.runner(t, Config{})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
+
+	first, err := r.Submit(context.Background(), Request{Source: source, By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, r, source, first.ID)
+	// a gains a topic, b loses one, c keeps its set (in another order).
+	read := b.reclassify(t, index, first.ID, "r@2", map[string][]string{
+		"a": {"crime", "local", "politics"}, "b": {"crime"}, "c": {"local", "crime"}})
+	got, err := r.Get(context.Background(), source, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Requeued != 3 || got.Reclassified != 3 || got.TopicsChanged != 2 {
+		t.Fatalf("first run: requeued %d, reclassified %d, topics changed %d; want 3, 3, 2", got.Requeued, got.Reclassified, got.TopicsChanged)
+	}
+
+	changes := make([]rawindex.Change, len(read))
+	for i, raw := range read {
+		changes[i] = rawindex.Change{Raw: raw, Status: contentindex.StatusClassified}
+	}
+	if _, err := rawtest.Store(t, b.es).Flip(context.Background(), changes); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Submit(context.Background(), Request{Source: source, By: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, r, source, second.ID)
+	b.reclassify(t, index, second.ID, "r@3", map[string][]string{
+		"a": {"politics", "crime", "local"}, "b": {"crime"}, "c": {"crime", "local"}})
+
+	tasks, err := r.List(context.Background(), source, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 2 || tasks[0].ID != second.ID || tasks[1].ID != first.ID {
+		t.Fatalf("history = %+v, want the second run then the first", tasks)
+	}
+	if s := tasks[0]; s.RequestedBy != "bob" || s.Reclassified != 3 || s.TopicsChanged != 0 || s.FinishedAt == nil {
+		t.Errorf("second run = %+v, want bob's, finished, 3 reclassified and 0 topics changed", s)
+	}
+	if f := tasks[1]; f.RequestedBy != "alice" || f.TopicsChanged != 2 {
+		t.Errorf("first run = %+v, want alice's with its 2 topics changed kept", f)
+	}
+	page, err := r.List(context.Background(), source, 1, &Cursor{StartedAt: tasks[0].StartedAt, ID: tasks[0].ID})
+	if err != nil || len(page) != 1 || page[0].ID != first.ID {
+		t.Errorf("the page after the second run = %+v, %v; want the first run", page, err)
 	}
 }

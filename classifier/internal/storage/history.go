@@ -33,6 +33,12 @@ const historyColumns = 11
 // keyed by (index_name, content_id, claim_id): writing the same claim's result twice
 // (a retried batch) is absorbed, while a new claim of the same document after
 // a crash records a new attempt.
+//
+// A document a reprocess task set back to pending (ReprocessTask) is
+// counted on that task in the same statement: reclassified, and
+// topics_changed when its topic set differs from that of its previous
+// history row (none counts as no topics). Only the rows actually inserted
+// are counted, so a retried batch adds nothing.
 func (r *HistoryRepository) InsertBatch(ctx context.Context, docs []*domain.ClassifiedContent) error {
 	if len(docs) == 0 {
 		return nil
@@ -41,7 +47,8 @@ func (r *HistoryRepository) InsertBatch(ctx context.Context, docs []*domain.Clas
 	q.WriteString(`INSERT INTO classification_history
 		(content_id, claim_id, source_name, index_name, content_type, quality_score, topics,
 		 is_crime_related, crime_subcategory, confidence, classifier_version) VALUES `)
-	args := make([]any, 0, len(docs)*historyColumns)
+	args := make([]any, 0, len(docs)*historyColumns+len(docs))
+	var tasks, idx, ids, claims []string
 	for i, d := range docs {
 		if i > 0 {
 			q.WriteString(",")
@@ -49,8 +56,32 @@ func (r *HistoryRepository) InsertBatch(ctx context.Context, docs []*domain.Clas
 		q.WriteString(placeholders(i*historyColumns, historyColumns))
 		args = append(args, d.ID, d.ClaimID, d.SourceName, d.Index, d.ContentType, d.QualityScore,
 			pq.Array(d.Topics), d.IsCrimeRelated, d.CrimeSubcategory, d.Confidence, d.ClassifierVersion)
+		if d.ReprocessTask != "" {
+			tasks, idx = append(tasks, d.ReprocessTask), append(idx, d.Index)
+			ids, claims = append(ids, d.ID), append(claims, d.ClaimID)
+		}
 	}
 	q.WriteString(` ON CONFLICT (index_name, content_id, claim_id) DO NOTHING`)
+	if len(tasks) > 0 {
+		insert := q.String()
+		q.Reset()
+		q.WriteString(`WITH ins AS (` + insert + ` RETURNING index_name, content_id, claim_id, topics)`)
+		// The previous row is read from the statement's snapshot, which
+		// does not hold the rows it inserts.
+		n := len(args)
+		fmt.Fprintf(&q, `, requeued AS (
+			SELECT t.task, ins.topics, (SELECT h.topics FROM classification_history h
+				WHERE h.index_name = ins.index_name AND h.content_id = ins.content_id ORDER BY h.id DESC LIMIT 1) AS previous
+			FROM unnest($%d::text[], $%d::text[], $%d::text[], $%d::text[]) AS t(task, index_name, content_id, claim_id)
+			JOIN ins USING (index_name, content_id, claim_id)),
+		counted AS (
+			SELECT task, COUNT(*) AS reclassified, COUNT(*) FILTER (WHERE NOT (
+				COALESCE(previous, '{}') @> topics AND topics @> COALESCE(previous, '{}'))) AS changed
+			FROM requeued GROUP BY task)
+		UPDATE reprocess_tasks r SET reclassified = r.reclassified + c.reclassified, topics_changed = r.topics_changed + c.changed
+		FROM counted c WHERE r.id::text = c.task`, n+1, n+2, n+3, n+4)
+		args = append(args, pq.Array(tasks), pq.Array(idx), pq.Array(ids), pq.Array(claims))
+	}
 	if _, err := r.db.ExecContext(ctx, q.String(), args...); err != nil {
 		return fmt.Errorf("insert classification history: %w", err)
 	}

@@ -19,6 +19,10 @@ type Vector = { metric: Record<string, string>; value: [number, string] }[]
 
 export interface OverviewSummary {
   range: RangeKey
+  /** The source the per-source parts are narrowed to ('' for every source). */
+  source: string
+  /** The attempts' bucket in seconds (a round time for the range). */
+  bucket_seconds: number
   generated_at: string
   stats: Part<ClassificationStats>
   dlq: Part<DeadLetterStats>
@@ -47,7 +51,9 @@ export function dashboardClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { bas
   const http = createHttpClient({ baseUrl: '/api', ...opts })
   return {
     /** fresh: not the server's few-seconds cache (a page's first load). */
-    overview: (range: RangeKey, fresh = false) => http.get<OverviewSummary>('/overview', { range, fresh: fresh ? '1' : undefined }),
+    /** Every panel over range, the per-source ones of source when given. */
+    overview: (range: RangeKey, fresh = false, source = '') =>
+      http.get<OverviewSummary>('/overview', { range, fresh: fresh ? '1' : undefined, source: source || undefined }),
     find: (id: string) => http.get<FindAnswer>('/find', { id }),
     /** The priority marks of the sources named (one request, however many). */
     sourcePriorities: (sources: string[]) => http.get<PrioritiesAnswer>('/sources/priorities', { source: sources }),

@@ -1,7 +1,6 @@
 // Throughput per source from Prometheus: documents classified, and sent to
 // the outbox to publish (a first or changed classification), per minute
-// over the last THROUGHPUT_WINDOW.
-export const THROUGHPUT_WINDOW = '15m'
+// over the Overview's range.
 
 // The queries are the dashboard server's (dashboard/server/overview.go,
 // overviewQueries): a source's counter series appears with its first

@@ -780,6 +780,50 @@ describe('dashboard', { concurrency: false }, () => {
       const [min, max] = await axis()
       return max - min === 7 * 24 * 3600_000 && (await points()) >= 1
     }, { timeout: 15_000 })
+    // The one picker moves every panel: the attempts chart's buckets span
+    // the week too, and the cards, topics and throughput say 7d.
+    const attempts = page.getByTestId('chart-attempts')
+    const spanOf = async (chart) => Number(await chart.getAttribute('data-x-max')) - Number(await chart.getAttribute('data-x-min'))
+    await waitFor('the attempts chart over the week', async () => (await spanOf(attempts)) >= 7 * 24 * 3600_000 - 2 * 7_200_000, { timeout: 15_000 })
+    await page.getByTestId('overview-classified').getByText('Documents classified (7d)').waitFor()
+    await page.getByRole('heading', { name: 'Topics (7d)' }).waitFor()
+    await page.getByText('Per minute over the last 7d').waitFor()
+    // Ticks on round times: every chart's ticks are multiples of one step
+    // in local time (midnight, 06:00), not wherever eight steps fell.
+    for (const id of ['chart-attempts', 'chart-queues', 'chart-outbox']) {
+      const ticks = (await page.getByTestId(id).getAttribute('data-ticks')).split(',').map(Number)
+      assert.ok(ticks.length >= 3, `${id}: ticks ${ticks}`)
+      const step = ticks[1] - ticks[0]
+      for (const t of ticks) {
+        const local = t - new Date(t).getTimezoneOffset() * 60_000
+        assert.equal(local % Math.min(step, 86_400_000), 0, `${id}: tick ${new Date(t).toISOString()} is not on a round ${step / 60_000} min`)
+      }
+    }
+    // Drag across one chart: every chart zooms to the span dragged, and
+    // Reset zoom shows the week again.
+    const box = await page.getByTestId('chart-queues').locator('canvas').boundingBox()
+    const y = box.y + box.height / 2
+    await page.mouse.move(box.x + box.width * 0.55, y)
+    await page.mouse.down()
+    await page.mouse.move(box.x + box.width * 0.75, y, { steps: 5 })
+    await page.mouse.up()
+    await page.getByTestId('zoom-reset').waitFor()
+    await waitFor('every chart zoomed to the same span', async () => {
+      const spans = await Promise.all(['chart-attempts', 'chart-queues', 'chart-outbox'].map((id) => spanOf(page.getByTestId(id))))
+      return spans.every((x) => x === spans[0] && x > 0 && x < 7 * 24 * 3600_000 / 2)
+    }, { timeout: 15_000 })
+    assert.equal(await page.getByTestId('chart-attempts').getAttribute('data-x-min'), await queues.getAttribute('data-x-min'), 'the charts share the zoom')
+    await page.getByTestId('zoom-reset').click()
+    await waitFor('the week again after Reset zoom', async () => (await spanOf(queues)) === 7 * 24 * 3600_000, { timeout: 15_000 })
+    // One source: the per-source panels narrow to it, the picker lists it.
+    await page.getByTestId('overview-source').selectOption(`${h.prefix}_late`)
+    await page.waitForURL(new RegExp(`source=${h.prefix}_late`))
+    await page.getByTestId('overview-last-minute').getByText(`of ${h.prefix}_late`).waitFor()
+    await waitFor('the throughput table narrowed to the source', async () => {
+      const sources = await page.getByTestId('throughput').locator('tr[data-source]').evaluateAll((rows) => rows.map((r) => r.dataset.source))
+      return sources.length === 1 && sources[0] === `${h.prefix}_late`
+    }, { timeout: 30_000, interval: 1000 })
+    await page.getByTestId('overview-source').selectOption('')
     await page.getByTestId('time-range').selectOption('15m')
     await page.waitForTimeout(500)
     await shot('overview')
@@ -1055,9 +1099,10 @@ describe('dashboard', { concurrency: false }, () => {
     // stats' refresh (a 5 s cache, a 3 s poll): a window, not an event, so
     // it is reported, not asserted. The end state above is asserted.
     console.log(`reprocess: the row showed at most ${maxPending} documents pending while they waited`)
-    // The detail tells the last reprocess.
+    // The detail lists the run: completed, by this operator.
     await page.getByRole('button', { name: `Details of ${bulk}` }).click()
-    await page.getByTestId('last-reprocess').filter({ hasText: new RegExp(`^2,000 documents set back to pending; classified again at low priority · requested by ${h.username} `) }).waitFor()
+    await page.getByTestId('reprocess-history').locator('[data-testid="reprocess-run"][data-status="completed"]')
+      .filter({ hasText: `Requested by ${h.username}` }).waitFor()
     await page.keyboard.press('Escape')
 
     // A refusal is said in the dialog: another task of the source is running
@@ -1129,6 +1174,44 @@ describe('dashboard', { concurrency: false }, () => {
       const left = (await h.es('POST', `/${bulk}_raw_content/_count`, { query: { terms: { classification_status: ['pending', 'processing'] } } })).count
       return left === 0
     }, { timeout: 180_000, interval: 2000 })
+  })
+
+  test('a source\'s reprocess history lists both runs, newest first, each with who, when and its figures, at 1280 and 390 px', async () => {
+    const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    // The two runs of the steps above: the completed one, then the cancelled one.
+    const { tasks } = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body
+    assert.deepEqual(tasks.map((t) => t.status), ['cancelled', 'completed'])
+    // Every document of the completed run was classified again (the step
+    // above waited for it), some of them perhaps with other topics (the
+    // rule steps before may have changed them); the cancelled run's too.
+    assert.equal(tasks[1].reclassified, BULK, JSON.stringify(tasks[1]))
+    assert.ok(tasks[1].topics_changed >= 0 && tasks[1].topics_changed <= BULK, JSON.stringify(tasks[1]))
+    assert.ok(tasks[0].reclassified > 0 && tasks[0].reclassified <= tasks[0].requeued, JSON.stringify(tasks[0]))
+    console.log(`reprocess history: ${tasks.map((t) => `${t.status}: ${t.requeued} requeued, ${t.reclassified} classified again, ${t.topics_changed} with other topics`).join('; ')}`)
+    const figures = ['scanned', 'requeued', 'conflicts', 'reclassified', 'topics_changed']
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 })
+      await goto(`/sources?q=${bulk}&open=${bulk}`)
+      const runs = page.getByTestId('reprocess-history').getByTestId('reprocess-run')
+      await waitFor(`the history of ${bulk} to list its two runs at ${width} px`, async () => (await runs.count()) === 2, { timeout: 30_000, interval: 500 })
+      for (const [i, t] of tasks.entries()) {
+        const run = runs.nth(i)
+        assert.equal(await run.getAttribute('data-task'), t.id, `run ${i} is ${t.id}, newest first`)
+        assert.equal(await run.getAttribute('data-status'), t.status)
+        const who = await run.getByTestId('reprocess-run-who').innerText()
+        assert.match(who, new RegExp(`^Requested by ${h.username}; started .+, ended .+$`))
+        assert.equal(await run.locator('time').first().getAttribute('datetime'), t.started_at)
+        assert.equal(await run.locator('time').nth(1).getAttribute('datetime'), t.finished_at)
+        for (const f of figures) {
+          assert.equal(await run.locator(`[data-figure="${f}"]`).innerText(), t[f].toLocaleString('en-US'), `${t.status} run: ${f}`)
+        }
+      }
+      assert.equal(await pageOverflow(page), 0, `page overflow at ${width} px: ${await overflowing(page)}`)
+      assert.deepEqual(await axeViolations(page), [])
+      await shot(`sources-reprocess-history-${width}`)
+    }
+    await page.setViewportSize({ width: 1440, height: 900 })
+    await page.keyboard.press('Escape')
   })
 
   test('a service that is down is named where its figures were, never shown as a number; the Sources table stands on the index-manager', async () => {

@@ -70,6 +70,15 @@ describe('sources', () => {
     expect(reprocessSummary(done, 2000, 0)).toBe('2,000 documents set back to pending and classified again')
     expect([reprocessPhase('running', 5), reprocessPhase('completed', 5), reprocessPhase('completed', 0), reprocessPhase('failed', 0)]).toEqual(['requeueing', 'classifying', 'done', 'stopped'])
   })
+  it('lists a reprocess run\'s figures, what its documents became included; refusals only when there were some', async () => {
+    const { reprocessRunFigures, reprocessTone } = await import('@/lib/sources')
+    const run = { scanned: 2000, requeued: 1990, conflicts: 10, errors: 0, reclassified: 1990, topics_changed: 37 }
+    expect(reprocessRunFigures(run).map((f) => [f.key, f.value])).toEqual([
+      ['scanned', 2000], ['requeued', 1990], ['conflicts', 10], ['reclassified', 1990], ['topics_changed', 37]])
+    expect(reprocessRunFigures({ ...run, errors: 3 }).find((f) => f.key === 'errors')).toEqual({ key: 'errors', label: 'Refused', value: 3 })
+    expect([reprocessTone('completed'), reprocessTone('running'), reprocessTone('cancelled'), reprocessTone('failed'), reprocessTone('abandoned')])
+      .toEqual(['success', 'info', 'warning', 'danger', 'danger'])
+  })
   it('tones the reputation on its 0..1 scale', () => {
     expect([reputationTone(0.9), reputationTone(0.5), reputationTone(0.1)]).toEqual(['success', 'warning', 'danger'])
   })

@@ -47,8 +47,9 @@ export function createClassifierApi(http: HttpClient) {
     /** Starts a reprocess (202 with the running task); 409 while one of the source runs, 429 when the replica is busy. */
     reprocessSource: (source: string, req: ReprocessRequest = {}) =>
       http.post<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess`, req),
-    /** The source's latest reprocess tasks, newest first. */
-    listReprocessTasks: (source: string) => http.get<ReprocessTaskList>(`/api/v1/sources/${seg(source)}/reprocess`),
+    /** The source's reprocess tasks, newest first, a page at a time (cursor: the previous page's next_cursor). */
+    listReprocessTasks: (source: string, page: { limit?: number; cursor?: string } = {}) =>
+      http.get<ReprocessTaskList>(`/api/v1/sources/${seg(source)}/reprocess`, { ...page }),
     getReprocessTask: (source: string, id: string) => http.get<ReprocessTask>(`/api/v1/sources/${seg(source)}/reprocess/${seg(id)}`),
     /** Asks to cancel a running task (202; it ends as cancelled after its current page); 409 once it has ended. */
     cancelReprocessTask: (source: string, id: string) =>

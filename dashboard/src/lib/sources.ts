@@ -256,3 +256,38 @@ export const SOURCE_COLUMNS: SourceColumn[] = [
   { key: 'attempts', label: 'Attempts', title: 'Classification attempts, reloads and retries included', right: true },
   { key: 'lastSeen', label: 'Last classified' },
 ]
+
+/** One figure of a reprocess run, as its history lists it. */
+export interface RunFigure {
+  key: 'scanned' | 'requeued' | 'conflicts' | 'errors' | 'reclassified' | 'topics_changed'
+  label: string
+  value: number
+}
+
+/**
+ * A reprocess run's figures, in the order they happen: read, set back to
+ * pending, left alone, refused; then what its documents became: classified
+ * again, and of those with other topics than before. Refusals show only
+ * when there were any.
+ */
+export function reprocessRunFigures(task: Pick<ReprocessTask, 'scanned' | 'requeued' | 'conflicts' | 'errors' | 'reclassified' | 'topics_changed'>): RunFigure[] {
+  const figures: RunFigure[] = [
+    { key: 'scanned', label: 'Scanned', value: task.scanned },
+    { key: 'requeued', label: 'Requeued', value: task.requeued },
+    { key: 'conflicts', label: 'Conflicts', value: task.conflicts },
+    { key: 'errors', label: 'Refused', value: task.errors },
+    { key: 'reclassified', label: 'Classified again', value: task.reclassified },
+    { key: 'topics_changed', label: 'Topics changed', value: task.topics_changed },
+  ]
+  return figures.filter((f) => f.key !== 'errors' || f.value > 0)
+}
+
+/** A run's status as a badge tone. */
+export function reprocessTone(status: ReprocessTask['status']): 'success' | 'info' | 'warning' | 'danger' {
+  switch (status) {
+    case 'completed': return 'success'
+    case 'running': return 'info'
+    case 'cancelled': return 'warning'
+    default: return 'danger'
+  }
+}

@@ -328,6 +328,10 @@ export interface ReprocessTask {
   conflicts: number
   /** Documents Elasticsearch refused to change. */
   errors: number
+  /** Of the requeued documents, those classified again since (grows after the task ends). */
+  reclassified: number
+  /** Of the reclassified documents, those whose topic set differs from their previous classification's. */
+  topics_changed: number
   error: string | null
   replica: string
   requested_by: string
@@ -341,6 +345,8 @@ export interface ReprocessTask {
 
 export interface ReprocessTaskList {
   tasks: ReprocessTask[]
+  /** Continues the list (older runs); null on the last page. */
+  next_cursor: string | null
 }
 
 /** Why a document is offered for a label (GET /api/v1/labels/candidates). */

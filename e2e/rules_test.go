@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // TestRuleEditChangesNextClassification creates a rule through the running
 // classifier's API and sees it change the classification of the next
 // document, with no restart; an unprocessable document shows up in the DLQ
-// API and can be requeued there.
+// API, where its retry is refused: VALIDATION_ERROR is permanent.
 func TestRuleEditChangesNextClassification(t *testing.T) {
 	t.Parallel()
 	classifierDB := testenv.Postgres(t)
@@ -85,7 +86,7 @@ func TestRuleEditChangesNextClassification(t *testing.T) {
 		t.Errorf("document classified after the rule was created has topics %v, want aviation", after.Topics)
 	}
 
-	// An unprocessable document lands in the DLQ, visible and requeueable.
+	// An unprocessable document lands in the DLQ, visible, and not retried.
 	putRaw(t, es, source, "ftp", "ftp://air.example.com/c", text)
 	var page struct {
 		Entries []struct {
@@ -101,9 +102,11 @@ func TestRuleEditChangesNextClassification(t *testing.T) {
 	if page.Entries[0].ContentID != "ftp" || page.Entries[0].ErrorCode != "VALIDATION_ERROR" {
 		t.Errorf("DLQ entry = %+v, want ftp with VALIDATION_ERROR", page.Entries[0])
 	}
-	var requeued map[string]int
-	if code := api("POST", "/dlq/"+page.Entries[0].ID+"/requeue", nil, &requeued); code != 200 || requeued["requeued"] != 1 {
-		t.Errorf("requeue = %d %v", code, requeued)
+	var refused struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := api("POST", "/dlq/"+page.Entries[0].ID+"/requeue", nil, &refused); code != 409 || !strings.Contains(refused.Error.Message, "VALIDATION_ERROR is permanent") {
+		t.Errorf("requeue of a VALIDATION_ERROR entry = %d %+v, want 409 with the reason", code, refused)
 	}
 }
 

@@ -2,8 +2,12 @@ package deadletter
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/north-cloud/classifier/internal/domain"
 	"github.com/north-cloud/infrastructure/sqlwhere"
@@ -89,14 +93,43 @@ func (r *Repository) List(ctx context.Context, f Filter, after *Cursor, limit in
 // never retryable (a validation error) gets one attempt; a permanent one
 // gets its code's retries back and a new streak.
 func (r *Repository) Requeue(ctx context.Context, id string) error {
-	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE id = $1::uuid`, id)
+	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE id = $1::uuid AND error_code <> ALL($2)`,
+		id, pq.Array(permanentCodes()))
 	if err != nil {
 		return fmt.Errorf("requeue dead letter %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
 	}
-	return nil
+	var code domain.ErrorCode
+	switch err := r.db.QueryRowContext(ctx, `SELECT error_code FROM dead_letter_queue WHERE id = $1::uuid`, id).Scan(&code); {
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return fmt.Errorf("requeue dead letter %s: %w", id, err)
+	}
+	return &PermanentError{ID: id, Code: code}
+}
+
+// PermanentError refuses the retry of an entry whose error code is
+// permanent (domain.ErrorCode.Permanent).
+type PermanentError struct {
+	ID   string
+	Code domain.ErrorCode
+}
+
+func (e *PermanentError) Error() string {
+	return fmt.Sprintf("dead letter %s is not retried: %s", e.ID, e.Code.NotRetryableReason())
+}
+
+// permanentCodes are domain.PermanentCodes as text.
+func permanentCodes() []string {
+	codes := domain.PermanentCodes()
+	out := make([]string, len(codes))
+	for i, c := range codes {
+		out[i] = string(c)
+	}
+	return out
 }
 
 // requeueSet is the SET clause of a re-queue.
@@ -106,14 +139,47 @@ func requeueSet() string {
 		next_retry_at = NOW(), failure_streak = 0, permanent_reason = NULL, permanent_at = NULL`, domain.MaxRetriesDefault)
 }
 
-// RequeueMatching requeues every entry matching f and returns how many.
-func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (int64, error) {
+// Requeued is what a bulk requeue did: the entries re-queued, and those
+// matching the filter it skipped because their error code is permanent,
+// by code.
+type Requeued struct {
+	Requeued int64            `json:"requeued"`
+	Skipped  int64            `json:"skipped"`
+	ByCode   map[string]int64 `json:"skipped_by_code"`
+}
+
+// RequeueMatching requeues every entry matching f whose error code is not
+// permanent, and says how many it requeued and skipped, in one statement.
+func (r *Repository) RequeueMatching(ctx context.Context, f Filter) (Requeued, error) {
 	w := f.where()
-	res, err := r.db.ExecContext(ctx, `UPDATE dead_letter_queue SET `+requeueSet()+` WHERE `+w.Cond(), w.Args()...)
+	codes := w.Arg(pq.Array(permanentCodes()))
+	rows, err := r.db.QueryContext(ctx, `WITH matched AS (SELECT id, error_code FROM dead_letter_queue WHERE `+w.Cond()+`),
+		done AS (UPDATE dead_letter_queue SET `+requeueSet()+`
+			WHERE id IN (SELECT id FROM matched WHERE error_code <> ALL(`+codes+`)) RETURNING 1)
+		SELECT '', COUNT(*) FROM done
+		UNION ALL SELECT error_code, COUNT(*) FROM matched WHERE error_code = ANY(`+codes+`) GROUP BY error_code`, w.Args()...)
 	if err != nil {
-		return 0, fmt.Errorf("requeue dead letters: %w", err)
+		return Requeued{}, fmt.Errorf("requeue dead letters: %w", err)
 	}
-	return res.RowsAffected()
+	defer rows.Close()
+	out := Requeued{ByCode: map[string]int64{}}
+	for rows.Next() {
+		var code string
+		var n int64
+		if err := rows.Scan(&code, &n); err != nil {
+			return Requeued{}, fmt.Errorf("requeue dead letters: %w", err)
+		}
+		if code == "" {
+			out.Requeued = n
+			continue
+		}
+		out.ByCode[code] = n
+		out.Skipped += n
+	}
+	if err := rows.Err(); err != nil {
+		return Requeued{}, fmt.Errorf("requeue dead letters: %w", err)
+	}
+	return out, nil
 }
 
 // DeleteMatching deletes every entry matching f and returns how many; the

@@ -478,6 +478,10 @@ func (r *Repository) scanEntries(rows *sql.Rows) ([]domain.DeadLetterEntry, erro
 		}
 		e.Exhausted = e.RetryCount >= e.MaxRetries
 		e.Policy = r.cfg.Policies.For(e.ErrorCode)
+		e.Retryable = !e.ErrorCode.Permanent()
+		if why := e.ErrorCode.NotRetryableReason(); why != "" {
+			e.RetryRefusal = &why
+		}
 		if a, ok := admission.AssessFailure(e.ErrorCode == domain.ErrorCodeValidation, e.ErrorMessage); ok {
 			e.ProcessingStrategy, e.IsProcessable, e.FailureReason = string(a.Strategy), &a.Processable, a.Reason
 		}

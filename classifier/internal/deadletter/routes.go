@@ -55,9 +55,9 @@ type routes struct{ RoutesConfig }
 //
 //	GET    /dlq             entries, newest first, filtered and paged
 //	GET    /dlq/stats       the queue at a glance
-//	POST   /dlq/requeue     requeue every entry matching a filter
+//	POST   /dlq/requeue     requeue every entry matching a filter, skipping permanent error codes
 //	POST   /dlq/delete      delete every entry matching a filter
-//	POST   /dlq/:id/requeue requeue one entry
+//	POST   /dlq/:id/requeue requeue one entry (409 for a permanent error code)
 //	DELETE /dlq/:id         delete one entry
 func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
 	var errs []error
@@ -222,7 +222,13 @@ func (h *routes) requeueOne(c *gin.Context) {
 	}
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
-	if err := h.Repository.Requeue(ctx, id); err != nil {
+	var permanent *PermanentError
+	switch err := h.Repository.Requeue(ctx, id); {
+	case errors.As(err, &permanent):
+		h.Logger.InfoContext(ctx, "dead letter retry refused: its error is permanent", "dlq_id", id, "error_code", permanent.Code, "by", auth.Subject(c))
+		httpserver.WriteError(c, http.StatusConflict, httpserver.CodeConflict, permanent.Error())
+		return
+	case err != nil:
 		h.fail(c, "requeue dead letter", err)
 		return
 	}
@@ -289,13 +295,19 @@ func (h *routes) requeueMatching(c *gin.Context) {
 	}
 	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
 	defer cancel()
-	n, err := h.Repository.RequeueMatching(ctx, f)
+	res, err := h.Repository.RequeueMatching(ctx, f)
 	if err != nil {
 		h.fail(c, "requeue dead letters", err)
 		return
 	}
-	h.Logger.InfoContext(ctx, "dead letters requeued", "count", n, "source", f.Source, "no_source", f.NoSource, "error_code", f.ErrorCode, "index", f.Index, "all", all, "by", auth.Subject(c))
-	c.JSON(http.StatusOK, gin.H{"requeued": n})
+	h.Logger.InfoContext(ctx, "dead letters requeued", "count", res.Requeued, "skipped_permanent", res.Skipped, "source", f.Source, "no_source", f.NoSource,
+		"error_code", f.ErrorCode, "index", f.Index, "all", all, "by", auth.Subject(c))
+	body := gin.H{"requeued": res.Requeued, "skipped": res.Skipped, "skipped_by_code": res.ByCode, "skipped_reason": nil}
+	if res.Skipped > 0 {
+		body["skipped_reason"] = fmt.Sprintf("%d matching entries were not re-queued: their error codes are permanent (%s), so a retry cannot succeed",
+			res.Skipped, strings.Join(permanentCodes(), ", "))
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 // deleteMatching deletes every entry matching the body's filter (POST

@@ -85,6 +85,11 @@ type DeadLetterEntry struct {
 	ProcessingStrategy string `json:"processing_strategy,omitempty"`
 	IsProcessable      *bool  `json:"is_processable,omitempty"`
 	FailureReason      string `json:"failure_reason,omitempty"`
+	// Retryable is false when the entry's error code is permanent
+	// (ErrorCode.Permanent): an operator's retry of it is refused, and
+	// RetryRefusal says why.
+	Retryable    bool    `json:"retryable"`
+	RetryRefusal *string `json:"retry_refusal"`
 	// Policy is the entry's retry schedule: its error code's
 	// (DefaultRetryPolicy, or the repository's override).
 	Policy RetryPolicy `json:"-"`

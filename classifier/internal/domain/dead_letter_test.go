@@ -51,3 +51,20 @@ func TestDeadLetterEntrySchedule(t *testing.T) {
 		t.Errorf("override NextRetryDelay = %s, want 1m (30s doubled twice, capped)", got)
 	}
 }
+
+// A failure that cannot be undone by classifying the same document again is
+// permanent, with the reason; an outage or a fault of ours is not.
+func TestPermanentErrorCodes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []domain.ErrorCode{domain.ErrorCodeValidation, domain.ErrorCodeNotFound} {
+		if !c.Permanent() || !strings.Contains(c.NotRetryableReason(), string(c)+" is permanent") {
+			t.Errorf("%s: permanent %t, reason %q; want permanent with its reason", c, c.Permanent(), c.NotRetryableReason())
+		}
+	}
+	for _, c := range []domain.ErrorCode{domain.ErrorCodeESTimeout, domain.ErrorCodeESUnavailable, domain.ErrorCodeRulePanic,
+		domain.ErrorCodeQualityError, domain.ErrorCodeUnknown, domain.ErrorCodeDB, domain.ErrorCodeStalled} {
+		if c.Permanent() || c.NotRetryableReason() != "" {
+			t.Errorf("%s is permanent; want retryable", c)
+		}
+	}
+}

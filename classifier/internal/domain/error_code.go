@@ -22,3 +22,29 @@ const (
 	// time): it is set aside instead of taking down more replicas.
 	ErrorCodeStalled ErrorCode = "STALLED"
 )
+
+// Permanent reports whether a failure with code cannot be undone by
+// classifying the same document again: VALIDATION_ERROR (the door refused
+// the document as it is) and NOT_FOUND (the document no longer exists).
+// Their entries get no automatic retries (DefaultRetryPolicy), and an
+// operator's retry of one is refused (package deadletter): only a new
+// crawl of the document, which writes it again as pending, can change the
+// outcome.
+func (c ErrorCode) Permanent() bool {
+	return c == ErrorCodeValidation || c == ErrorCodeNotFound
+}
+
+// PermanentCodes lists the codes whose failures are Permanent.
+func PermanentCodes() []ErrorCode { return []ErrorCode{ErrorCodeValidation, ErrorCodeNotFound} }
+
+// NotRetryableReason says why an entry with code is not retried, or ""
+// when it may be.
+func (c ErrorCode) NotRetryableReason() string {
+	switch c {
+	case ErrorCodeValidation:
+		return "VALIDATION_ERROR is permanent: the document was refused as it is, and a retry classifies the same document; a new crawl of it is classified on its own"
+	case ErrorCodeNotFound:
+		return "NOT_FOUND is permanent: the document no longer exists in its raw index, so there is nothing to classify again"
+	}
+	return ""
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"github.com/north-cloud/classifier/internal/dbtest"
 	"net/http"
 	"net/http/httptest"
@@ -131,12 +132,23 @@ func (b *bundle) seed(t *testing.T) {
 }
 
 type entry struct {
-	ID         string `json:"id"`
-	ContentID  string `json:"content_id"`
-	ErrorCode  string `json:"error_code"`
-	RetryCount int    `json:"retry_count"`
-	MaxRetries int    `json:"max_retries"`
-	Exhausted  bool   `json:"exhausted"`
+	ID           string  `json:"id"`
+	ContentID    string  `json:"content_id"`
+	ErrorCode    string  `json:"error_code"`
+	RetryCount   int     `json:"retry_count"`
+	MaxRetries   int     `json:"max_retries"`
+	Exhausted    bool    `json:"exhausted"`
+	Retryable    bool    `json:"retryable"`
+	RetryRefusal *string `json:"retry_refusal"`
+}
+
+// bulkResult is the answer of POST /dlq/requeue and POST /dlq/delete.
+type bulkResult struct {
+	Requeued      int            `json:"requeued"`
+	Deleted       int            `json:"deleted"`
+	Skipped       int            `json:"skipped"`
+	SkippedByCode map[string]int `json:"skipped_by_code"`
+	SkippedReason *string        `json:"skipped_reason"`
 }
 
 type page struct {
@@ -227,24 +239,49 @@ func TestDeadLetterStatsRequeueAndDelete(t *testing.T) {
 		t.Errorf("stats = %+v", s)
 	}
 
-	// Requeue the validation failure: it gets one attempt, due now.
+	// The validation failure is permanent: it is listed as not retryable,
+	// with the reason, and its retry is refused with 409 and the reason,
+	// leaving it as it was.
 	var p page
 	b.do(t, "GET", "/api/v1/dlq?exhausted=true", nil, &p)
-	var resp map[string]int
-	if code := b.do(t, "POST", "/api/v1/dlq/"+p.Entries[0].ID+"/requeue", nil, &resp); code != 200 || resp["requeued"] != 1 {
-		t.Fatalf("requeue one = %d %v", code, resp)
+	if len(p.Entries) != 1 || p.Entries[0].ErrorCode != "VALIDATION_ERROR" || p.Entries[0].Retryable || p.Entries[0].RetryRefusal == nil ||
+		!strings.Contains(*p.Entries[0].RetryRefusal, "permanent") {
+		t.Fatalf("exhausted entries = %+v, want the VALIDATION_ERROR one, not retryable, with the reason", p.Entries)
+	}
+	var refused struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := b.do(t, "POST", "/api/v1/dlq/"+p.Entries[0].ID+"/requeue", nil, &refused); code != 409 || refused.Error.Code != "conflict" ||
+		!strings.Contains(refused.Error.Message, "VALIDATION_ERROR is permanent") {
+		t.Fatalf("requeue of a VALIDATION_ERROR entry = %d %+v, want 409 with the reason", code, refused)
 	}
 	var maxRetries int
 	var due bool
-	if err := b.db.QueryRow(`SELECT max_retries, next_retry_at <= NOW() FROM dead_letter_queue WHERE content_id = 'bad-url'`).Scan(&maxRetries, &due); err != nil || maxRetries != 1 || !due {
-		t.Errorf("after requeue: max_retries=%d due=%t err=%v, want 1 and due", maxRetries, due, err)
+	if err := b.db.QueryRow(`SELECT max_retries, next_retry_at <= NOW() FROM dead_letter_queue WHERE content_id = 'bad-url'`).Scan(&maxRetries, &due); err != nil || maxRetries != 0 || due {
+		t.Errorf("after the refused requeue: max_retries=%d due=%t err=%v, want 0 and not due", maxRetries, due, err)
+	}
+	// A retryable entry is re-queued: due now.
+	b.do(t, "GET", "/api/v1/dlq?error_code=RULE_PANIC", nil, &p)
+	var resp map[string]any
+	if code := b.do(t, "POST", "/api/v1/dlq/"+p.Entries[0].ID+"/requeue", nil, &resp); code != 200 || resp["requeued"] != float64(1) || !p.Entries[0].Retryable {
+		t.Fatalf("requeue one = %d %v (retryable %t)", code, resp, p.Entries[0].Retryable)
+	}
+	// Beta's entries by filter: the RULE_PANIC one is re-queued, the
+	// VALIDATION_ERROR one skipped and counted, with the reason.
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"source": "beta"}, &resp); code != 200 || resp["requeued"] != float64(1) ||
+		resp["skipped"] != float64(1) || resp["skipped_by_code"].(map[string]any)["VALIDATION_ERROR"] != float64(1) ||
+		!strings.Contains(fmt.Sprint(resp["skipped_reason"]), "permanent") {
+		t.Fatalf("requeue source=beta = %d %v, want 1 re-queued and the VALIDATION_ERROR one skipped with the reason", code, resp)
+	}
+	if err := b.db.QueryRow(`SELECT max_retries FROM dead_letter_queue WHERE content_id = 'bad-url'`).Scan(&maxRetries); err != nil || maxRetries != 0 {
+		t.Errorf("the skipped entry: max_retries=%d err=%v, want 0 (untouched)", maxRetries, err)
 	}
 
 	// Requeue everything from alpha by filter.
 	if _, err := b.db.Exec(`UPDATE dead_letter_queue SET retry_count = 3, next_retry_at = NOW() + INTERVAL '1 hour' WHERE source_name = 'alpha'`); err != nil {
 		t.Fatal(err)
 	}
-	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"source": "alpha"}, &resp); code != 200 || resp["requeued"] != 5 {
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"source": "alpha"}, &resp); code != 200 || resp["requeued"] != float64(5) || resp["skipped"] != float64(0) {
 		t.Fatalf("requeue by filter = %d %v, want 5", code, resp)
 	}
 	var reset int
@@ -380,9 +417,9 @@ func TestHostileInput(t *testing.T) {
 	if err := b.db.QueryRow(`SELECT COUNT(*) FROM dead_letter_queue WHERE retry_count = 0`).Scan(&due); err != nil || due != 0 {
 		t.Fatalf("a refused request re-queued %d entries (%v)", due, err)
 	}
-	var resp map[string]int
-	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"all": true}, &resp); code != 200 || resp["requeued"] != 7 {
-		t.Errorf(`requeue with "all": %d %v, want 7`, code, resp)
+	var resp bulkResult
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"all": true}, &resp); code != 200 || resp.Requeued != 6 || resp.Skipped != 1 {
+		t.Errorf(`requeue with "all": %d %+v, want 6 re-queued and the VALIDATION_ERROR one skipped`, code, resp)
 	}
 }
 
@@ -419,8 +456,8 @@ func TestDeadLetterNoSourceAndDeleteByFilter(t *testing.T) {
 	}
 
 	// Delete by filter: the nameless entries of one error code, then refusals.
-	var resp map[string]int
-	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"no_source": true, "error_code": "RULE_PANIC"}, &resp); code != 200 || resp["deleted"] != 1 {
+	var resp bulkResult
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"no_source": true, "error_code": "RULE_PANIC"}, &resp); code != 200 || resp.Deleted != 1 {
 		t.Fatalf("delete no_source+RULE_PANIC = %d %v, want 1", code, resp)
 	}
 	count := func(where string) int {
@@ -436,10 +473,10 @@ func TestDeadLetterNoSourceAndDeleteByFilter(t *testing.T) {
 	if n := count("error_code = 'RULE_PANIC'"); n != 1 {
 		t.Errorf("RULE_PANIC entries = %d, want beta's 1 kept", n)
 	}
-	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"no_source": true}, &resp); code != 200 || resp["requeued"] != 1 {
-		t.Errorf("requeue no_source = %d %v, want 1", code, resp)
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"no_source": true}, &resp); code != 200 || resp.Requeued != 0 || resp.SkippedByCode["VALIDATION_ERROR"] != 1 {
+		t.Errorf("requeue no_source = %d %+v, want nameless-1 skipped: VALIDATION_ERROR is permanent", code, resp)
 	}
-	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"source": "alpha"}, &resp); code != 200 || resp["deleted"] != 5 {
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"source": "alpha"}, &resp); code != 200 || resp.Deleted != 5 {
 		t.Fatalf("delete source=alpha = %d %v, want 5", code, resp)
 	}
 	if n := count("TRUE"); n != 3 {
@@ -453,7 +490,7 @@ func TestDeadLetterNoSourceAndDeleteByFilter(t *testing.T) {
 	if n := count("TRUE"); n != 3 {
 		t.Errorf("entries left after refusals = %d, want 3", n)
 	}
-	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"all": true}, &resp); code != 200 || resp["deleted"] != 3 {
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"all": true}, &resp); code != 200 || resp.Deleted != 3 {
 		t.Errorf("delete all = %d %v, want 3", code, resp)
 	}
 }
@@ -475,9 +512,9 @@ func TestDeadLetterByIndex(t *testing.T) {
 	if code := b.do(t, "GET", "/api/v1/dlq?index=alpha_raw_content", nil, &p); code != 200 || len(p.Entries) != 6 {
 		t.Fatalf("GET ?index=alpha_raw_content = %d, %d entries, want alpha's 5 and the nameless one", code, len(p.Entries))
 	}
-	var resp map[string]int
-	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"index": "alpha_raw_content", "error_code": "VALIDATION_ERROR"}, &resp); code != 200 || resp["requeued"] != 1 {
-		t.Errorf("requeue index+VALIDATION_ERROR = %d %v, want the nameless one", code, resp)
+	var resp bulkResult
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"index": "alpha_raw_content", "error_code": "VALIDATION_ERROR"}, &resp); code != 200 || resp.Requeued != 0 || resp.Skipped != 1 || resp.SkippedReason == nil {
+		t.Errorf("requeue index+VALIDATION_ERROR = %d %+v, want the nameless one skipped with the reason", code, resp)
 	}
 	long := `{"index":"` + strings.Repeat("x", 256) + `"}`
 	if code, errCode := b.doRaw(t, "POST", "/api/v1/dlq/delete", long); code != 400 {
@@ -486,7 +523,7 @@ func TestDeadLetterByIndex(t *testing.T) {
 	if code, errCode := b.doRaw(t, "POST", "/api/v1/dlq/delete", `{"all":true,"index":"alpha_raw_content"}`); code != 400 {
 		t.Errorf("delete all with an index = %d %q, want 400", code, errCode)
 	}
-	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"index": "alpha_raw_content"}, &resp); code != 200 || resp["deleted"] != 6 {
+	if code := b.do(t, "POST", "/api/v1/dlq/delete", map[string]any{"index": "alpha_raw_content"}, &resp); code != 200 || resp.Deleted != 6 {
 		t.Fatalf("delete index=alpha_raw_content = %d %v, want 6", code, resp)
 	}
 	var left []string

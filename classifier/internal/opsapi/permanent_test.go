@@ -50,8 +50,8 @@ func TestPermanentEntriesThroughTheAPI(t *testing.T) {
 	if code, ec := b.doRaw(t, "GET", "/api/v1/dlq?permanent=sometimes", ""); code != 400 || ec != "bad_request" {
 		t.Errorf("permanent=sometimes = %d %s, want 400 bad_request", code, ec)
 	}
-	var resp map[string]int
-	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"permanent": true}, &resp); code != 200 || resp["requeued"] != 1 {
+	var resp bulkResult
+	if code := b.do(t, "POST", "/api/v1/dlq/requeue", map[string]any{"permanent": true}, &resp); code != 200 || resp.Requeued != 1 {
 		t.Fatalf("requeue permanent = %d %v, want 1", code, resp)
 	}
 	b.do(t, "GET", "/api/v1/dlq?content_id=poison", nil, &p)

@@ -24,12 +24,12 @@ import (
 
 // The soak's knobs (scripts/soak.sh sets them): how long it runs, the
 // steady arrival rate, and how often a fault is injected. Without
-// SOAK_DURATION the soak is the test command's short version: 110 s at 20
-// documents a second, a fault every 20 s (each of the five once).
+// SOAK_DURATION the soak is the test command's short version: 130 s at 20
+// documents a second, a fault every 20 s (each of the six once).
 const (
 	soakRateDefault       = 100
 	soakFaultEveryDefault = 5 * time.Minute
-	soakShortDuration     = 110 * time.Second
+	soakShortDuration     = 130 * time.Second
 	soakShortRate         = 20
 	soakShortFaultEvery   = 20 * time.Second
 	soakSampleEvery       = 10 * time.Second
@@ -40,11 +40,13 @@ const (
 
 // TestSoak runs the pipeline at a steady arrival rate for SOAK_DURATION
 // (scripts/soak.sh: `scripts/soak.sh 1h`; without it, the test command's
-// 110 s) with a fault every SOAK_FAULT_EVERY, in turn: a classifier
+// 130 s) with a fault every SOAK_FAULT_EVERY, in turn: a classifier
 // replica SIGKILLed and started again, the publisher SIGKILLed and started
 // again, the Postgres of both services restarted (a private cluster), a
 // classifier replica frozen (SIGSTOP) for 20 s, Redis restarted (a private
-// server with an append-only file, stopped for 2 s). The publisher mirrors
+// server with an append-only file, stopped for 2 s), Elasticsearch
+// restarted (a private node, stopped with SIGTERM and started again; the
+// loader, as a crawler would, writes again what it did not take). The publisher mirrors
 // every message to its channel's stream (PUBLISHER_STREAM_MIRROR), which a
 // reader follows beside the pub/sub subscriber: a message published while
 // the subscriber was reconnecting after the Redis restart is lost to it,
@@ -60,9 +62,7 @@ const (
 // The figures are reported, not asserted: a soak states what a long run
 // did on this machine.
 //
-// Not injected yet: an Elasticsearch restart (TestChaosDeliversEverything
-// covers one; the soak shares the test command's Elasticsearch), a slow
-// disk or network.
+// Not injected yet: a slow disk or network.
 func TestSoak(t *testing.T) {
 	t.Parallel()
 	duration, rate, faultEvery := soakShortDuration, soakShortRate, soakShortFaultEvery
@@ -90,6 +90,9 @@ func TestSoak(t *testing.T) {
 	st.classifierDB = pg.URL("classifier", "classifier")
 	st.publisherDB = pg.URL("publisher", "publisher")
 	st.outboxDB = pg.URL("classifier", "publisher")
+	// A private node, so its restart stops nothing else.
+	node := testenv.PrivateES(t, testenv.ESOptions{Heap: "512m"})
+	st.es, st.esURL = node.Client(), node.URL
 	sources := []string{st.prefix + "_east", st.prefix + "_west"}
 	for _, src := range sources {
 		if err := contentindex.CreateIndex(t.Context(), st.es, contentindex.RawIndex(src)); err != nil {
@@ -186,6 +189,11 @@ func TestSoak(t *testing.T) {
 		func() string {
 			rs.Restart(2 * time.Second)
 			return "Redis stopped (SIGTERM) for 2 s, started again"
+		},
+		func() string {
+			node.Stop()
+			node.Start()
+			return "Elasticsearch stopped (SIGTERM), started again"
 		},
 	}
 	for i := 0; ; i++ {

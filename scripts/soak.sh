@@ -13,7 +13,9 @@
 # indices. The faults, in turn: a classifier replica SIGKILLed and started
 # again, the publisher SIGKILLed and started again, the Postgres of both
 # services stopped for 10 s, a classifier replica frozen for 20 s, the
-# publisher's Redis (a private server) stopped for 2 s.
+# publisher's Redis (a private server) stopped for 2 s, the Elasticsearch
+# of the raw and classified indices (a private node) stopped and started
+# again.
 #
 # It prints `soak:` lines (delivered/expected, duplicates, the lag outside
 # the fault windows, each process's RSS and goroutines, the databases'

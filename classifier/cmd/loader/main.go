@@ -15,24 +15,32 @@
 // With -rate N the documents are written one index request each, N a
 // second on a fixed schedule (a crawler's steady arrival, not a backfill),
 // and each acknowledged write is printed as "indexed <source> <id>
-// <unix nanoseconds>", for a latency benchmark to time from.
+// <unix nanoseconds>", for a latency benchmark to time from. A write that
+// Elasticsearch did not take (no connection, 429, 5xx: a node restarting)
+// is tried again, as a crawler would, for up to 5 minutes; its time is that
+// of the write that was acknowledged.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/north-cloud/classifier/internal/loadgen"
+	"github.com/north-cloud/infrastructure/backoff"
 	"github.com/north-cloud/infrastructure/config"
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
@@ -215,6 +223,20 @@ func parseRange(s string) (lo, hi int, err error) {
 // that one slow request does not hold up the schedule.
 const steadyWriters = 8
 
+// steadyRetryBudget bounds how long one steady write is tried again.
+const steadyRetryBudget = 5 * time.Minute
+
+// retryable reports an error of a write that a crawler tries again: no
+// answer (a node down or restarting), 429 (back-pressure) or a 5xx. Any
+// other answer (a 4xx: a mapping refusal) is the document's, not the node's.
+func retryable(err error) bool {
+	var re *esclient.ResponseError
+	if !errors.As(err, &re) {
+		return true
+	}
+	return re.Status == http.StatusTooManyRequests || re.Status >= http.StatusInternalServerError
+}
+
 // steady writes count documents, one index request each, the i-th at
 // start + i/rate, and prints each acknowledged write with its time.
 func steady(ctx context.Context, es *esclient.Client, count int, rate float64, doc func(int) contentindex.RawDocument) error {
@@ -222,6 +244,21 @@ func steady(ctx context.Context, es *esclient.Client, count int, rate float64, d
 	errc := make(chan error, steadyWriters)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var retried atomic.Int64
+	policy := backoff.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
+	write := func(ctx context.Context, d contentindex.RawDocument, body []byte) error {
+		res, err := es.Index(contentindex.RawIndex(d.SourceName), bytes.NewReader(body),
+			es.Index.WithDocumentID(d.ID), es.Index.WithContext(ctx))
+		if err := esclient.CheckResponse("index raw document", res, err); err != nil {
+			if !retryable(err) {
+				return backoff.Permanent(err)
+			}
+			return err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return nil
+	}
 	for range steadyWriters {
 		wg.Go(func() {
 			for d := range jobs {
@@ -230,14 +267,13 @@ func steady(ctx context.Context, es *esclient.Client, count int, rate float64, d
 					errc <- fmt.Errorf("encode %s: %w", d.ID, err)
 					return
 				}
-				res, err := es.Index(contentindex.RawIndex(d.SourceName), bytes.NewReader(body),
-					es.Index.WithDocumentID(d.ID), es.Index.WithContext(ctx))
-				if err := esclient.CheckResponse("index raw document", res, err); err != nil {
-					errc <- err
+				err = backoff.Retry(ctx, policy, steadyRetryBudget, func(ctx context.Context) error { return write(ctx, d, body) },
+					func(int, error, time.Duration) { retried.Add(1) })
+				if err != nil {
+					errc <- fmt.Errorf("write %s/%s: %w", d.SourceName, d.ID, err)
 					return
 				}
 				at := time.Now()
-				res.Body.Close()
 				mu.Lock()
 				fmt.Printf("indexed %s %s %d\n", d.SourceName, d.ID, at.UnixNano())
 				mu.Unlock()
@@ -272,6 +308,6 @@ schedule:
 	if err != nil {
 		return fmt.Errorf("steady load: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "wrote %d documents at %.1f docs/s\n", count, float64(count)/time.Since(start).Seconds())
+	fmt.Fprintf(os.Stderr, "wrote %d documents at %.1f docs/s (%d attempts tried again)\n", count, float64(count)/time.Since(start).Seconds(), retried.Load())
 	return nil
 }

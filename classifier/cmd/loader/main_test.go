@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/north-cloud/infrastructure/esclient"
 )
 
 func TestParseRange(t *testing.T) {
@@ -36,5 +40,25 @@ func TestCrawlerTextOnly(t *testing.T) {
 	}
 	if !strings.Contains(summary(), "pages none") {
 		t.Errorf("summary %q does not say there are no pages", summary())
+	}
+}
+
+// A steady write is tried again when the node did not take it (no answer,
+// 429, 5xx: a node restarting) and not when the document was refused.
+func TestRetryable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("dial tcp 127.0.0.1:9200: connect: connection refused"), true},
+		{&esclient.ResponseError{Status: 429}, true},
+		{&esclient.ResponseError{Status: 503}, true},
+		{fmt.Errorf("index: %w", &esclient.ResponseError{Status: 500}), true},
+		{&esclient.ResponseError{Status: 400}, false},
+		{&esclient.ResponseError{Status: 409}, false},
+	} {
+		if got := retryable(c.err); got != c.want {
+			t.Errorf("retryable(%v) = %t, want %t", c.err, got, c.want)
+		}
 	}
 }

@@ -526,7 +526,7 @@ describe('dashboard', { concurrency: false }, () => {
     await row.waitFor({ state: 'detached' })
   })
 
-  test('see a dead-letter entry and retry it', async () => {
+  test('see a dead-letter entry; a VALIDATION_ERROR one offers no Retry, says why, and a bulk retry skips it', async () => {
     const id = await h.writeRawDocument(metro, { url: 'ftp://x', title: `Bad scheme ${h.id}` })
     deadLetterId = id
     await page.getByRole('link', { name: 'Dead letters' }).click()
@@ -555,18 +555,32 @@ describe('dashboard', { concurrency: false }, () => {
     // An export holds every entry the filter matches, as Postgres holds them.
     const saved = await exported('export-json')
     assert.deepEqual(JSON.parse(saved).map((e) => e.content_id).sort(), h.sql('classifier', "SELECT content_id FROM dead_letter_queue WHERE error_code = 'VALIDATION_ERROR' ORDER BY content_id").split('\n'))
-    // "Retry all matching" names how many entries the filter holds, as Postgres counts them.
+    // A VALIDATION_ERROR is permanent: the row offers no Retry, and says
+    // why, in the row and in its details; the classifier refuses one with 409.
+    assert.equal(await page.getByRole('button', { name: `Retry ${id}` }).count(), 0, 'no Retry on a VALIDATION_ERROR entry')
+    const noRetry = row.getByTestId('no-retry')
+    assert.match(await noRetry.getAttribute('title'), /^VALIDATION_ERROR is permanent/)
+    assert.match(await noRetry.innerText(), /No retry/)
+    await page.locator(`tr[data-dlq="${id}"] + tr`).getByTestId('dlq-retry-refusal').filter({ hasText: /^VALIDATION_ERROR is permanent/ }).waitFor()
+    const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
+    const entryId = h.sql('classifier', `SELECT id FROM dead_letter_queue WHERE content_id = '${id}'`)
+    const refused = await h.api('classifier', 'POST', `/api/v1/dlq/${entryId}/requeue`, {}, token)
+    assert.equal(refused.status, 409, JSON.stringify(refused.body))
+    assert.deepEqual(await axeViolations(page), [])
+    await shot('dlq-no-retry')
+    // "Retry all matching" names how many entries the filter holds, as
+    // Postgres counts them, says the permanent ones are skipped, and once
+    // run says how many it skipped: every VALIDATION_ERROR entry.
     await page.getByRole('button', { name: 'Retry all matching' }).click()
     const confirm = page.getByTestId('confirm-dialog')
     const matching = Number(h.sql('classifier', "SELECT count(*) FROM dead_letter_queue WHERE error_code = 'VALIDATION_ERROR'"))
     await confirm.getByTestId('dlq-matching-count').filter({ hasText: new RegExp(`^${matching.toLocaleString('en-US')} entr`) }).waitFor()
-    await confirm.getByRole('button', { name: 'Cancel' }).click()
+    await confirm.getByTestId('dlq-permanent-skipped').waitFor()
+    const before = h.sql('classifier', `SELECT retry_count || '/' || max_retries FROM dead_letter_queue WHERE content_id = '${id}'`)
+    await confirm.getByTestId('confirm-action').click()
+    await page.getByText(new RegExp(`^Re-queued 0 entries matching the filter; skipped ${matching} entr(y|ies) whose error is permanent \\(VALIDATION_ERROR ${matching}\\)`)).waitFor()
+    assert.equal(h.sql('classifier', `SELECT retry_count || '/' || max_retries FROM dead_letter_queue WHERE content_id = '${id}'`), before, 'the skipped entry is untouched')
     await page.locator('[data-testid="dlq-by-code"] [data-code="VALIDATION_ERROR"]').waitFor()
-    // A retry says what it gave once it has run: the document fails validation again.
-    await page.getByRole('button', { name: `Retry ${id}` }).click()
-    await page.getByText(`Re-queued ${id}`).waitFor()
-    await row.locator('[data-testid="retry-outcome"][data-state="failed"]').filter({ hasText: 'retry failed again with VALIDATION_ERROR' }).waitFor({ timeout: 60_000 })
-    await page.getByText(`${id}: retry failed again with VALIDATION_ERROR`).waitFor()
   })
 
   test('dead letters without a source name are selected by (no source) and deleted by filter, the count named in the confirmation', async () => {

@@ -105,3 +105,20 @@ describe('a source’s dead letters, by raw index', () => {
     ])
   })
 })
+
+describe('permanent dead letters', () => {
+  it('offers no retry on an entry the classifier marks not retryable, and says why', async () => {
+    const { retryRefusal } = await import('@/lib/deadLetters')
+    expect(retryRefusal({ error_code: 'VALIDATION_ERROR', retryable: false, retry_refusal: 'VALIDATION_ERROR is permanent: the document was refused as it is' }))
+      .toBe('VALIDATION_ERROR is permanent: the document was refused as it is')
+    expect(retryRefusal({ error_code: 'NOT_FOUND', retryable: false, retry_refusal: null })).toBe('NOT_FOUND is permanent: a retry cannot succeed')
+    expect(retryRefusal({ error_code: 'ES_TIMEOUT', retryable: true, retry_refusal: null })).toBeNull()
+    expect(retryRefusal({ error_code: 'ES_TIMEOUT' })).toBeNull()
+  })
+  it('says how many a bulk retry skipped as permanent, by code', async () => {
+    const { bulkRequeueText } = await import('@/lib/deadLetters')
+    expect(bulkRequeueText({ requeued: 3, skipped: 0, skipped_by_code: {} })).toBe('Re-queued 3 entries matching the filter')
+    expect(bulkRequeueText({ requeued: 1, skipped: 2, skipped_by_code: { VALIDATION_ERROR: 1, NOT_FOUND: 1 } }))
+      .toBe('Re-queued 1 entry matching the filter; skipped 2 entries whose error is permanent (NOT_FOUND 1, VALIDATION_ERROR 1): a retry cannot succeed')
+  })
+})

@@ -1,7 +1,7 @@
 import { bulkBody, createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
 import type {
   ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
-  DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
+  BulkRequeueResponse, DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
   RuleTestResponse, SourceListResponse, SourceReputation, SourceStatsResponse, PollStatusResponse,
   ReprocessRequest, ReprocessTask, ReprocessTaskList, SourcePriority, SourcePriorityLevel,
   LabelCandidatesResponse, LabelInput, LabelListResponse, LabelStats, TopicLabel, TopicModelListResponse, TopicModelSummary,
@@ -29,7 +29,8 @@ export function createClassifierApi(http: HttpClient) {
     deadLetterStats: () => http.get<DeadLetterStats>('/api/v1/dlq/stats'),
     requeueDeadLetter: (id: string) => http.post<RequeueResponse>(`/api/v1/dlq/${seg(id)}/requeue`),
     /** Re-queues every entry matching filter; an empty filter re-queues all (sent as `"all": true`). */
-    requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<RequeueResponse>('/api/v1/dlq/requeue', bulkBody(filter)),
+    /** Re-queues every entry matching the filter, skipping (and counting) those whose error code is permanent. */
+    requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<BulkRequeueResponse>('/api/v1/dlq/requeue', bulkBody(filter)),
     /** Deletes every entry matching filter; an empty filter deletes all (sent as `"all": true`). */
     deleteDeadLetters: (filter: DeadLetterFilter = {}) => http.post<{ deleted: number }>('/api/v1/dlq/delete', bulkBody(filter)),
     deleteDeadLetter: (id: string) => http.delete<void>(`/api/v1/dlq/${seg(id)}`),

@@ -86,3 +86,22 @@ export async function countMatching(
   const { entries, more } = await collectPages((cursor) => list({ ...filter, limit: 500, cursor }))
   return { count: entries.length, more }
 }
+
+/**
+ * Why an entry is not retried (its error code is permanent: a retry
+ * classifies the same document), or null when it may be. The classifier
+ * says so on the entry; an entry without the field is retryable.
+ */
+export function retryRefusal(e: Pick<DeadLetterEntry, 'error_code' | 'retryable' | 'retry_refusal'>): string | null {
+  if (e.retryable !== false) return null
+  return e.retry_refusal || `${e.error_code} is permanent: a retry cannot succeed`
+}
+
+/** What "Retry all matching" did, in a line: re-queued, and skipped as permanent by code. */
+export function bulkRequeueText(r: { requeued: number; skipped?: number; skipped_by_code?: Record<string, number> }): string {
+  const entries = (n: number) => `${n} entr${n === 1 ? 'y' : 'ies'}`
+  const done = `Re-queued ${entries(r.requeued)} matching the filter`
+  if (!r.skipped) return done
+  const codes = Object.entries(r.skipped_by_code ?? {}).sort(([a], [b]) => a.localeCompare(b)).map(([c, n]) => `${c} ${n}`).join(', ')
+  return `${done}; skipped ${entries(r.skipped)} whose error is permanent (${codes}): a retry cannot succeed`
+}

@@ -172,6 +172,10 @@ export interface DeadLetterEntry {
   processing_strategy?: string
   is_processable?: boolean
   failure_reason?: string
+  /** False when the error code is permanent (VALIDATION_ERROR, NOT_FOUND): the classifier refuses its retry. */
+  retryable?: boolean
+  /** Why it is not retried; null when it is retryable. */
+  retry_refusal?: string | null
 }
 
 export interface DeadLetterFilter {
@@ -212,6 +216,13 @@ export interface DeadLetterStats {
 
 export interface RequeueResponse {
   requeued: number
+}
+
+/** POST /dlq/requeue: the entries re-queued, and those skipped because their error code is permanent. */
+export interface BulkRequeueResponse extends RequeueResponse {
+  skipped: number
+  skipped_by_code: Record<string, number>
+  skipped_reason: string | null
 }
 
 export interface SourceReputation {

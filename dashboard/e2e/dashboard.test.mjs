@@ -1294,6 +1294,18 @@ describe('dashboard', { concurrency: false }, () => {
       assert.deepEqual([await row.getByTestId('documents').innerText(), await row.getByTestId('classified').innerText()], [raw, classified].map((n) => n.toLocaleString('en-US')))
       await page.getByTestId('source-stats-error').filter({ hasText: CLASSIFIER_DOWN }).waitFor()
       assert.doesNotMatch(await page.getByTestId('sources-totals').innerText(), /\d[\d,]* published/, 'the published total is not a number')
+      // The classifier's action too: Reprocess is disabled, its reason beside
+      // it (not an error after a click), in the row and in the detail.
+      const reprocess = row.getByRole('button', { name: `Reprocess ${metro}` })
+      const reason = row.getByTestId('reprocess-unavailable')
+      await reason.filter({ hasText: `Reprocess is off: ${CLASSIFIER_DOWN}` }).waitFor()
+      assert.equal(await reprocess.isDisabled(), true, 'Reprocess is disabled while the classifier is down')
+      assert.equal(await reprocess.getAttribute('aria-describedby'), await reason.getAttribute('id'))
+      await page.getByRole('button', { name: `Details of ${metro}` }).click()
+      const detailReprocess = page.getByTestId('modal').getByRole('button', { name: `Reprocess ${metro}` })
+      await page.getByTestId('modal').getByTestId('reprocess-unavailable').filter({ hasText: CLASSIFIER_DOWN }).waitFor()
+      assert.equal(await detailReprocess.isDisabled(), true)
+      await page.keyboard.press('Escape')
       assert.deepEqual(await axeViolations(page), [])
       await shot('sources-classifier-down')
     } finally {
@@ -1304,6 +1316,9 @@ describe('dashboard', { concurrency: false }, () => {
       await page.locator(`tr[data-source="${metro}"] [data-testid="pending"] [data-figure="value"]`).waitFor({ timeout: 15_000 })
       return true
     }, { timeout: 60_000, interval: 1000 })
+    // Back up, Reprocess is offered again, with no reason against it.
+    assert.equal(await page.locator(`tr[data-source="${metro}"]`).getByRole('button', { name: `Reprocess ${metro}` }).isDisabled(), false)
+    assert.equal(await page.locator(`tr[data-source="${metro}"]`).getByTestId('reprocess-unavailable').count(), 0)
   })
 
   test('label documents from the Labelling queue: each leaves the queue, is counted, measured and exported; train a model from them; a viewer may only look', async () => {

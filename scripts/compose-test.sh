@@ -69,7 +69,7 @@ readonly DOCKERD_LOG="$LOG_DIR/dockerd.log"
 # Host ports of the test stack (docker-compose.yml's *_PORT(S) variables).
 readonly -a TEST_PORTS=(
   DASHBOARD_PORT=23000 GRAFANA_PORT=23001 CLASSIFIER_PORTS=23071-23073 PUBLISHER_PORTS=23074-23075
-  INDEX_MANAGER_PORT=23090 PROMETHEUS_PORT=23190 POSTGRES_CLASSIFIER_PORT=23433
+  INDEX_MANAGER_PORT=23090 PROMETHEUS_PORT=23190 ALERTMANAGER_PORT=23193 POSTGRES_CLASSIFIER_PORT=23433
   POSTGRES_PUBLISHER_PORT=23434 POSTGRES_INDEX_MANAGER_PORT=23435 REDIS_PORT=23379
   ELASTICSEARCH_PORT=23200 JAEGER_PORT=23686
 )
@@ -240,7 +240,7 @@ build() {
 # services (their dependencies, the migrations included, start with them) and the loader
 # follows; jobs_exited_zero waits for it. Jaeger is named too (no service depends on it), so
 # it is up, healthy, before the loader's documents are traced.
-readonly LONG_RUNNING=(classifier publisher index-manager dashboard prometheus jaeger)
+readonly LONG_RUNNING=(classifier publisher index-manager dashboard alertmanager prometheus jaeger)
 up() {
   dc up --build --wait --wait-timeout 400 "${LONG_RUNNING[@]}" >&2
   dc up -d loader >&2
@@ -395,6 +395,11 @@ prometheus() {
   want="$(grep -c '^[[:space:]]*- alert:' "$ROOT/deploy/prometheus/alerts.yml")"
   got="$(prom rules | jq '[.data.groups[].rules[] | select(.type == "alerting")] | length')"
   [[ $got == "$want" ]] || die "Prometheus: $got alert rules loaded, alerts.yml has $want"
+  # The alerts go to compose's Alertmanager (prometheus.yml's alerting block), which answers.
+  wait_for "Prometheus: Alertmanager discovered" 60 \
+    bash -c 'curl -fsS --max-time 10 http://127.0.0.1:23190/api/v1/alertmanagers | jq -e ".data.activeAlertmanagers | length == 1"'
+  curl -fsS --max-time 10 http://127.0.0.1:23193/api/v2/status | jq -e '.cluster.status and (.config.original | contains("group_by"))' >/dev/null ||
+    die "Alertmanager: /api/v2/status does not show deploy/alertmanager/alertmanager.yml"
   # Grafana's queries: each must parse and run.
   local expr n=0 res
   while IFS= read -r expr; do

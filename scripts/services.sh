@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # services.sh - run the real backing services of the content pipeline on this
-# machine, without Docker: PostgreSQL, Redis and Elasticsearch, all on loopback.
+# machine, without Docker: PostgreSQL, Redis, Elasticsearch and Alertmanager, all on loopback.
 #
 #   scripts/services.sh up       install what is missing, start what is not running, wait
 #   scripts/services.sh down     stop all three
@@ -11,7 +11,11 @@
 # `up` and `down` need root (Debian 12): packages come from apt, PostgreSQL runs
 # as the Debian `postgres` user and Elasticsearch as a system user
 # `elasticsearch` (both refuse to run as root). `status`, `env` and `logs` work
-# for any user. Everything the script prints goes to stderr, except the output
+# for any user. Alertmanager is Debian's `prometheus-alertmanager` package (the release
+# Debian 12 pins, 0.25; apt checks the package's signature and checksum), installed with
+# RUNLEVEL=1 so the package starts no daemon of its own; it runs as root with
+# deploy/alertmanager/alertmanager.yml, its silences under $NC_STATE_DIR/alertmanager, and
+# `env` prints ALERTMANAGER_URL. Everything the script prints goes to stderr, except the output
 # of `env`, so `eval "$(scripts/services.sh env)"` stays clean.
 #
 # Settings (environment):
@@ -20,6 +24,8 @@
 #   NC_PG_PORT       PostgreSQL port                         (5432)
 #   NC_REDIS_PORT    Redis port                              (6379)
 #   NC_ES_PORT       Elasticsearch HTTP port                 (9200)
+#   NC_ALERTMANAGER_PORT  Alertmanager HTTP port             (9093; deploy/prometheus/
+#                    prometheus.native.yml sends the alerts to 9093: change both together)
 #   NC_ES_VERSION    Elasticsearch version                   (8.19.21)
 #   NC_ES_HEAP       Elasticsearch heap, e.g. 2g             (1g)
 #   NC_ES_JAVA_HOME  JDK for Elasticsearch                   (a JDK 17 under /usr/lib/jvm)
@@ -88,9 +94,11 @@ saved_port() { # saved_port NAME -> value from ports.env or empty
 _saved_pg="$(saved_port NC_PG_PORT)"
 _saved_redis="$(saved_port NC_REDIS_PORT)"
 _saved_es="$(saved_port NC_ES_PORT)"
+_saved_am="$(saved_port NC_ALERTMANAGER_PORT)"
 readonly PG_PORT="${NC_PG_PORT:-${_saved_pg:-5432}}"
 readonly REDIS_PORT="${NC_REDIS_PORT:-${_saved_redis:-6379}}"
 readonly ES_PORT="${NC_ES_PORT:-${_saved_es:-9200}}"
+readonly AM_PORT="${NC_ALERTMANAGER_PORT:-${_saved_am:-9093}}"
 
 readonly LOG_DIR="$STATE_DIR/logs"
 readonly RUN_DIR="$STATE_DIR/run"
@@ -123,6 +131,13 @@ readonly ES_START_LOG="$LOG_DIR/elasticsearch-start.log"
 readonly ES_URL_BASE="https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
 readonly ES_ZIP="$CACHE_DIR/elasticsearch-$ES_VERSION.zip"
 readonly ES_ZIP_URL="$ES_URL_BASE/$ES_VERSION/elasticsearch-$ES_VERSION.zip"
+
+readonly AM_BIN=/usr/bin/prometheus-alertmanager # Debian's name of the alertmanager binary
+readonly AM_DIR="$STATE_DIR/alertmanager"        # its silences and notification log
+readonly AM_PID="$RUN_DIR/alertmanager.pid"
+readonly AM_LOG="$LOG_DIR/alertmanager.log"
+AM_CONFIG="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/alertmanager/alertmanager.yml"
+readonly AM_CONFIG
 
 readonly DATABASES=(classifier publisher index_manager) # role name = db name = password
 
@@ -233,6 +248,8 @@ ensure_packages() {
   command -v curl >/dev/null || missing+=(curl ca-certificates)
   command -v openssl >/dev/null || missing+=(openssl)
   ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+  # RUNLEVEL=1: the package's maintainer scripts start no Debian daemon on :9093.
+  [[ -x $AM_BIN ]] || RUNLEVEL=1 apt_install prometheus-alertmanager
   [[ -n $(pg_bin_dir) ]] || die "no PostgreSQL server found under /usr/lib/postgresql after installing"
   java_home >/dev/null || die "no JDK 17 found under /usr/lib/jvm (set NC_ES_JAVA_HOME)"
   id -u postgres >/dev/null 2>&1 || die "user 'postgres' is missing (the postgresql package creates it)"
@@ -245,7 +262,7 @@ ensure_packages() {
 # State dir layout; world-readable (not the data dirs) so non-root users can
 # read logs, the socket and the JWT secret.
 ensure_state_dirs() {
-  install -d -m 0755 "$STATE_DIR" "$LOG_DIR" "$RUN_DIR" "$REDIS_DIR" "$STATE_DIR/postgres"
+  install -d -m 0755 "$STATE_DIR" "$LOG_DIR" "$RUN_DIR" "$REDIS_DIR" "$STATE_DIR/postgres" "$AM_DIR"
   install -d -m 0755 -o postgres -g postgres "$PG_SOCK"
   install -d -m 0755 -o "$ES_USER" -g "$ES_USER" "$ES_BASE" "$ES_LOG_DIR"
   if [[ ! -s $JWT_FILE ]]; then
@@ -263,7 +280,8 @@ lock_state() {
 }
 
 save_ports() {
-  printf 'NC_PG_PORT=%s\nNC_REDIS_PORT=%s\nNC_ES_PORT=%s\n' "$PG_PORT" "$REDIS_PORT" "$ES_PORT" >"$PORTS_FILE.tmp"
+  printf 'NC_PG_PORT=%s\nNC_REDIS_PORT=%s\nNC_ES_PORT=%s\nNC_ALERTMANAGER_PORT=%s\n' \
+    "$PG_PORT" "$REDIS_PORT" "$ES_PORT" "$AM_PORT" >"$PORTS_FILE.tmp"
   mv "$PORTS_FILE.tmp" "$PORTS_FILE"
 }
 
@@ -643,6 +661,48 @@ es_version() {
     sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p'
 }
 
+# -------------------------------------------------------- Alertmanager ------
+
+am_running() { pid_alive "$AM_PID" "$AM_BIN"; }
+am_running_port() { tr '\0' '\n' <"/proc/$(cat "$AM_PID")/cmdline" 2>/dev/null | sed -n 's/^--web.listen-address=.*:\([0-9]*\)$/\1/p'; }
+am_ready() { curl -fsS -o /dev/null --max-time 5 "http://127.0.0.1:$AM_PORT/-/ready" 2>/dev/null; }
+
+am_start() {
+  port_open "$AM_PORT" && die "alertmanager: port 127.0.0.1:$AM_PORT is in use by another program (set NC_ALERTMANAGER_PORT)"
+  log "alertmanager: starting on 127.0.0.1:$AM_PORT"
+  # setsid: its own session, so it outlives this script and the shell that ran it; an empty
+  # cluster address: one Alertmanager, no gossip port.
+  setsid "$AM_BIN" --config.file="$AM_CONFIG" --storage.path="$AM_DIR" \
+    --web.listen-address="127.0.0.1:$AM_PORT" --cluster.listen-address= \
+    </dev/null >>"$AM_LOG" 2>&1 8>&- 9>&- &
+  echo $! >"$AM_PID"
+}
+
+am_stop() {
+  am_running || return 0
+  log "alertmanager: stopping"
+  local pid
+  pid="$(cat "$AM_PID")"
+  kill "$pid" 2>/dev/null || true
+  for _ in {1..50}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$AM_PID"
+}
+
+am_up() {
+  "$AM_BIN" --version >/dev/null 2>&1 || die "alertmanager: $AM_BIN does not run (apt-get install prometheus-alertmanager)"
+  if am_running && [[ $(am_running_port) != "$AM_PORT" ]]; then
+    log "alertmanager: running on port $(am_running_port), restarting on $AM_PORT"
+    am_stop
+  fi
+  am_running || am_start
+  wait_until alertmanager "$AM_LOG" am_ready
+}
+
+am_version() {
+  curl -fsS --max-time 5 "http://127.0.0.1:$AM_PORT/api/v2/status" 2>/dev/null |
+    sed -n 's/.*"version":"\([^"]*\)".*/\1/p'
+}
+
 # ---------------------------------------------- Elasticsearch cluster ------
 #
 # NC_ES_NODES master-eligible data nodes of the same distribution, each with
@@ -916,6 +976,7 @@ cmd_up() {
   pg_up
   if redis_cluster_enabled; then redis_cluster_up; else redis_up; fi
   if es_cluster_enabled; then es_cluster_up; else es_up; fi
+  am_up
   cmd_status || true
   local prefix=""
   [[ $STATE_DIR == /var/lib/north-cloud ]] || prefix="NC_STATE_DIR=$STATE_DIR "
@@ -933,6 +994,7 @@ cmd_down() {
   es_stop
   redis_stop
   pg_stop
+  am_stop
   log "all stopped"
 }
 
@@ -972,6 +1034,9 @@ cmd_status() {
     es_ready && v="$(es_version || true)"
     status_line elasticsearch "127.0.0.1:$ES_PORT" "$v"
   fi
+  v=""
+  am_ready && v="$(am_version || true)"
+  status_line alertmanager "127.0.0.1:$AM_PORT" "$v"
   return "$rc"
 }
 
@@ -1001,6 +1066,7 @@ cmd_env() {
     INDEX_MANAGER_DATABASE_URL "$(pg_url index_manager index_manager)"
     REDIS_URL "$redis_url"
     ELASTICSEARCH_URL "$es_url"
+    ALERTMANAGER_URL "http://127.0.0.1:$AM_PORT"
     JWT_SECRET "$jwt"
     NC_STATE_DIR "$STATE_DIR"
   )
@@ -1030,8 +1096,9 @@ cmd_logs() {
     elasticsearch | es) files=("$ES_LOG" "$ES_START_LOG") ;;
     es-cluster) files=("$ES_BASE"/cluster-"$ES_VERSION"/node-*/logs/north-cloud-cluster.log) ;;
     redis-cluster) files=("$LOG_DIR"/redis-cluster-*.log) ;;
-    all) files=("$PG_LOG" "$REDIS_LOG" "$ES_LOG") ;;
-    *) die "unknown service '$1' (postgres, redis, elasticsearch, es-cluster, redis-cluster)" ;;
+    alertmanager | am) files=("$AM_LOG") ;;
+    all) files=("$PG_LOG" "$REDIS_LOG" "$ES_LOG" "$AM_LOG") ;;
+    *) die "unknown service '$1' (postgres, redis, elasticsearch, alertmanager, es-cluster, redis-cluster)" ;;
   esac
   for f in "${files[@]}"; do
     printf -- '--- %s ---\n' "$f" >&2
@@ -1041,9 +1108,9 @@ cmd_logs() {
 
 usage() {
   cat >&2 <<EOF
-usage: $0 up|down|down-clusters|status|env|logs [postgres|redis|elasticsearch|es-cluster|redis-cluster]
-  up             install missing packages, start PostgreSQL, Redis and Elasticsearch on loopback, wait
-  down           stop all three (and the clusters)
+usage: $0 up|down|down-clusters|status|env|logs [postgres|redis|elasticsearch|alertmanager|es-cluster|redis-cluster]
+  up             install missing packages, start PostgreSQL, Redis, Elasticsearch and Alertmanager on loopback, wait
+  down           stop all four (and the clusters)
   down-clusters  stop the Elasticsearch and Redis clusters only
   status         address, version and state of each; exit 1 if any is down
   env            export lines for eval "\$($0 env)"

@@ -103,6 +103,7 @@ prepare() {
   local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   local pkgs=()
   command -v promtool >/dev/null && command -v prometheus >/dev/null || pkgs+=(prometheus)
+  command -v amtool >/dev/null || pkgs+=(prometheus-alertmanager)
   [ -x /usr/bin/chromium ] || pkgs+=(chromium)
   if [ ${#pkgs[@]} -gt 0 ]; then
     $sudo apt-get -o DPkg::Lock::Timeout=600 -q update &&
@@ -177,17 +178,18 @@ rm -f "$tidy_log"
 # Prometheus end-to-end test in e2e/ runs). RUNLEVEL=1 keeps its maintainer
 # scripts from starting a prometheus daemon on :9090.
 prepared
-step "promtool: Prometheus configs, alert rules and rule unit tests"
-if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
-  echo "installing Debian's prometheus package (promtool)" >&2
+step "promtool: Prometheus configs, alert rules and rule unit tests; amtool: the Alertmanager config"
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null || ! command -v amtool >/dev/null; then
+  echo "installing Debian's prometheus and prometheus-alertmanager packages (promtool, amtool)" >&2
   { apt-get -o DPkg::Lock::Timeout=600 -q update &&
     RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -q -y \
-      install --no-install-recommends prometheus; } >&2 || status=1
+      install --no-install-recommends prometheus prometheus-alertmanager; } >&2 || status=1
 fi
 promtool check config deploy/prometheus/prometheus.yml || status=1
 promtool check config deploy/prometheus/prometheus.native.yml || status=1
 promtool check rules deploy/prometheus/alerts.yml || status=1
 promtool test rules deploy/prometheus/alerts_test.yml || status=1
+amtool check-config deploy/alertmanager/alertmanager.yml || status=1
 
 gotestsum="$cache/bin/gotestsum"
 if [ ! -x "$gotestsum" ]; then

@@ -111,7 +111,7 @@ func TestProjectLoads(t *testing.T) {
 		"redis", "elasticsearch",
 		"classifier", "publisher", "index-manager",
 		"loader", "classifier-migrate", "publisher-migrate",
-		"prometheus", "grafana", "dashboard", "jaeger",
+		"prometheus", "alertmanager", "grafana", "dashboard", "jaeger",
 	}
 	got := p.ServiceNames()
 	slices.Sort(want)
@@ -233,6 +233,7 @@ func TestNamedVolumes(t *testing.T) {
 		"redis":                  "/data",
 		"elasticsearch":          "/usr/share/elasticsearch/data",
 		"prometheus":             "/prometheus",
+		"alertmanager":           "/alertmanager",
 		"grafana":                "/var/lib/grafana",
 	}
 	for svc, target := range want {

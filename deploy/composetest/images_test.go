@@ -20,6 +20,7 @@ var officialImages = map[string]struct{ variable, image string }{
 	"redis":                  {"REDIS_IMAGE", "redis:7-alpine"},
 	"elasticsearch":          {"ELASTICSEARCH_IMAGE", "docker.elastic.co/elasticsearch/elasticsearch:8.19.21"},
 	"prometheus":             {"PROMETHEUS_IMAGE", "prom/prometheus:v3.5.0"},
+	"alertmanager":           {"ALERTMANAGER_IMAGE", "prom/alertmanager:v0.28.1"},
 	"grafana":                {"GRAFANA_IMAGE", "grafana/grafana:12.1.1"},
 	"jaeger":                 {"JAEGER_IMAGE", "jaegertracing/all-in-one:1.76.0"},
 }

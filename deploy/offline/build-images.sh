@@ -7,6 +7,7 @@
 #   north-cloud-offline/redis:7                Debian's Redis 7
 #   north-cloud-offline/elasticsearch:<ver>    Maven Central's integ-test-zip on Debian's JDK 17
 #   north-cloud-offline/prometheus:2           Debian's Prometheus
+#   north-cloud-offline/alertmanager:0         Debian's Alertmanager
 #   north-cloud-offline/runtime:busybox        Debian's static busybox (stands in for alpine)
 #   north-cloud-offline/jaeger:1.76.0          Jaeger's all-in-one, the Go module proxy's source
 #                                              (jaeger/go.mod pins it) built on this machine
@@ -208,6 +209,8 @@ stand_ins() {
   jobs[redis]=$!
   image north-cloud-offline/prometheus:2 Dockerfile.prometheus "" >"$WORK/prometheus.log" 2>&1 &
   jobs[prometheus]=$!
+  image north-cloud-offline/alertmanager:0 Dockerfile.alertmanager "" >"$WORK/alertmanager.log" 2>&1 &
+  jobs[alertmanager]=$!
   BUILD_ARGS="--build-arg=ES_VERSION=$ES_VERSION" \
     image "north-cloud-offline/elasticsearch:$ES_VERSION" Dockerfile.elasticsearch "$ES_VERSION" elasticsearch-entrypoint.sh \
     >"$WORK/elasticsearch.log" 2>&1 &

@@ -1676,6 +1676,13 @@ describe('dashboard', { concurrency: false }, () => {
     await off.goto(`${base}/labelling`)
     await off.getByTestId('feature-off').filter({ hasText: 'turned off by DASHBOARD_FEATURES (labelling=off)' }).waitFor()
     assert.equal(await off.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Labelling' }).count(), 0)
+    // Pages whose reads stay but whose editing a flag turns off say so.
+    await off.goto(`${base}/rules`)
+    await off.getByTestId('editing-off').filter({ hasText: 'Editing rules is turned off by DASHBOARD_FEATURES (rules_edit=off).' }).waitFor()
+    assert.equal(await off.getByRole('button', { name: 'New rule' }).count(), 0)
+    await off.goto(`${base}/sources`)
+    await off.getByTestId('editing-off').filter({ hasText: 'Reprocessing is turned off by DASHBOARD_FEATURES (reprocess=off).' }).waitFor()
+    assert.deepEqual(await axeViolations(off), [])
     await off.goto(`${base}/outbox`)
     await off.getByTestId('outbox-table').waitFor()
     assert.equal(await off.getByTestId('export-csv').count(), 0)

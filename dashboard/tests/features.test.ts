@@ -7,6 +7,7 @@ import { ALL_ON, FEATURES, featureOffMessage, parseFeatures, routeFeature, visib
 import { fetchFeatures } from '@/api/client'
 import { routes } from '@/router'
 import FeatureGate from '@/components/ui/FeatureGate.vue'
+import EditingOffNotice from '@/components/ui/EditingOffNotice.vue'
 import ExportButtons from '@/components/ui/ExportButtons.vue'
 import ViewFeatureGate from '@/components/layout/ViewFeatureGate.vue'
 import AppShell from '@/components/layout/AppShell.vue'
@@ -65,6 +66,21 @@ describe('feature flags', () => {
     await flushPromises()
     expect(on.find('#page').exists()).toBe(true)
     expect(on.find('[data-testid="feature-off"]').exists()).toBe(false)
+  })
+
+  it('EditingOffNotice says a page\'s editing is turned off, and what still works; nothing when it is on or while loading', async () => {
+    serveFeatures(['rules_edit'])
+    const slot = { default: () => 'The rules can be read.' }
+    const off = mount(EditingOffNotice, { props: { feature: 'rules_edit' }, slots: slot, ...plugins() })
+    expect(off.find('[data-testid="editing-off"]').exists()).toBe(false)
+    await flushPromises()
+    const notice = off.get('[data-testid="editing-off"]')
+    expect(notice.attributes('role')).toBe('status')
+    expect(notice.attributes('data-feature')).toBe('rules_edit')
+    expect(notice.text()).toBe('Editing rules is turned off by DASHBOARD_FEATURES (rules_edit=off). The rules can be read.')
+    const on = mount(EditingOffNotice, { props: { feature: 'reprocess' }, slots: slot, ...plugins() })
+    await flushPromises()
+    expect(on.find('[data-testid="editing-off"]').exists()).toBe(false)
   })
 
   it('hides the export buttons with exports=off', async () => {

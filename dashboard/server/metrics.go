@@ -36,8 +36,10 @@ type metrics struct {
 	liveSent prometheus.Counter
 	// liveDropped counts the messages a stream's full buffer lost.
 	liveDropped prometheus.Counter
-	// proxyRequests counts the requests of the service proxies and the
-	// Prometheus proxy, by upstream and the status answered.
+	// proxyRequests counts the requests of the service proxies, the
+	// Prometheus proxy and the one-request reads (overview, find,
+	// priorities: their calls on the browser's behalf), by upstream and the
+	// status answered.
 	proxyRequests *prometheus.CounterVec
 }
 
@@ -60,7 +62,7 @@ func newMetrics() *metrics {
 		}),
 		proxyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dashboard_proxy_requests_total",
-			Help: "Requests through the dashboard server's proxies, by upstream (classifier, publisher, index-manager, prometheus) and the status answered (the upstream's, or the proxy's own refusal).",
+			Help: "Requests through the dashboard server's proxies, by upstream (classifier, publisher, index-manager, prometheus; overview, find and priorities for the one-request reads that call the services on the browser's behalf) and the status answered (the upstream's, or the proxy's own refusal).",
 		}, []string{"upstream", "code"}),
 	}
 	m.registry.MustRegister(

@@ -158,11 +158,24 @@ func TestMetricsProxyRequests(t *testing.T) {
 	if res.StatusCode != http.StatusForbidden {
 		t.Fatalf("POST in read-only = %d, want 403", res.StatusCode)
 	}
+	// The one-request reads are counted too, refusals included.
+	for path, want := range map[string]int{"/api/overview?range=2y": 400, "/api/find?id=": 400, "/api/sources/priorities": 200} {
+		if code, _, _ := get(t, b.srv.URL+path, "Authorization", "Bearer "+token(t)); code != want {
+			t.Fatalf("GET %s = %d, want %d", path, code, want)
+		}
+	}
+	if code, _, _ := get(t, b.srv.URL+"/api/find?id=x"); code != http.StatusUnauthorized {
+		t.Fatalf("find without a token = %d, want 401", code)
+	}
 	m, _ := scrape(t, b.srv.URL)
 	for sample, want := range map[string]float64{
 		`dashboard_proxy_requests_total{code="200",upstream="classifier"}`:    2,
 		`dashboard_proxy_requests_total{code="200",upstream="publisher"}`:     1,
 		`dashboard_proxy_requests_total{code="403",upstream="index-manager"}`: 1,
+		`dashboard_proxy_requests_total{code="400",upstream="overview"}`:      1,
+		`dashboard_proxy_requests_total{code="400",upstream="find"}`:          1,
+		`dashboard_proxy_requests_total{code="401",upstream="find"}`:          1,
+		`dashboard_proxy_requests_total{code="200",upstream="priorities"}`:    1,
 	} {
 		if m[sample] != want {
 			t.Errorf("%s = %v, want %v", sample, m[sample], want)

@@ -344,9 +344,10 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	// Fan-outs to the services on the browser's behalf (fanout.go): the
 	// Overview in one request, Find in one, the sources' priorities in one.
 	f := newFanout(cfg)
-	mux.Handle("/api/overview", requireToken(authn, getOnly(newOverviewHandler(f, logger))))
-	mux.Handle("/api/find", requireToken(authn, getOnly(&findHandler{f})))
-	mux.Handle("/api/sources/priorities", requireToken(authn, getOnly(&prioritiesHandler{f})))
+	// Counted as the proxies are, each under its own name as the upstream.
+	mux.Handle("/api/overview", m.countProxy("overview", requireToken(authn, getOnly(newOverviewHandler(f, logger)))))
+	mux.Handle("/api/find", m.countProxy("find", requireToken(authn, getOnly(&findHandler{f}))))
+	mux.Handle("/api/sources/priorities", m.countProxy("priorities", requireToken(authn, getOnly(&prioritiesHandler{f}))))
 	mux.Handle("/api/features", featuresHandler(cfg.Features))
 	hub := newLiveHub(cfg, logger, m.liveDropped)
 	m.watchStreams(hub.open)

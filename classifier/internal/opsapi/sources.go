@@ -173,8 +173,9 @@ func (h *handler) postReprocess(c *gin.Context) {
 // GET /sources/:name/reprocess?limit=&cursor=: every run of the source,
 // newest first, a page at a time; next_cursor continues the list.
 func (h *handler) listReprocess(c *gin.Context) {
+	// Bad input is 400 whether or not this classifier runs reprocesses.
 	source, ok := sourceParam(c)
-	if !ok || !h.haveReprocess(c) {
+	if !ok {
 		return
 	}
 	limit, ok := httpserver.QueryLimit(c, reprocessListLimit, reprocessListMax)
@@ -182,7 +183,7 @@ func (h *handler) listReprocess(c *gin.Context) {
 		return
 	}
 	k, ok := httpserver.QueryCursor(c)
-	if !ok {
+	if !ok || !h.haveReprocess(c) {
 		return
 	}
 	var after *reprocess.Cursor

@@ -223,6 +223,7 @@ func Mount(engine *gin.Engine, cfg Config) error {
 	v1.POST("/indices/:name/_forcemerge", h.forceMerge)
 	v1.GET("/tasks/:task", h.getTask)
 	v1.GET("/content/_count", h.countContent)
+	v1.POST("/audit/silences", h.recordSilence)
 	return nil
 }
 

@@ -19,12 +19,17 @@ const (
 	ActionAlias      = "alias"
 	ActionUnalias    = "unalias"
 	ActionForceMerge = "forcemerge"
+	// ActionSilence and ActionExpireSilence are the Alertmanager silences
+	// the dashboard server sets and expires (POST /api/v1/audit/silences),
+	// target the alert name.
+	ActionSilence       = "silence"
+	ActionExpireSilence = "expire_silence"
 )
 
 // Actions lists the actions, the values the list endpoint's action filter
 // takes.
 func Actions() []string {
-	return []string{ActionCreate, ActionDelete, ActionRefresh, ActionAlias, ActionUnalias, ActionForceMerge}
+	return []string{ActionCreate, ActionDelete, ActionRefresh, ActionAlias, ActionUnalias, ActionForceMerge, ActionSilence, ActionExpireSilence}
 }
 
 // Outcomes and bounds of the shared log.

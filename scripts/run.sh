@@ -121,6 +121,8 @@ start() {
   export PUBLISHER_OUTBOX_POLL_INTERVAL="${PUBLISHER_OUTBOX_POLL_INTERVAL:-1s}"
   # The dashboard's charts read their history from the Prometheus started below.
   export PROMETHEUS_URL="${PROMETHEUS_URL:-http://127.0.0.1:${NC_PROMETHEUS_PORT:-9090}}"
+  # Its silences: the Alertmanager of scripts/services.sh (ALERTMANAGER_URL from its `env`).
+  export ALERTMANAGER_URL="${ALERTMANAGER_URL:-http://127.0.0.1:${NC_ALERTMANAGER_PORT:-9093}}"
   # The dashboard's live tail subscribes to the publisher's Redis (one server:
   # with a Redis Cluster the publisher uses sharded pub/sub, which it does not tail),
   # as Redis user dashboard (subscribe only).

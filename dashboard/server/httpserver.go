@@ -45,7 +45,7 @@ func (c Config) LogAttrs() []any {
 	return []any{
 		"addr", c.Addr, "dist", c.Dist, "classifier", redactURL(c.ClassifierURL),
 		"publisher", redactURL(c.PublisherURL), "index_manager", redactURL(c.IndexManagerURL), "read_only", c.ReadOnly,
-		"prometheus", redactURL(c.PrometheusURL), "prometheus_max_in_flight", c.PrometheusMaxInFlight,
+		"prometheus", redactURL(c.PrometheusURL), "alertmanager", redactURL(c.AlertmanagerURL), "prometheus_max_in_flight", c.PrometheusMaxInFlight,
 		"prometheus_timeout", c.PrometheusTimeout.String(), "auth", c.Auth.String(),
 		"features", c.Features.String(), "redis", redisclient.Redact(c.RedisURL), "live_max_streams", c.LiveMaxStreams,
 		"live_buffer", c.LiveBuffer, "live_max_duration", c.LiveMaxDuration.String(), "live_min_role", c.LiveMinRole,

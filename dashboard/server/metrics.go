@@ -41,6 +41,9 @@ type metrics struct {
 	// priorities: their calls on the browser's behalf), by upstream and the
 	// status answered.
 	proxyRequests *prometheus.CounterVec
+	// silenceAuditFailures counts silences set or expired whose audit
+	// record the index-manager did not take.
+	silenceAuditFailures prometheus.Counter
 }
 
 // newMetrics registers the series (dashboard_live_streams by
@@ -62,13 +65,17 @@ func newMetrics() *metrics {
 		}),
 		proxyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dashboard_proxy_requests_total",
-			Help: "Requests through the dashboard server's proxies, by upstream (classifier, publisher, index-manager, prometheus; overview, find and priorities for the one-request reads that call the services on the browser's behalf) and the status answered (the upstream's, or the proxy's own refusal).",
+			Help: "Requests through the dashboard server's proxies, by upstream (classifier, publisher, index-manager, prometheus, alertmanager (the silences); overview, find and priorities for the one-request reads that call the services on the browser's behalf) and the status answered (the upstream's, or the proxy's own refusal).",
 		}, []string{"upstream", "code"}),
+		silenceAuditFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dashboard_silence_audit_failures_total",
+			Help: "Silences set or expired through the dashboard whose audit record the index-manager did not take (a silence just set is then expired again).",
+		}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.liveRefused, m.liveSent, m.liveDropped, m.proxyRequests,
+		m.liveRefused, m.liveSent, m.liveDropped, m.proxyRequests, m.silenceAuditFailures,
 	)
 	// Every reason from zero, so a rate over a first refusal is not lost.
 	for _, r := range []string{refusedCap, refusedAuth, refusedRole, refusedFeature, refusedUnavailable} {

@@ -103,6 +103,11 @@ type Config struct {
 	// PrometheusTimeout bounds one proxied Prometheus call. Defaults to
 	// PrometheusTimeoutDefault.
 	PrometheusTimeout time.Duration
+	// AlertmanagerURL is the Alertmanager Prometheus sends its alerts to,
+	// whose silences /api/alerts/silences lists, sets and expires (each set
+	// and expiry recorded in the index-manager's audit log); empty: those
+	// routes answer 503.
+	AlertmanagerURL string
 	// Auth verifies the bearer tokens of the dashboard server's own API
 	// (the Prometheus proxy, the live tail, /api/openapi.json): the
 	// services' tokens, the same JWT_SECRET. Required.
@@ -153,7 +158,7 @@ type Config struct {
 // DASHBOARD_FEATURES, DASHBOARD_REDIS_URL, DASHBOARD_LIVE_MAX_STREAMS,
 // DASHBOARD_LIVE_BUFFER, DASHBOARD_LIVE_MAX_DURATION,
 // DASHBOARD_LIVE_HEARTBEAT, DASHBOARD_LIVE_MIN_ROLE,
-// DASHBOARD_TRUSTED_PROXIES, JWT_SECRET and
+// DASHBOARD_TRUSTED_PROXIES, ALERTMANAGER_URL, JWT_SECRET and
 // JWT_MAX_LIFETIME (the last two checked as the services check them).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	vars := map[string]string{}
@@ -173,6 +178,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		PublisherURL:                 getenv("PUBLISHER_URL"),
 		IndexManagerURL:              getenv("INDEX_MANAGER_URL"),
 		PrometheusURL:                strings.TrimRight(getenv("PROMETHEUS_URL"), "/"),
+		AlertmanagerURL:              strings.TrimRight(getenv("ALERTMANAGER_URL"), "/"),
 		RedisURL:                     strings.TrimSpace(getenv("DASHBOARD_REDIS_URL")),
 		LiveMaxStreams:               l.PositiveInt("DASHBOARD_LIVE_MAX_STREAMS", LiveMaxStreamsDefault),
 		LiveBuffer:                   l.PositiveInt("DASHBOARD_LIVE_BUFFER", LiveBufferDefault),
@@ -266,6 +272,12 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("PROMETHEUS_URL: must be an http(s) URL (got %q)", c.PrometheusURL))
 		}
 	}
+	if c.AlertmanagerURL != "" {
+		u, err := url.Parse(c.AlertmanagerURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("ALERTMANAGER_URL: must be an http(s) URL (got %q)", c.AlertmanagerURL))
+		}
+	}
 	if c.ProxyTimeout < 0 || c.PrometheusTimeout < 0 || c.PrometheusMaxInFlight < 0 || c.PrometheusMaxInFlightPerUser < 0 {
 		errs = append(errs, errors.New("ProxyTimeout, PrometheusTimeout, PrometheusMaxInFlight and PrometheusMaxInFlightPerUser: must not be negative"))
 	}
@@ -341,6 +353,11 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	// answer 401 without a valid token, then 405 for anything but GET.
 	mux.Handle("/api/prometheus/api/v1/{endpoint}", m.countProxy("prometheus", requireToken(authn, getOnly(newPromProxy(cfg, logger)))))
 	mux.Handle("/api/openapi.json", requireToken(authn, getOnly(doc)))
+	// Alertmanager's silences (silences.go): read by any role, set and
+	// expired by an operator or admin, each recorded in the audit log.
+	sil := m.countProxy("alertmanager", newSilences(cfg, authn, m, logger))
+	mux.Handle("/api/alerts/silences", sil)
+	mux.Handle("/api/alerts/silences/{id}", sil)
 	// Fan-outs to the services on the browser's behalf (fanout.go): the
 	// Overview in one request, Find in one, the sources' priorities in one.
 	f := newFanout(cfg)

@@ -38,6 +38,7 @@ var composeOwned = map[string]bool{
 	"INDEX_MANAGER_HTTP_ADDR": true, "INDEX_MANAGER_DATABASE_URL": true, "INDEX_MANAGER_TRUSTED_PROXIES": true,
 	"DASHBOARD_ADDR": true, "DASHBOARD_DIST": true,
 	"CLASSIFIER_URL": true, "PUBLISHER_URL": true, "INDEX_MANAGER_URL": true, "PROMETHEUS_URL": true, "DASHBOARD_REDIS_URL": true,
+	"ALERTMANAGER_URL": true,
 }
 
 var (

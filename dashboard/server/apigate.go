@@ -26,7 +26,7 @@ var apiRoutes = map[string][]string{
 		"/api/v1/models", "/api/v1/models/train", "/api/v1/models/rollback", "/api/v1/models/candidate",
 		"/api/v1/models/*", "/api/v1/models/*/candidate", "/api/v1/models/*/promote",
 		"/api/v1/labels", "/api/v1/labels/candidates", "/api/v1/labels/export", "/api/v1/labels/stats", "/api/v1/labels/*",
-		"/api/v1/dlq", "/api/v1/dlq/stats", "/api/v1/dlq/requeue", "/api/v1/dlq/delete", "/api/v1/dlq/*/requeue", "/api/v1/dlq/*",
+		"/api/v1/dlq", "/api/v1/dlq/stats", "/api/v1/dlq/requeue", "/api/v1/dlq/delete", "/api/v1/dlq/*/requeue", "/api/v1/dlq/*/attempts", "/api/v1/dlq/*",
 		"/api/v1/sources", "/api/v1/sources/poll-status", "/api/v1/sources/stats", "/api/v1/sources/*",
 		"/api/v1/sources/*/priority", "/api/v1/sources/*/reprocess", "/api/v1/sources/*/reprocess/*",
 		"/api/v1/sources/*/reprocess/*/cancel",

@@ -3,6 +3,7 @@ package deadletter
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -109,6 +110,33 @@ func (r *Repository) Requeue(ctx context.Context, id string) error {
 		return fmt.Errorf("requeue dead letter %s: %w", id, err)
 	}
 	return &PermanentError{ID: id, Code: code}
+}
+
+// Attempt is one failure of a dead letter's document: its first (Retry 0)
+// or its n-th retry.
+type Attempt struct {
+	At           time.Time `json:"at"`
+	ErrorCode    string    `json:"error_code"`
+	ErrorMessage string    `json:"error_message"`
+	Retry        int       `json:"retry"`
+}
+
+// Attempts returns an entry's attempts, oldest first: the last
+// AttemptsKept of them.
+func (r *Repository) Attempts(ctx context.Context, id string) ([]Attempt, error) {
+	var raw []byte
+	err := r.db.QueryRowContext(ctx, `SELECT attempts FROM dead_letter_queue WHERE id = $1::uuid`, id).Scan(&raw)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("dead letter %s attempts: %w", id, err)
+	}
+	out := []Attempt{}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("dead letter %s attempts: %w", id, err)
+	}
+	return out, nil
 }
 
 // PermanentError refuses the retry of an entry whose error code is

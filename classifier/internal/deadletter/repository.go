@@ -126,12 +126,38 @@ func recordUpsert(permanentAfter int, policies Policies) string {
 			permanent_reason = CASE WHEN ` + permanent + ` THEN format('failed %s times in a row with %s: %s',
 				` + streak + `, EXCLUDED.error_code, EXCLUDED.failure_signature) END,
 			last_attempt_at = NOW(),
+			attempts = ` + appendAttempt(`dead_letter_queue.attempts`,
+		attemptJSON(`EXCLUDED.error_code`, `EXCLUDED.error_message`, `dead_letter_queue.retry_count + 1`)) + `,
 			next_retry_at = LEAST(
 				NOW() + (EXCLUDED.next_retry_at - NOW()) * POWER(2, dead_letter_queue.retry_count + 1),
 				NOW() + make_interval(secs => ` + longest + `))
 		WHERE dead_letter_queue.retry_count < dead_letter_queue.max_retries
 		RETURNING index_name, content_id, source_name, COALESCE(error_code, 'UNKNOWN'), (xmax = 0) AS inserted,
 			retry_count >= max_retries AND max_retries > 0 AS exhausted, COALESCE(permanent_reason, '')`
+}
+
+// AttemptsKept is how many attempts an entry keeps (its attempts column):
+// the newest, the oldest dropped. AttemptMessageChars bounds each one's
+// message.
+const (
+	AttemptsKept        = 20
+	AttemptMessageChars = 1000
+)
+
+// attemptJSON is the SQL of one attempt (a one-element array): now, with
+// code, message (cut to AttemptMessageChars) and retry (0 for the first
+// failure, n for the n-th retry).
+func attemptJSON(code, message, retry string) string {
+	return fmt.Sprintf(`jsonb_build_array(jsonb_build_object('at', NOW(), 'error_code', %s, 'error_message', LEFT(%s, %d), 'retry', %s))`,
+		code, message, AttemptMessageChars, retry)
+}
+
+// appendAttempt is the SQL of attempts with one more appended, the oldest
+// dropped past AttemptsKept (one is appended at a time, so one drop keeps
+// the bound).
+func appendAttempt(attempts, attempt string) string {
+	x := attempts + ` || ` + attempt
+	return fmt.Sprintf(`(CASE WHEN jsonb_array_length(%s) > %d THEN (%s) - 0 ELSE %s END)`, x, AttemptsKept, x, x)
 }
 
 // storableRows returns failures keyed as they are stored, one per stored
@@ -200,18 +226,23 @@ func (r *Repository) EnqueueBatch(ctx context.Context, entries []domain.DeadLett
 	}
 	var q strings.Builder
 	q.WriteString(`INSERT INTO dead_letter_queue
-		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at, failure_signature) VALUES `)
+		(content_id, source_name, index_name, error_message, error_code, max_retries, next_retry_at, failure_signature, attempts) VALUES `)
 	stored := storableRows(entries)
-	args := make([]any, 0, len(stored)*8)
+	args := make([]any, 0, len(stored)*10)
 	now := r.cfg.Clock.Now()
 	for i, f := range stored {
 		if i > 0 {
 			q.WriteString(",")
 		}
 		n := len(args)
-		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, f.ContentID, f.SourceName, f.IndexName, admission.Storable(f.ErrorMessage, 4000), string(f.ErrorCode),
-			r.cfg.Policies.For(f.ErrorCode).Retries, now.Add(r.cfg.Policies.backoff(f.ErrorCode).Delay(0)), Signature(f.ErrorMessage))
+		// The first attempt takes the code and message again as text
+		// (a parameter has one type: the columns' are varchar).
+		fmt.Fprintf(&q, "($%d,$%d,$%d,$%d,$%d,$%d,$%d,$%d,%s)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8,
+			attemptJSON(fmt.Sprintf("$%d::text", n+9), fmt.Sprintf("$%d::text", n+10), "0"))
+		message := admission.Storable(f.ErrorMessage, 4000)
+		args = append(args, f.ContentID, f.SourceName, f.IndexName, message, string(f.ErrorCode),
+			r.cfg.Policies.For(f.ErrorCode).Retries, now.Add(r.cfg.Policies.backoff(f.ErrorCode).Delay(0)), Signature(f.ErrorMessage),
+			string(f.ErrorCode), message)
 	}
 	q.WriteString(r.record)
 	rows, err := r.db.QueryContext(ctx, q.String(), args...)

@@ -58,6 +58,7 @@ type routes struct{ RoutesConfig }
 //	POST   /dlq/requeue     requeue every entry matching a filter, skipping permanent error codes
 //	POST   /dlq/delete      delete every entry matching a filter
 //	POST   /dlq/:id/requeue requeue one entry (409 for a permanent error code)
+//	GET    /dlq/:id/attempts an entry's failures, oldest first (its last AttemptsKept)
 //	DELETE /dlq/:id         delete one entry
 func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
 	var errs []error
@@ -80,6 +81,7 @@ func RegisterRoutes(router gin.IRouter, cfg RoutesConfig) error {
 	router.POST("/dlq/requeue", h.requeueMatching)
 	router.POST("/dlq/delete", h.deleteMatching)
 	router.POST("/dlq/:id/requeue", h.requeueOne)
+	router.GET("/dlq/:id/attempts", h.attempts)
 	router.DELETE("/dlq/:id", h.deleteOne)
 	return nil
 }
@@ -234,6 +236,23 @@ func (h *routes) requeueOne(c *gin.Context) {
 	}
 	h.Logger.InfoContext(ctx, "dead letter requeued", "dlq_id", id, "by", auth.Subject(c))
 	c.JSON(http.StatusOK, gin.H{"requeued": 1})
+}
+
+// GET /dlq/:id/attempts: the entry's attempts (each failure of its
+// document: when, code, message), oldest first.
+func (h *routes) attempts(c *gin.Context) {
+	id, ok := entryID(c)
+	if !ok {
+		return
+	}
+	ctx, cancel := httpserver.WithTimeout(c, h.DBTimeout)
+	defer cancel()
+	attempts, err := h.Repository.Attempts(ctx, id)
+	if err != nil {
+		h.fail(c, "dead letter attempts", err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": id, "attempts": attempts, "kept": AttemptsKept})
 }
 
 // filterBody is the body of POST /dlq/requeue and POST /dlq/delete: every

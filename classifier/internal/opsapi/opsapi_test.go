@@ -292,8 +292,31 @@ func TestDeadLetterStatsRequeueAndDelete(t *testing.T) {
 		t.Errorf("requeue with a bad body = %d, want 400", code)
 	}
 
-	// Delete one; unknown and malformed ids.
+	// An entry's attempts: its one failure so far; 404 and 400 otherwise.
 	b.do(t, "GET", "/api/v1/dlq?error_code=RULE_PANIC", nil, &p)
+	var attempts struct {
+		ID       string `json:"id"`
+		Kept     int    `json:"kept"`
+		Attempts []struct {
+			At           string `json:"at"`
+			ErrorCode    string `json:"error_code"`
+			ErrorMessage string `json:"error_message"`
+			Retry        int    `json:"retry"`
+		} `json:"attempts"`
+	}
+	if code := b.do(t, "GET", "/api/v1/dlq/"+p.Entries[0].ID+"/attempts", nil, &attempts); code != 200 || attempts.ID != p.Entries[0].ID ||
+		attempts.Kept != deadletter.AttemptsKept || len(attempts.Attempts) != 1 || attempts.Attempts[0].ErrorCode != "RULE_PANIC" ||
+		attempts.Attempts[0].ErrorMessage != "boom" || attempts.Attempts[0].Retry != 0 || attempts.Attempts[0].At == "" {
+		t.Errorf("attempts = %d %+v, want the one RULE_PANIC failure", code, attempts)
+	}
+	if code, ec := b.doRaw(t, "GET", "/api/v1/dlq/00000000-0000-0000-0000-000000000000/attempts", ""); code != 404 || ec != "not_found" {
+		t.Errorf("attempts of no entry = %d %s, want 404", code, ec)
+	}
+	if code, ec := b.doRaw(t, "GET", "/api/v1/dlq/nope/attempts", ""); code != 400 || ec != "bad_request" {
+		t.Errorf("attempts of a malformed id = %d %s, want 400", code, ec)
+	}
+
+	// Delete one; unknown and malformed ids.
 	if code := b.do(t, "DELETE", "/api/v1/dlq/"+p.Entries[0].ID, nil, nil); code != 204 {
 		t.Errorf("delete = %d, want 204", code)
 	}

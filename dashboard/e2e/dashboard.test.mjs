@@ -73,6 +73,25 @@ async function overflowing(p) {
   })
 }
 
+/**
+ * The empty inputs in view whose placeholder is wider than the room for it
+ * (measured in the input's own font): a hint the operator cannot read whole.
+ */
+async function cutPlaceholders(p) {
+  return p.evaluate(() => {
+    const ctx = document.createElement('canvas').getContext('2d')
+    return [...document.querySelectorAll('input[placeholder]')]
+      .filter((e) => e.offsetParent !== null && e.value === '' && e.placeholder !== '')
+      .flatMap((e) => {
+        const cs = getComputedStyle(e)
+        ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`
+        const room = e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)
+        const needed = ctx.measureText(e.placeholder).width
+        return needed > room + 1 ? [`"${e.placeholder}" (${e.dataset.testid ?? e.name ?? e.id}) needs ${Math.round(needed)} px, has ${Math.round(room)}`] : []
+      })
+  })
+}
+
 /** Clicks an export button and returns the text of the file it saves. */
 async function exported(testId) {
   const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).first().click()])
@@ -532,7 +551,7 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByRole('link', { name: 'Dead letters' }).click()
     const row = page.locator(`tr[data-dlq="${id}"]`)
     await row.waitFor({ timeout: 60_000 })
-    await row.getByText('VALIDATION_ERROR').waitFor()
+    await row.getByText('VALIDATION_ERROR', { exact: true }).waitFor()
     await page.getByRole('button', { name: `Error details of ${id}` }).click()
     await page.getByTestId('dlq-error').first().waitFor()
     // Filters and the open entry are in the URL; a fresh page shows the same,
@@ -562,6 +581,12 @@ describe('dashboard', { concurrency: false }, () => {
     assert.match(await noRetry.getAttribute('title'), /^VALIDATION_ERROR is permanent/)
     assert.match(await noRetry.innerText(), /No retry/)
     await page.locator(`tr[data-dlq="${id}"] + tr`).getByTestId('dlq-retry-refusal').filter({ hasText: /^VALIDATION_ERROR is permanent/ }).waitFor()
+    // Its details hold its attempts: one, its first failure, as the classifier keeps it.
+    const attempt = page.locator(`tr[data-dlq="${id}"] + tr`).getByTestId('dlq-attempt')
+    await attempt.first().waitFor()
+    assert.equal(await attempt.count(), 1)
+    assert.deepEqual([await attempt.getAttribute('data-retry'), await attempt.getAttribute('data-code')], ['0', 'VALIDATION_ERROR'])
+    assert.match(await attempt.innerText(), /^First failure · .+ · VALIDATION_ERROR\n/)
     const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
     const entryId = h.sql('classifier', `SELECT id FROM dead_letter_queue WHERE content_id = '${id}'`)
     const refused = await h.api('classifier', 'POST', `/api/v1/dlq/${entryId}/requeue`, {}, token)
@@ -1306,6 +1331,12 @@ describe('dashboard', { concurrency: false }, () => {
       await page.getByTestId('modal').getByTestId('reprocess-unavailable').filter({ hasText: CLASSIFIER_DOWN }).waitFor()
       assert.equal(await detailReprocess.isDisabled(), true)
       await page.keyboard.press('Escape')
+      // Rule edits likewise, on the Rules page.
+      await goto('/rules')
+      await page.getByTestId('action-unavailable').filter({ hasText: `Rule edits are off: ${CLASSIFIER_DOWN}` }).waitFor({ timeout: 45_000 })
+      assert.equal(await page.getByRole('button', { name: 'New rule' }).isDisabled(), true, 'New rule is disabled while the classifier is down')
+      await goto(`/sources?q=${h.prefix}`)
+      await page.getByTestId('source-stats-error').filter({ hasText: CLASSIFIER_DOWN }).waitFor({ timeout: 45_000 })
       assert.deepEqual(await axeViolations(page), [])
       await shot('sources-classifier-down')
     } finally {
@@ -1507,6 +1538,9 @@ describe('dashboard', { concurrency: false }, () => {
           await page.waitForTimeout(200)
           const over = await pageOverflow(page)
           if (over > 0) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: the page is ${over} px wider than the viewport (${await overflowing(page)})`)
+          if (!dark && width !== 1920) {
+            for (const cut of await cutPlaceholders(page)) problems.push(`${name} at ${width} px: a placeholder is cut off: ${cut}`)
+          }
           if (width === 390 || width === 1440) {
             for (const v of await axeViolations(page)) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: ${v}`)
           }

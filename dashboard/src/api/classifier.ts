@@ -1,7 +1,7 @@
 import { bulkBody, createHttpClient, seg, type HttpClient, type HttpClientOptions } from './http'
 import type {
   ClassificationStats, ClassifyResponse, DeadLetterFilter, DeadLetterListParams, DeadLetterListResponse,
-  BulkRequeueResponse, DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
+  BulkRequeueResponse, DeadLetterAttempts, DeadLetterStats, RequeueResponse, Rule, RuleFilter, RuleInput, RuleListResponse, RuleTestRequest,
   RuleTestResponse, SourceListResponse, SourceReputation, SourceStatsResponse, PollStatusResponse,
   ReprocessRequest, ReprocessTask, ReprocessTaskList, SourcePriority, SourcePriorityLevel,
   LabelCandidatesResponse, LabelInput, LabelListResponse, LabelStats, TopicLabel, TopicModelListResponse, TopicModelSummary,
@@ -28,6 +28,8 @@ export function createClassifierApi(http: HttpClient) {
     listDeadLetters: (params: DeadLetterListParams = {}) => http.get<DeadLetterListResponse>('/api/v1/dlq', { ...params }),
     deadLetterStats: () => http.get<DeadLetterStats>('/api/v1/dlq/stats'),
     requeueDeadLetter: (id: string) => http.post<RequeueResponse>(`/api/v1/dlq/${seg(id)}/requeue`),
+    /** An entry's attempts (each failure: when, code, message), oldest first. */
+    deadLetterAttempts: (id: string) => http.get<DeadLetterAttempts>(`/api/v1/dlq/${seg(id)}/attempts`),
     /** Re-queues every entry matching filter; an empty filter re-queues all (sent as `"all": true`). */
     /** Re-queues every entry matching the filter, skipping (and counting) those whose error code is permanent. */
     requeueDeadLetters: (filter: DeadLetterFilter = {}) => http.post<BulkRequeueResponse>('/api/v1/dlq/requeue', bulkBody(filter)),

@@ -218,6 +218,21 @@ export interface RequeueResponse {
   requeued: number
 }
 
+/** One failure of a dead letter's document: its first (retry 0) or its n-th retry. */
+export interface DeadLetterAttempt {
+  at: string
+  error_code: string
+  error_message: string
+  retry: number
+}
+
+/** GET /dlq/{id}/attempts: oldest first, the last `kept` of them. */
+export interface DeadLetterAttempts {
+  id: string
+  kept: number
+  attempts: DeadLetterAttempt[]
+}
+
 /** POST /dlq/requeue: the entries re-queued, and those skipped because their error code is permanent. */
 export interface BulkRequeueResponse extends RequeueResponse {
   skipped: number

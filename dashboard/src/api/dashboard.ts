@@ -47,6 +47,28 @@ export interface PrioritiesAnswer {
   failures: Record<string, { code: string; message: string }>
 }
 
+/** An Alertmanager silence (dashboard/server/silences.go): alertname and the other matchers, each label equal to a value. */
+export interface Silence {
+  id: string
+  alertname: string
+  matchers: { name: string; value: string }[]
+  starts_at: string
+  ends_at: string
+  /** Who set it: through the dashboard, the subject of their token. */
+  created_by: string
+  comment: string
+  state: 'active' | 'pending' | 'expired'
+}
+
+/** POST /api/alerts/silences: duration (Go syntax, "2h") or ends_at, and why. */
+export interface SilenceRequest {
+  alertname: string
+  matchers?: { name: string; value: string }[]
+  duration?: string
+  ends_at?: string
+  comment: string
+}
+
 export function dashboardClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }) {
   const http = createHttpClient({ baseUrl: '/api', ...opts })
   return {
@@ -57,6 +79,12 @@ export function dashboardClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { bas
     find: (id: string) => http.get<FindAnswer>('/find', { id }),
     /** The priority marks of the sources named (one request, however many). */
     sourcePriorities: (sources: string[]) => http.get<PrioritiesAnswer>('/sources/priorities', { source: sources }),
+    /** Alertmanager's active and pending silences (any role). */
+    silences: () => http.get<{ silences: Silence[] }>('/alerts/silences'),
+    /** Sets a silence (operator or admin); recorded in the audit log. */
+    silence: (req: SilenceRequest) => http.post<Silence>('/alerts/silences', req),
+    /** Expires a silence now (operator or admin); recorded in the audit log. */
+    expireSilence: (id: string) => http.delete<void>(`/alerts/silences/${encodeURIComponent(id)}`),
   }
 }
 

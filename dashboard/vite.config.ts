@@ -52,5 +52,10 @@ export default defineConfig({
     include: ['tests/**/*.test.ts'],
     reporters: ['default', './tests/summary-reporter.ts'],
     restoreMocks: true,
+    // A bound for a test that hangs, not a timing: the first import of a
+    // component (its transform) took over vitest's 5 s default on a loaded
+    // two-core CI machine. Tests wait for their events, never a clock.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 })

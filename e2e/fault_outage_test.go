@@ -211,14 +211,17 @@ func TestChaosDeliversEverything(t *testing.T) {
 			poisoned[i] = p.doc
 		}
 		rest := append(append([][]contentindex.RawDocument{}, waves[1:]...), poisoned)
+		// Written again until Elasticsearch takes it, however long its
+		// restart takes on a loaded machine: the run's end bounds it.
+		run := testenv.Context(t)
 		for i, w := range rest {
 			time.Sleep(4 * time.Second)
-			for attempt := 0; ; attempt++ {
+			for {
 				err := tryLoadDocs(st.es, w)
 				if err == nil {
 					break
 				}
-				if attempt > 60 {
+				if run.Err() != nil {
 					t.Errorf("wave %d never loaded: %v", i+1, err)
 					return
 				}

@@ -1209,7 +1209,10 @@ describe('dashboard', { concurrency: false }, () => {
     console.log(`reprocess cancel: the task ended cancelled after ${task.scanned} of ${BULK} documents read, ${task.requeued} set back`)
     assert.equal(h.sql('classifier', `SELECT status || ' ' || cancel_requested_by FROM reprocess_tasks WHERE id = '${task.id}'`), `cancelled ${h.username}`)
     // What it set back stays pending and is classified again.
+    // Refreshed first: a count right after the requeue can miss its writes
+    // (the index refreshes every second) and read 0 too early.
     await waitFor(`the documents of ${bulk} set back classified again`, async () => {
+      await h.es('POST', `/${bulk}_raw_content/_refresh`)
       const left = (await h.es('POST', `/${bulk}_raw_content/_count`, { query: { terms: { classification_status: ['pending', 'processing'] } } })).count
       return left === 0
     }, { timeout: 180_000, interval: 2000 })
@@ -1217,8 +1220,14 @@ describe('dashboard', { concurrency: false }, () => {
 
   test('a source\'s reprocess history lists both runs, newest first, each with who, when and its figures, at 1280 and 390 px', async () => {
     const token = await page.evaluate(() => JSON.parse(localStorage.getItem('nc-session')).token)
-    // The two runs of the steps above: the completed one, then the cancelled one.
-    const { tasks } = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body
+    // The two runs of the steps above: the completed one, then the cancelled
+    // one, read once the cancelled run's documents are counted as classified
+    // again (they are classified after the run ended).
+    let tasks = []
+    await waitFor('the cancelled run\'s documents counted as classified again', async () => {
+      tasks = (await h.api('classifier', 'GET', `/api/v1/sources/${bulk}/reprocess`, undefined, token)).body.tasks
+      return tasks[0]?.reclassified > 0
+    }, { timeout: 120_000, interval: 1000 }).catch(() => {})
     assert.deepEqual(tasks.map((t) => t.status), ['cancelled', 'completed'])
     // Every document of the completed run was classified again (the step
     // above waited for it), some of them perhaps with other topics (the

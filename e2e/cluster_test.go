@@ -275,7 +275,7 @@ func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
 	restarted := restartNode()
 
 	keys := append(keysOf(docs), keysOf(acked)...)
-	missing := sub.WaitAll(keys, 180*time.Second)
+	missing := sub.WaitAll(t, keys, 180*time.Second)
 	time.Sleep(3 * time.Second) // a second copy would arrive right behind the first
 	total, distinct, dups, last := sub.Stats()
 	var firstAfter time.Time
@@ -288,7 +288,7 @@ func TestClusterElasticsearchNodeKilledMidDrain(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Errorf("%d of %d documents not delivered within 180s of the kill, e.g. %s\nclassifier:\n%s",
+		t.Errorf("%d of %d documents not delivered (no delivery for 180s after the kill), e.g. %s\nclassifier:\n%s",
 			len(missing), len(keys), missing[0], logLines(classifier.Output(), 15, "level=ERROR", "level=WARN"))
 	}
 	if dups > 0 {
@@ -510,7 +510,7 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 		sub.mu.Unlock()
 	}
 	if len(missing) > 0 {
-		t.Errorf("%d of %d documents neither received nor in a stream within 180s of the kill, e.g. %s\npublisher:\n%s",
+		t.Errorf("%d of %d documents neither received nor in a stream (no delivery for 180s after the kill), e.g. %s\npublisher:\n%s",
 			len(missing), len(keys), missing[0], logLines(publisher.Output(), 15, "level=ERROR", "level=WARN"))
 	}
 	if max(dups, streamDups)*100 > len(keys) {

@@ -587,13 +587,34 @@ func (s *subscriber) LastArrival(keys []string) time.Time {
 	return last
 }
 
-// WaitAll waits until every key has arrived or timeout passes, and returns
-// the keys still missing.
-func (s *subscriber) WaitAll(keys []string, timeout time.Duration) []string {
-	deadline := time.Now().Add(timeout)
+// WaitAll waits until every key has arrived and returns the keys still
+// missing. It waits for the event, not for a window: it gives up only when
+// no key has arrived for patience (the pipeline stalled, so what is missing
+// is lost) or 30 s before the test binary's -timeout. A loaded machine that
+// delivers slowly but steadily fails nothing.
+func (s *subscriber) WaitAll(t testing.TB, keys []string, patience time.Duration) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * patience)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := d.Deadline(); ok {
+			deadline = end.Add(-30 * time.Second)
+		}
+	}
+	left := -1
+	stalledAt := time.Now().Add(patience)
 	for {
 		missing := s.Missing(keys)
-		if len(missing) == 0 || time.Now().After(deadline) {
+		now := time.Now()
+		if len(missing) != left { // progress: patience starts again
+			left = len(missing)
+			stalledAt = now.Add(patience)
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if now.After(stalledAt) || now.After(deadline) {
+			t.Logf("gave up waiting: %d of %d keys missing, none arrived since %s (patience %s)",
+				len(missing), len(keys), stalledAt.Add(-patience).Format(time.TimeOnly), patience)
 			return missing
 		}
 		time.Sleep(100 * time.Millisecond)

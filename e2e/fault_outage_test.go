@@ -49,12 +49,12 @@ func TestFaultOutboxDatabaseDownTwoMinutes(t *testing.T) {
 	t.Logf("outbox database back after %s; DLQ counters during the outage %+v (before %+v)",
 		time.Since(stopped).Round(time.Second), duringOutage, before)
 
-	missing := sub.WaitAll(keys, 120*time.Second)
+	missing := sub.WaitAll(t, keys, 120*time.Second)
 	total, distinct, dups, last := sub.Stats()
 	t.Logf("delivered %d of %d (%d messages, %d duplicates); last delivery %s after the database came back",
 		distinct, len(keys), total, dups, last.Sub(stopped.Add(2*time.Minute)).Round(time.Millisecond))
 	if len(missing) > 0 {
-		t.Errorf("%d documents not delivered within 120s of the restart, e.g. %s\nclassifier:\n%s\npublisher:\n%s",
+		t.Errorf("%d documents not delivered (no delivery for 120s after the restart), e.g. %s\nclassifier:\n%s\npublisher:\n%s",
 			len(missing), missing[0], logLines(classifier.Output(), 15, "level=ERROR", "level=WARN"),
 			logLines(publisher.Output(), 10, "level=ERROR", "level=WARN"))
 	}
@@ -276,7 +276,7 @@ func TestChaosDeliversEverything(t *testing.T) {
 	publisher.WaitReady(2 * time.Minute)
 
 	validKeys := keysOf(valid)
-	missing := sub.WaitAll(validKeys, 150*time.Second)
+	missing := sub.WaitAll(t, validKeys, 150*time.Second)
 	time.Sleep(3 * time.Second) // late duplicates
 	total, _, _, last := sub.Stats()
 	delivered, duplicates := 0, 0
@@ -377,12 +377,12 @@ func TestFaultElasticsearchKilledMidDrain(t *testing.T) {
 	t.Logf("Elasticsearch back after %s (%d delivered while it was down: rows already in the outbox)",
 		time.Since(killed).Round(time.Second), duringOutage-deliveredAtKill)
 
-	missing := sub.WaitAll(keys, 150*time.Second)
+	missing := sub.WaitAll(t, keys, 150*time.Second)
 	total, distinct, dups, last := sub.Stats()
 	t.Logf("delivered %d of %d (%d messages, %d duplicates); last delivery %s after the kill",
 		distinct, len(keys), total, dups, last.Sub(killed).Round(time.Millisecond))
 	if len(missing) > 0 {
-		t.Errorf("%d documents not delivered within 150s of the restart, e.g. %s\nclassifier:\n%s",
+		t.Errorf("%d documents not delivered (no delivery for 150s after the restart), e.g. %s\nclassifier:\n%s",
 			len(missing), missing[0], logLines(classifier.Output(), 15, "level=ERROR", "level=WARN"))
 	}
 	checkOutageCostNothing(t, classifier, publisher, st.prefix, before)

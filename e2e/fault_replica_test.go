@@ -70,7 +70,7 @@ func TestFaultClassifierKilledMidBatch(t *testing.T) {
 			// measured is how soon the held claims come back, not how
 			// fast a deliberately slowed worker gets through them.
 			restarted := launch(t, "classifier", "classifier-2", st.classifierEnv(second, nil))
-			missing := sub.WaitAll(heldKeys, 3*time.Minute)
+			missing := sub.WaitAll(t, heldKeys, 3*time.Minute)
 			if len(missing) > 0 {
 				t.Fatalf("%d of the %d documents in flight at the kill not delivered within 3 minutes\nclassifier-2:\n%s",
 					len(missing), len(heldKeys), logLines(restarted.Output(), 10, "level=ERROR", "level=WARN"))
@@ -78,7 +78,7 @@ func TestFaultClassifierKilledMidBatch(t *testing.T) {
 			took := sub.LastArrival(heldKeys).Sub(killed)
 			t.Logf("takeover-%s: the %d documents in flight at the kill were delivered %s after it (default lease 15s)",
 				tc.name, len(heldKeys), took.Round(time.Millisecond))
-			if missing := sub.WaitAll(keys, 3*time.Minute); len(missing) > 0 {
+			if missing := sub.WaitAll(t, keys, 3*time.Minute); len(missing) > 0 {
 				t.Errorf("%d of %d documents never delivered", len(missing), len(keys))
 			}
 			time.Sleep(2 * time.Second)
@@ -112,9 +112,9 @@ func TestFaultZombieOwnerDoesNotCommitTwice(t *testing.T) {
 	t.Logf("SIGSTOPped %s holding about %d claims; %d of %d delivered", idA, held, sub.Distinct(), len(keys))
 
 	b := launch(t, "classifier", "classifier-b", st.classifierEnv(idB, lease))
-	missing := sub.WaitAll(keys, 120*time.Second)
+	missing := sub.WaitAll(t, keys, 120*time.Second)
 	if len(missing) > 0 {
-		t.Errorf("with %s frozen, %s did not deliver %d of %d documents within 120s (its claims never expired, or a lock of the frozen replica blocks it)\nclassifier-b:\n%s",
+		t.Errorf("with %s frozen, %s did not deliver %d of %d documents with none delivered for 120s (its claims never expired, or a lock of the frozen replica blocks it)\nclassifier-b:\n%s",
 			idA, idB, len(missing), len(keys), logLines(b.Output(), 10, "level=ERROR", "level=WARN"))
 	} else {
 		t.Logf("%s delivered everything %s after the freeze", idB, time.Since(paused).Round(time.Millisecond))
@@ -199,8 +199,8 @@ func TestFaultStopWithOneSecondDeadline(t *testing.T) {
 	t.Logf("shutdown log:\n%s", logLines(out[strings.LastIndex(out, "=== e2e: SIGTERM"):], 20, "stop", "drain", "shutdown", "deadline", "exit", "panic"))
 
 	restarted := launch(t, "classifier", "classifier-restarted", env)
-	if missing := sub.WaitAll(keys, 120*time.Second); len(missing) > 0 {
-		t.Errorf("%d of %d documents lost after the stop and restart (not delivered within 120s)\n%s",
+	if missing := sub.WaitAll(t, keys, 120*time.Second); len(missing) > 0 {
+		t.Errorf("%d of %d documents lost after the stop and restart (none delivered for 120s)\n%s",
 			len(missing), len(keys), logLines(restarted.Output(), 10, "level=ERROR", "level=WARN"))
 	}
 	if status, _ := restarted.get("/ready"); status != http.StatusOK {

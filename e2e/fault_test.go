@@ -70,8 +70,8 @@ func TestFaultBadDocumentsInOneBatch(t *testing.T) {
 		}
 	}
 	want := append(append([]string{}, healthy...), docKey(source, nul.ID))
-	if missing := sub.WaitAll(want, 60*time.Second); len(missing) > 0 {
-		t.Errorf("%d of %d deliverable documents not delivered within 60s, e.g. %.80q", len(missing), len(want), missing[0])
+	if missing := sub.WaitAll(t, want, 60*time.Second); len(missing) > 0 {
+		t.Errorf("%d of %d deliverable documents not delivered (none for 60s), e.g. %.80q", len(missing), len(want), missing[0])
 	}
 	time.Sleep(3 * time.Second) // a second copy would arrive right behind the first
 
@@ -205,9 +205,9 @@ func TestFaultBadIndexDoesNotStopOthers(t *testing.T) {
 	}))
 
 	start := time.Now()
-	missing := sub.WaitAll(keys, 150*time.Second)
+	missing := sub.WaitAll(t, keys, 150*time.Second)
 	if len(missing) > 0 {
-		t.Errorf("%d of %d documents of the good index not delivered within 150s; the bad indices stopped the others\nclassifier:\n%s",
+		t.Errorf("%d of %d documents of the good index not delivered (none for 150s); the bad indices stopped the others\nclassifier:\n%s",
 			len(missing), len(keys), logLines(classifier.Output(), 10, "level=ERROR", "level=WARN"))
 	} else {
 		t.Logf("the good index's %d documents delivered in %s", len(keys), time.Since(start).Round(time.Millisecond))
@@ -257,8 +257,8 @@ func TestFaultSameIDInTwoSources(t *testing.T) {
 	keys, sub, publisher := st.startDrain(t, docs)
 	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
 
-	if missing := sub.WaitAll(keys, 30*time.Second); len(missing) > 0 {
-		t.Errorf("not delivered within 30s: %v (the same id in another source must not shadow it)\nclassifier:\n%s\npublisher:\n%s",
+	if missing := sub.WaitAll(t, keys, 30*time.Second); len(missing) > 0 {
+		t.Errorf("not delivered (none for 30s): %v (the same id in another source must not shadow it)\nclassifier:\n%s\npublisher:\n%s",
 			missing, logLines(classifier.Output(), 10, "level=ERROR", "level=WARN"), logLines(publisher.Output(), 10, "level=ERROR", "level=WARN"))
 	}
 	time.Sleep(2 * time.Second)

@@ -77,7 +77,7 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 		}
 		lastInsert = time.Now()
 	})
-	if missing := sub.WaitAll(freshKeys, 5*time.Minute); len(missing) > 0 {
+	if missing := sub.WaitAll(t, freshKeys, 5*time.Minute); len(missing) > 0 {
 		t.Fatalf("%d fresh documents not delivered: %v", len(missing), missing)
 	}
 	// Counted against what was waiting, not against the clock: how fast
@@ -108,7 +108,7 @@ func TestFreshDocumentsOvertakeTheBacklog(t *testing.T) {
 	if oldLeft < waiting/10 {
 		t.Errorf("fresh documents waited behind the backlog: of the %d old documents waiting when the last fresh one was written, only %d were left when it arrived", waiting, oldLeft)
 	}
-	if missing := sub.WaitAll(oldKeys, 5*time.Minute); len(missing) > 0 {
+	if missing := sub.WaitAll(t, oldKeys, 5*time.Minute); len(missing) > 0 {
 		t.Errorf("%d backlog documents never delivered (starved?)", len(missing))
 	}
 }
@@ -140,7 +140,7 @@ func BenchmarkFreshDuringBackfill(b *testing.B) {
 		keys = append(keys, k)
 		time.Sleep(100 * time.Millisecond)
 	}
-	if missing := sub.WaitAll(keys, 15*time.Minute); len(missing) > 0 {
+	if missing := sub.WaitAll(b, keys, 15*time.Minute); len(missing) > 0 {
 		b.Fatalf("%d fresh documents not delivered", len(missing))
 	}
 	lat := make([]float64, 0, len(keys))
@@ -334,7 +334,7 @@ func TestNearCopyInAnotherSource(t *testing.T) {
 				map[string]string{"CLASSIFIER_DUPLICATE_CONTENT_POLICY": policy}))
 			loadDocs(t, st.es, []contentindex.RawDocument{orig})
 			origKey := docKey(wire, orig.ID)
-			if missing := sub.WaitAll([]string{origKey}, 2*time.Minute); len(missing) > 0 {
+			if missing := sub.WaitAll(t, []string{origKey}, 2*time.Minute); len(missing) > 0 {
 				t.Fatal("the original was not published")
 			}
 			loadDocs(t, st.es, []contentindex.RawDocument{copyDoc})
@@ -359,7 +359,7 @@ func TestNearCopyInAnotherSource(t *testing.T) {
 				}
 				return
 			}
-			if missing := sub.WaitAll([]string{copyKey}, time.Minute); len(missing) > 0 {
+			if missing := sub.WaitAll(t, []string{copyKey}, time.Minute); len(missing) > 0 {
 				t.Fatal("flag policy: the copy was not published")
 			}
 			m := sub.Messages(copyKey)[0]
@@ -398,7 +398,7 @@ func TestRuleEditRepublishesOnlyChangedOutcomes(t *testing.T) {
 	launch(t, "publisher", "publisher", st.publisherEnv(nil))
 	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+st.prefix, nil))
 	keys := keysOf(docs)
-	if missing := sub.WaitAll(keys, 2*time.Minute); len(missing) > 0 {
+	if missing := sub.WaitAll(t, keys, 2*time.Minute); len(missing) > 0 {
 		t.Fatalf("%d documents not published", len(missing))
 	}
 

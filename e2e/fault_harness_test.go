@@ -621,16 +621,25 @@ func (s *subscriber) WaitAll(t testing.TB, keys []string, patience time.Duration
 	}
 }
 
-// WaitDistinct waits until at least n documents have arrived.
-func (s *subscriber) WaitDistinct(n int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for s.Distinct() < n {
-		if time.Now().After(deadline) {
+// WaitDistinct waits until at least n documents have arrived. Like WaitAll
+// it gives up only when none has arrived for patience.
+func (s *subscriber) WaitDistinct(n int, patience time.Duration) bool {
+	seen := -1
+	var stalledAt time.Time
+	for {
+		got := s.Distinct()
+		if got >= n {
+			return true
+		}
+		now := time.Now()
+		if got != seen {
+			seen, stalledAt = got, now.Add(patience)
+		}
+		if now.After(stalledAt) {
 			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return true
 }
 
 // ---------------------------------------------------------------- documents --

@@ -634,6 +634,10 @@ describe('dashboard', { concurrency: false }, () => {
     const published = h.sql('publisher', `SELECT content_id FROM classified_outbox WHERE index_name = '${metro}_classified_content' ORDER BY created_at LIMIT 1`)
     assert.ok(published, 'a metro document has an outbox row')
     await page.getByRole('link', { name: 'Find a document' }).click()
+    // Counted from once the Find page is shown: the page before it (the dead
+    // letters) may still have a refresh in flight as the link is followed.
+    await page.waitForURL(/\/find/)
+    await page.getByTestId('find-id').waitFor()
     // Every API request the page makes while it finds: one, to the
     // dashboard server's /api/find, whatever the number of sources (the
     // server asks the services; the browser used to send a GET per index).
@@ -647,7 +651,15 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByRole('button', { name: 'Find', exact: true }).click()
     await page.waitForURL(/[?&]id=/)
     const places = page.getByTestId('find-places')
-    for (const kind of ['raw', 'classified', 'outbox']) await places.locator(`li[data-place="${kind}"]`).waitFor()
+    // Each place the answer names; a service that did not answer is named in
+    // the failure, not left to a locator's timeout.
+    const shown = async (kinds) => waitFor(`the places ${kinds.join(', ')}`, async () => {
+      const failures = await page.getByTestId('find-failure').allInnerTexts()
+      assert.deepEqual(failures, [], 'every service answered the lookup')
+      for (const kind of kinds) if ((await places.locator(`li[data-place="${kind}"]`).count()) === 0) return false
+      return true
+    })
+    await shown(['raw', 'classified', 'outbox'])
     // An id nobody holds: the server searches every raw index, still one request.
     const rawIndices = (await h.es('GET', '/_cat/indices/*_raw_content?format=json')).length
     assert.ok(rawIndices >= 4, `${rawIndices} raw indices: several sources to search`)
@@ -658,7 +670,7 @@ describe('dashboard', { concurrency: false }, () => {
     assert.deepEqual(lookups, ['/api/find', '/api/find'], `Find's requests over ${rawIndices} raw indices`)
     await page.getByTestId('find-id').fill(published)
     await page.getByRole('button', { name: 'Find', exact: true }).click()
-    for (const kind of ['raw', 'classified', 'outbox']) await places.locator(`li[data-place="${kind}"]`).waitFor()
+    await shown(['raw', 'classified', 'outbox'])
     assert.equal(await places.locator('li[data-place="dlq"]').count(), 0, 'no dead letter for a published document')
     assert.deepEqual(await axeViolations(page), [])
     await shot('find')
@@ -681,8 +693,7 @@ describe('dashboard', { concurrency: false }, () => {
     // The dead letter's document: its raw document, which says why it
     // failed, and its entry in the queue.
     await goto(`/find?id=${encodeURIComponent(deadLetterId)}`)
-    await places.locator('li[data-place="dlq"]').waitFor()
-    await places.locator('li[data-place="raw"]').waitFor()
+    await shown(['dlq', 'raw'])
     await follow('dlq')
     await page.locator(`tr[data-dlq="${deadLetterId}"]`).waitFor()
     assert.equal(await page.locator('tr[data-dlq]').count(), 1, 'the queue filtered to the one document')

@@ -441,6 +441,10 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 	publisher := launch(t, "publisher", "publisher", st.publisherEnv(map[string]string{
 		"PUBLISHER_STREAM_MIRROR": "true",
 		"PUBLISHER_STREAM_MAXLEN": "100000",
+		// As its own ACL user (deploy/redis/users.sh), as the native run
+		// and compose give it: the role is enough on a cluster and across
+		// a failover.
+		"REDIS_URL": testenv.Env(t, "NC_REDIS_PUBLISHER_URL", "redis cluster"),
 	}))
 	classifier := launch(t, "classifier", "classifier", st.classifierEnv("e2e-"+prefix, map[string]string{
 		"CLASSIFIER_BATCH_SIZE":  "100",
@@ -448,7 +452,7 @@ func TestClusterRedisMasterKilledMidDrain(t *testing.T) {
 	}))
 
 	victim := testenv.RedisSlotMaster(t, rc, "articles:news")
-	pid := testenv.RedisNodePID(t, victim)
+	pid := testenv.RedisNodePID(t, rc, victim)
 	if !sub.WaitDistinct(300, 90*time.Second) {
 		t.Fatalf("only %d documents delivered within 90s; the drain never got going\npublisher:\n%s", sub.Distinct(), publisher.log.Tail(30))
 	}

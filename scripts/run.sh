@@ -138,7 +138,7 @@ start() {
     fi
     # Each service its own Redis user (docs/roles.md, "Redis users"): the publisher's may
     # publish and nothing more; REDIS_URL of the env (admin, for the tests) reaches none.
-    # The Redis Cluster has no users: there the publisher keeps REDIS_URL.
+    # On the Redis Cluster NC_REDIS_PUBLISHER_URL names the same user on the cluster.
     local -a redis_env=(-u REDIS_URL -u NC_REDIS_PUBLISHER_URL -u NC_REDIS_DASHBOARD_URL -u NC_REDIS_SUBSCRIBER_URL)
     if [ "$svc" = publisher ]; then redis_env+=("REDIS_URL=${NC_REDIS_PUBLISHER_URL:-$REDIS_URL}"); fi
     # setsid: the service outlives this script and gets signals of its own.

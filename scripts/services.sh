@@ -60,7 +60,7 @@
 # Redis runs with the ACL users of deploy/redis/users.sh (docs/roles.md, "Redis users"), their
 # passwords generated once into $NC_STATE_DIR/redis_passwords: `env` prints REDIS_URL as user
 # admin (the tests run admin commands) and NC_REDIS_{PUBLISHER,DASHBOARD,SUBSCRIBER}_URL, the
-# role users scripts/run.sh gives the services. The Redis Cluster has no users.
+# role users scripts/run.sh gives the services. The Redis Cluster's nodes load the same users.
 #
 # In cluster mode `env` prints ELASTICSEARCH_URL (node 1: Elasticsearch routes
 # every request to the node holding the shard), NC_ES_CLUSTER_URLS (every
@@ -412,7 +412,8 @@ redis_running() { pid_alive "$REDIS_PID" redis-server; }
 
 # The single Redis runs with the ACL users of deploy/redis/users.sh (docs/roles.md, "Redis
 # users"): the default user is off; `env` gives the tests REDIS_URL as admin, and the native
-# run (scripts/run.sh) each service its own user. The Redis Cluster keeps no users.
+# run (scripts/run.sh) each service its own user. The nodes of the Redis Cluster run with the
+# same ACL file (below).
 
 # redis_password NAME: the password of Redis user NAME.
 redis_password() { sed -n "s/^$1=\([A-Za-z0-9]*\)$/\1/p" "$REDIS_PASSWORDS" 2>/dev/null | head -n1; }
@@ -870,14 +871,22 @@ redis_node_port() { echo $((REDIS_CLUSTER_PORT + $1 - 1)); }
 redis_node_pid() { echo "$RUN_DIR/redis-cluster-$(redis_node_port "$1").pid"; }
 redis_node_log() { echo "$LOG_DIR/redis-cluster-$(redis_node_port "$1").log"; }
 redis_node_running() { pid_alive "$(redis_node_pid "$1")" redis-server; }
-redis_node_cli() { local i=$1; shift; redis-cli -h 127.0.0.1 -p "$(redis_node_port "$i")" "$@"; }
+redis_node_cli() { local i=$1; shift; redis_cli -p "$(redis_node_port "$i")" "$@"; }
 
-# The URL the publisher and tests are given: one seed node and the others as
-# addr parameters (go-redis ParseClusterURL); the client discovers the rest.
+# redis_cluster_url [USER]: the URL the publisher and tests are given, as USER (admin by
+# default): one seed node and the others as addr parameters (go-redis ParseClusterURL); the
+# client discovers the rest.
 redis_cluster_url() {
-  local i q=""
+  local i q="" user=${1:-admin}
   for ((i = 2; i <= 3; i++)); do q+="${q:+&}addr=127.0.0.1:$(redis_node_port "$i")"; done
-  printf 'redis+cluster://127.0.0.1:%s?%s' "$(redis_node_port 1)" "$q"
+  printf 'redis+cluster://%s:%s@127.0.0.1:%s?%s' "$user" "$(redis_password "$user")" "$(redis_node_port 1)" "$q"
+}
+
+# redis_node_conf DIR: the node's own config file (mode 600, read as redis-server's first
+# argument): how a replica authenticates to its master, admin's password kept off the command
+# line. Written at each start, so a password given anew reaches every node.
+redis_node_conf() {
+  (umask 077 && printf 'masteruser admin\nmasterauth %s\n' "$(redis_password admin)" >"$1/auth.conf")
 }
 
 redis_node_start() {
@@ -887,11 +896,13 @@ redis_node_start() {
   port_open "$port" && die "redis cluster: port 127.0.0.1:$port of node $i is in use by another program (set NC_REDIS_CLUSTER_PORT)"
   port_open $((port + 10000)) && die "redis cluster: bus port 127.0.0.1:$((port + 10000)) of node $i is in use (set NC_REDIS_CLUSTER_PORT)"
   install -d -m 0755 "$dir"
+  redis_node_conf "$dir"
   log "redis cluster: starting node $i on 127.0.0.1:$port"
-  # No persistence of data (test data only); nodes.conf keeps the topology.
-  setsid -w redis-server --bind 127.0.0.1 --port "$port" --protected-mode yes \
+  # No persistence of data (test data only); nodes.conf keeps the topology. The ACL users of
+  # the single Redis (deploy/redis/users.sh): the default user is off here too.
+  setsid -w redis-server "$dir/auth.conf" --bind 127.0.0.1 --port "$port" --protected-mode yes \
     --daemonize yes --pidfile "$(redis_node_pid "$i")" --logfile "$(redis_node_log "$i")" --dir "$dir" \
-    --save '' --appendonly no --cluster-enabled yes --cluster-config-file nodes.conf \
+    --aclfile "$REDIS_ACL" --save '' --appendonly no --cluster-enabled yes --cluster-config-file nodes.conf \
     --cluster-node-timeout "$REDIS_CLUSTER_NODE_TIMEOUT" >/dev/null 2>&1 8>&- 9>&- ||
     fail_with_log "redis cluster node $i" "$(redis_node_log "$i")" "redis-server failed to start"
 }
@@ -910,7 +921,15 @@ redis_cluster_ok() {
 
 redis_cluster_up() {
   local i addrs=() assigned=0
+  redis_write_acl
   for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
+    # A node started before its users existed (an older services.sh): started again with them.
+    if redis_node_running "$i" && [[ $(redis_node_cli "$i" acl whoami 2>/dev/null) != admin ]]; then
+      log "redis cluster: node $i runs without the ACL users, restarting it with them"
+      redis_node_stop "$i"
+    fi
+    # A running node reads the file again (a password given anew since its start).
+    redis_node_running "$i" && redis_node_cli "$i" acl load >/dev/null 2>&1
     redis_node_running "$i" || redis_node_start "$i"
   done
   for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
@@ -920,7 +939,8 @@ redis_cluster_up() {
   done
   if ((assigned == 0)); then
     log "redis cluster: creating 3 masters with a replica each on ${addrs[*]}"
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$LOG_DIR/redis-cluster-create.log" 2>&1 ||
+    REDISCLI_AUTH="$(redis_password admin)" redis-cli --no-auth-warning --user admin --cluster create "${addrs[@]}" \
+      --cluster-replicas 1 --cluster-yes >"$LOG_DIR/redis-cluster-create.log" 2>&1 ||
       fail_with_log "redis cluster" "$LOG_DIR/redis-cluster-create.log" "redis-cli --cluster create failed"
   fi
   wait_until_or "redis cluster" "$(redis_node_log 1)" \
@@ -929,17 +949,24 @@ redis_cluster_up() {
 
 # Every node a previous `up` started, whatever the settings say now.
 redis_cluster_down() {
-  local f pid
+  local f
   for f in "$RUN_DIR"/redis-cluster-*.pid; do
-    [[ -e $f ]] || continue
-    pid_alive "$f" redis-server || { rm -f "$f"; continue; }
-    pid="$(cat "$f")"
-    log "redis cluster: stopping the node of $(basename "$f" .pid)"
-    kill "$pid" 2>/dev/null || true
-    for _ in {1..50}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
-    rm -f "$f"
+    [[ -e $f ]] && redis_pidfile_stop "$f"
   done
+}
+
+redis_node_stop() { redis_pidfile_stop "$(redis_node_pid "$1")"; }
+
+# redis_pidfile_stop FILE: SIGTERM to the node of FILE (SIGKILL after 5 s).
+redis_pidfile_stop() {
+  local f=$1 pid
+  pid_alive "$f" redis-server || { rm -f "$f"; return 0; }
+  pid="$(cat "$f")"
+  log "redis cluster: stopping the node of $(basename "$f" .pid)"
+  kill "$pid" 2>/dev/null || true
+  for _ in {1..50}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+  rm -f "$f"
 }
 
 redis_cluster_status() {
@@ -1073,14 +1100,15 @@ cmd_env() {
   if es_cluster_enabled; then
     vars+=(NC_ES_CLUSTER_URLS "$(es_cluster_urls ,)" NC_ES_NODES "$ES_NODES")
   fi
+  # The role users beside admin's REDIS_URL: what the native run gives each service, and what
+  # deploy/opstest's Redis users test checks (on the Redis Cluster too).
+  local url=redis_user_url
   if redis_cluster_enabled; then
     vars+=(NC_REDIS_CLUSTER 1)
-  else
-    # The role users beside admin's REDIS_URL: what the native run gives each service, and
-    # what deploy/opstest's Redis users test checks.
-    vars+=(NC_REDIS_PUBLISHER_URL "$(redis_user_url publisher)" NC_REDIS_DASHBOARD_URL "$(redis_user_url dashboard)"
-      NC_REDIS_SUBSCRIBER_URL "$(redis_user_url subscriber)")
+    url=redis_cluster_url
   fi
+  vars+=(NC_REDIS_PUBLISHER_URL "$($url publisher)" NC_REDIS_DASHBOARD_URL "$($url dashboard)"
+    NC_REDIS_SUBSCRIBER_URL "$($url subscriber)")
   local i
   for ((i = 0; i < ${#vars[@]}; i += 2)); do
     printf 'export %s=%s\n' "${vars[i]}" "$(shell_quote "${vars[i + 1]}")"

@@ -389,15 +389,16 @@ cluster_stage() {
   NC_WAIT_TIMEOUT=${NC_WAIT_TIMEOUT:-300} NC_ES_NODES=3 NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" up || return 1
   out=$(mktemp -d)
   # The Elasticsearch node kill first, with no other test on Elasticsearch (the node it
-  # kills serves them all), beside the Redis Cluster's client and sink tests (conformance,
-  # a master killed mid-publish), which use no Elasticsearch (and so restart their node
-  # without the Elasticsearch cluster's settings).
+  # kills serves them all), beside the Redis Cluster's client, sink and ACL users tests
+  # (conformance, a master killed mid-publish, each role's rights on every node), which use no
+  # Elasticsearch (and so restart their node without the Elasticsearch cluster's settings).
   (eval "$(NC_ES_NODES=3 "$root/scripts/services.sh" env)" &&
     cd e2e && "${race[@]}" -timeout 6m -json -run '^TestClusterElasticsearchNodeKilledMidDrain$' . >"$out/1.json") &
   pid1=$!
   (eval "$(NC_REDIS_CLUSTER=1 "$root/scripts/services.sh" env)" &&
     (cd infrastructure && "${race[@]}" -json -run '^(TestOpenClusterURL|TestNewConnectsAndPings)$' ./redisclient) >"$out/2.json" &&
-    (cd publisher && "${race[@]}" -json -run '^TestCluster' ./internal/sink/) >"$out/3.json") &
+    (cd publisher && "${race[@]}" -json -run '^TestCluster' ./internal/sink/) >"$out/3.json" &&
+    (cd deploy/opstest && "${race[@]}" -json -run '^TestClusterRedisUsers$' .) >"$out/7.json") &
   pid2=$!
   wait "$pid1" || rc=1
   wait "$pid2" || rc=1

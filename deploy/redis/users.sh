@@ -46,15 +46,18 @@ hash() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 # The content channels of docs/architecture.md ("Channels and the message").
 channels='resetchannels &articles:* &content:*'
 subscribe='+ping +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe'
+# What a client of a Redis Cluster reads to route its commands: the slot map and the command
+# table (read-only; on a single Redis CLUSTER answers that cluster support is off).
+topology='+cluster|slots +cluster|shards +cluster|nodes +cluster|info +command +readonly'
 
 umask 077
 tmp="$file.tmp.$$"
 cat >"$tmp" <<EOF
 user default off resetpass resetkeys resetchannels nocommands
 user admin on #$(hash "$REDIS_ADMIN_PASSWORD") ~* &* +@all
-user publisher on #$(hash "$REDIS_PUBLISHER_PASSWORD") resetkeys %W~stream:* $channels &publisher:probe nocommands +ping +publish +spublish +xadd
-user dashboard on #$(hash "$REDIS_DASHBOARD_PASSWORD") resetkeys $channels nocommands $subscribe
-user subscriber on #$(hash "$REDIS_SUBSCRIBER_PASSWORD") resetkeys %R~stream:* $channels nocommands $subscribe +xread +xrange +xrevrange +xlen
+user publisher on #$(hash "$REDIS_PUBLISHER_PASSWORD") resetkeys %W~stream:* $channels &publisher:probe nocommands +ping +publish +spublish +xadd $topology
+user dashboard on #$(hash "$REDIS_DASHBOARD_PASSWORD") resetkeys $channels nocommands $subscribe $topology
+user subscriber on #$(hash "$REDIS_SUBSCRIBER_PASSWORD") resetkeys %R~stream:* $channels nocommands $subscribe +xread +xrange +xrevrange +xlen $topology
 EOF
 # The official image starts as root and drops to user redis, which must read the file.
 if [ "$(id -u)" = 0 ] && id redis >/dev/null 2>&1; then

@@ -41,11 +41,12 @@ func RedisSlotMaster(t testing.TB, c *redis.ClusterClient, key string) string {
 	return ""
 }
 
-// RedisNodePID returns the process id of the Redis server at addr, as its
-// INFO reports it.
-func RedisNodePID(t testing.TB, addr string) int {
+// RedisNodePID returns the process id of the Redis server at addr, a node
+// of c, as its INFO reports it (asked as c's user).
+func RedisNodePID(t testing.TB, c *redis.ClusterClient, addr string) int {
 	t.Helper()
-	n := redis.NewClient(&redis.Options{Addr: addr})
+	o := c.Options()
+	n := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password})
 	defer n.Close()
 	info, err := n.Info(context.Background(), "server").Result()
 	if err != nil {

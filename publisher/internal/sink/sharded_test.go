@@ -209,9 +209,9 @@ func TestClusterShardedFailover(t *testing.T) {
 		t.Cleanup(func() { _ = c.Del(context.Background(), stream).Err() })
 	}
 	victimAddr := testenv.RedisSlotMaster(t, c, channels[0])
-	victimPID := testenv.RedisNodePID(t, victimAddr)
+	victimPID := testenv.RedisNodePID(t, c, victimAddr)
 
-	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs})
+	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs, Username: c.Options().Username, Password: c.Options().Password})
 	t.Cleanup(func() { _ = consumer.Close() })
 	got := sSubscribe(t, consumer, channels...)
 	var mu sync.Mutex
@@ -409,7 +409,7 @@ func TestClusterShardedStalledShardSparesTheOthers(t *testing.T) {
 		t.Fatalf("channels on %d masters, want 3", len(channels))
 	}
 	stalled, healthy := channels[0], channels[1:]
-	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs})
+	consumer := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Options().Addrs, Username: c.Options().Username, Password: c.Options().Password})
 	t.Cleanup(func() { _ = consumer.Close() })
 	got := sSubscribe(t, consumer, healthy...)
 	// Every node's connection is open before the stop.
@@ -425,7 +425,7 @@ func TestClusterShardedStalledShardSparesTheOthers(t *testing.T) {
 		}
 	}
 	victim := testenv.RedisSlotMaster(t, c, stalled)
-	pid := testenv.RedisNodePID(t, victim)
+	pid := testenv.RedisNodePID(t, c, victim)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP master %s (pid %d): %v (the cluster tests run as root)", victim, pid, err)
 	}

@@ -5,7 +5,8 @@
 // X-Forwarded-For set to the browser's address (the index-manager's login
 // limits count per client address). /api/prometheus/api/v1/{query,query_range,alerts}
 // is its own bounded, authenticated Prometheus proxy (prometheus.go),
-// /api/overview, /api/find and /api/sources/priorities answer the
+// /api/health the health strip's services and unsilenced firing alerts
+// (health.go), /api/overview, /api/find and /api/sources/priorities answer the
 // Overview, Find and the sources' priorities in one request each, by
 // calls to the services on the browser's behalf (overview.go, lookups.go),
 // /api/live a bounded, authenticated live tail of the publisher's Redis
@@ -355,9 +356,17 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	mux.Handle("/api/openapi.json", requireToken(authn, getOnly(doc)))
 	// Alertmanager's silences (silences.go): read by any role, set and
 	// expired by an operator or admin, each recorded in the audit log.
-	sil := m.countProxy("alertmanager", newSilences(cfg, authn, m, logger))
+	health := newHealthHandler(cfg)
+	silencer := newSilences(cfg, authn, m, logger)
+	// A silence set or expired is counted at the strip's next refresh,
+	// not after the health answer's few seconds in the cache.
+	silencer.changed = health.forget
+	sil := m.countProxy("alertmanager", silencer)
 	mux.Handle("/api/alerts/silences", sil)
 	mux.Handle("/api/alerts/silences/{id}", sil)
+	// The health strip of every page (health.go): each service up or down
+	// and the firing alerts no silence holds, one answer for every user.
+	mux.Handle("/api/health", m.countProxy("health", requireToken(authn, getOnly(health))))
 	// Fan-outs to the services on the browser's behalf (fanout.go): the
 	// Overview in one request, Find in one, the sources' priorities in one.
 	f := newFanout(cfg)

@@ -118,6 +118,8 @@ type silences struct {
 	now      func() time.Time
 	failures interface{ Inc() }
 	logger   *slog.Logger
+	// changed (when set) is called after a silence is set or expired.
+	changed func()
 }
 
 func newSilences(cfg Config, authn *auth.Authenticator, m *metrics, logger *slog.Logger) *silences {
@@ -227,6 +229,9 @@ func (s *silences) create(w http.ResponseWriter, r *http.Request, claims *auth.C
 		writeError(w, http.StatusBadGateway, "audit_unavailable", "the audit log (index-manager) did not record the silence, so it was not kept: "+err.Error())
 		return
 	}
+	if s.changed != nil {
+		s.changed()
+	}
 	s.logger.InfoContext(r.Context(), "silence set", "silence_id", sil.ID, "alertname", req.Alertname, "actor", claims.Subject, "ends_at", ends)
 	writeJSON(w, http.StatusCreated, fromAM(sil))
 }
@@ -253,6 +258,9 @@ func (s *silences) expire(w http.ResponseWriter, r *http.Request, claims *auth.C
 	if status, err := s.am(r.Context(), http.MethodDelete, "/api/v2/silence/"+id, nil, nil); err != nil {
 		s.upstreamError(w, r, "expire silence", status, err)
 		return
+	}
+	if s.changed != nil {
+		s.changed()
 	}
 	if err := s.record(r, "expire_silence", sil); err != nil {
 		s.logger.ErrorContext(r.Context(), "silence expired but not recorded in the audit log", "silence_id", id,

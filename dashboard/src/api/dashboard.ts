@@ -69,6 +69,30 @@ export interface SilenceRequest {
   comment: string
 }
 
+/** A service as GET /api/health probes it (dashboard/server/health.go). */
+export interface ServiceHealth {
+  name: 'classifier' | 'publisher' | 'index-manager' | 'prometheus' | 'alertmanager'
+  /** up: ready; not_ready: answered another status; down: no answer; not_configured: no URL. */
+  state: 'up' | 'not_ready' | 'down' | 'not_configured'
+  status: number
+  detail?: string
+}
+
+/** GET /api/health: each service, and Alertmanager's alerts by what holds them (null counts unless state is ok). */
+export interface HealthSummary {
+  generated_at: string
+  services: ServiceHealth[]
+  alerts: {
+    state: 'ok' | 'not_configured' | 'unavailable'
+    /** Firing alerts no silence or inhibition holds. */
+    firing: number | null
+    silenced: number | null
+    inhibited: number | null
+    alertnames: string[]
+    detail?: string
+  }
+}
+
 export function dashboardClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { baseUrl?: string }) {
   const http = createHttpClient({ baseUrl: '/api', ...opts })
   return {
@@ -79,6 +103,8 @@ export function dashboardClient(opts: Omit<HttpClientOptions, 'baseUrl'> & { bas
     find: (id: string) => http.get<FindAnswer>('/find', { id }),
     /** The priority marks of the sources named (one request, however many). */
     sourcePriorities: (sources: string[]) => http.get<PrioritiesAnswer>('/sources/priorities', { source: sources }),
+    /** The health strip: services up or down, unsilenced firing alerts (one answer for every user, cached 5 s). */
+    health: () => http.get<HealthSummary>('/health'),
     /** Alertmanager's active and pending silences (any role). */
     silences: () => http.get<{ silences: Silence[] }>('/alerts/silences'),
     /** Sets a silence (operator or admin); recorded in the audit log. */

@@ -156,11 +156,13 @@ func (s *svc) SetEnv(k, v string) {
 	s.env[k] = v
 }
 
-// WaitReady waits until /ready answers 200, failing the test after timeout
-// or when the process exits.
+// WaitReady waits until /ready answers 200, failing the test when the
+// process exits, or when the run's time is up (testenv.GiveUpAt: timeout is
+// what it takes on a quiet machine; a loaded one may take longer).
 func (s *svc) WaitReady(timeout time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := testenv.GiveUpAt(s.t, timeout)
 	for {
 		status, body := s.get("/ready")
 		if status == http.StatusOK {
@@ -170,7 +172,7 @@ func (s *svc) WaitReady(timeout time.Duration) {
 			s.t.Fatalf("%s exited before ready: %v\n%s", s.label, s.ExitErr(), s.log.Tail(40))
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("%s not ready after %s (last: %d %s)\n%s", s.label, timeout, status, body, s.log.Tail(40))
+			s.t.Fatalf("%s not ready after %s (last: %d %s)\n%s", s.label, time.Since(start).Round(time.Second), status, body, s.log.Tail(40))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -594,12 +596,7 @@ func (s *subscriber) LastArrival(keys []string) time.Time {
 // delivers slowly but steadily fails nothing.
 func (s *subscriber) WaitAll(t testing.TB, keys []string, patience time.Duration) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * patience)
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if end, ok := d.Deadline(); ok {
-			deadline = end.Add(-30 * time.Second)
-		}
-	}
+	deadline := testenv.GiveUpAt(t, patience)
 	left := -1
 	stalledAt := time.Now().Add(patience)
 	for {

@@ -293,7 +293,7 @@ func TestChaosDeliversEverything(t *testing.T) {
 	// The DLQ is written when a poisoned document is refused; wait for it.
 	var entries []dlqEntry
 	inDLQ := 0
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+	for deadline := testenv.GiveUpAt(t, 30*time.Second); ; time.Sleep(time.Second) {
 		entries = dlqEntries(t, classifier, st.prefix)
 		inDLQ = 0
 		for _, p := range poison {

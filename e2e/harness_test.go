@@ -127,7 +127,8 @@ func startService(t *testing.T, name string, env map[string]string) *process {
 			t.Errorf("%s did not stop within 30s of SIGTERM\n%s", name, p.log.Tail(40))
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	start := time.Now()
+	deadline := testenv.GiveUpAt(t, 60*time.Second)
 	for {
 		status, body := p.get(t, "/ready")
 		if status == http.StatusOK {
@@ -139,7 +140,7 @@ func startService(t *testing.T, name string, env map[string]string) *process {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 60s (last: %d %s)\n%s", name, status, body, p.log.Tail(40))
+			t.Fatalf("%s not ready after %s (last: %d %s)\n%s", name, time.Since(start).Round(time.Second), status, body, p.log.Tail(40))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

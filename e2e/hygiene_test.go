@@ -15,6 +15,7 @@ import (
 
 	"github.com/north-cloud/infrastructure/contentindex"
 	"github.com/north-cloud/infrastructure/esclient"
+	"github.com/north-cloud/infrastructure/testenv"
 )
 
 // Queue hygiene: what a subscriber sees when the input is messy. These
@@ -256,7 +257,7 @@ func TestSameArticleUnderFiveURLsIsPublishedOnce(t *testing.T) {
 	}
 	classified := contentindex.ClassifiedIndex(source)
 	var got map[string]classifiedDoc
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := testenv.GiveUpAt(t, 2*time.Minute)
 	for {
 		got = classifiedDocs(t, st.es, classified)
 		if len(got) == len(docs) || time.Now().After(deadline) {
@@ -341,7 +342,7 @@ func TestNearCopyInAnotherSource(t *testing.T) {
 			copyKey := docKey(daily, copyDoc.ID)
 			classified := contentindex.ClassifiedIndex(daily)
 			var c classifiedDoc
-			deadline := time.Now().Add(2 * time.Minute)
+			deadline := testenv.GiveUpAt(t, 2*time.Minute)
 			for time.Now().Before(deadline) {
 				if c = classifiedDocs(t, st.es, classified+"*")[copyDoc.ID]; c.ID != "" {
 					break
@@ -430,7 +431,7 @@ func TestRuleEditRepublishesOnlyChangedOutcomes(t *testing.T) {
 			unchanged = append(unchanged, k)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := testenv.GiveUpAt(t, 2*time.Minute)
 	for time.Now().Before(deadline) {
 		done := 0
 		for _, k := range changed {
@@ -474,7 +475,8 @@ func versions(msgs []message) []int {
 // waitAllClassified waits until n documents of index are classified.
 func waitAllClassified(t testing.TB, es *esclient.Client, index string, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := testenv.GiveUpAt(t, timeout)
 	for {
 		states := rawStates(t, es, index, nil)
 		done := 0
@@ -487,7 +489,7 @@ func waitAllClassified(t testing.TB, es *esclient.Client, index string, n int, t
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d documents classified after %s", done, n, timeout)
+			t.Fatalf("%d of %d documents classified after %s", done, n, time.Since(start).Round(time.Second))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

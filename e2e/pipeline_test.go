@@ -143,7 +143,7 @@ collect:
 		}
 		return len(statuses) == count
 	}
-	for deadline := time.Now().Add(60 * time.Second); !flipped() && time.Now().Before(deadline); {
+	for deadline := testenv.GiveUpAt(t, 60*time.Second); !flipped() && time.Now().Before(deadline); {
 		time.Sleep(250 * time.Millisecond)
 	}
 	if !flipped() {
@@ -326,7 +326,7 @@ func listIndices(t *testing.T, p *process, prefix string, n int, want int64) map
 		}
 		return true
 	}
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !settled(); time.Sleep(200 * time.Millisecond) {
+	for deadline := testenv.GiveUpAt(t, 15*time.Second); time.Now().Before(deadline) && !settled(); time.Sleep(200 * time.Millisecond) {
 		func() {
 			req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/api/v1/indices?prefix="+prefix, nil)
 			req.Header.Set("Authorization", "Bearer "+token)

@@ -40,6 +40,18 @@ func testDeadline(t testing.TB) (time.Time, bool) {
 	return deadline.Add(-grace), true
 }
 
+// GiveUpAt is when a wait for an event gives up: grace before the test
+// binary's -timeout, so that a loaded machine stretching the event fails
+// nothing and the test still fails with its own message; without a
+// -timeout, ten times patience (what the wait expects to take at most on a
+// quiet machine).
+func GiveUpAt(t testing.TB, patience time.Duration) time.Time {
+	if deadline, ok := testDeadline(t); ok {
+		return deadline
+	}
+	return time.Now().Add(10 * patience)
+}
+
 // WaitFor polls cond every interval until it holds. It is a wait for an
 // event, not a timing assertion: after patience it logs that it is still
 // waiting (what for, and for how long), and it fails the test only grace
@@ -50,10 +62,7 @@ func WaitFor(t testing.TB, patience, interval time.Duration, what string, cond f
 	t.Helper()
 	start := time.Now()
 	nextLog := start.Add(patience)
-	deadline, bounded := testDeadline(t)
-	if !bounded {
-		deadline = start.Add(10 * patience)
-	}
+	deadline := GiveUpAt(t, patience)
 	for !cond() {
 		now := time.Now()
 		if now.After(deadline) {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { Harness, artifacts, screenshots, waitFor } from './harness.mjs'
+import { E2E_ALERT, Harness, artifacts, screenshots, waitFor } from './harness.mjs'
 
 const h = new Harness()
 let page
@@ -1301,7 +1301,7 @@ describe('dashboard', { concurrency: false }, () => {
       await shot('overview-publisher-down')
       // Prometheus's rules (the deployment's, their `for` cut to 5 s) fire
       // ServiceDown for the publisher, seen in the Alerts view.
-      await page.getByRole('link', { name: 'Alerts' }).click()
+      await page.getByRole('link', { name: 'Alerts', exact: true }).click()
       const down = page.getByTestId('alerts').locator('li[data-alert="ServiceDown"][data-state="firing"]').filter({ hasText: 'job=publisher' })
       await down.waitFor({ timeout: 60_000 })
       await down.getByText('critical').waitFor()
@@ -1370,6 +1370,108 @@ describe('dashboard', { concurrency: false }, () => {
     // Back up, Reprocess is offered again, with no reason against it.
     assert.equal(await page.locator(`tr[data-source="${metro}"]`).getByRole('button', { name: `Reprocess ${metro}` }).isDisabled(), false)
     assert.equal(await page.locator(`tr[data-source="${metro}"]`).getByTestId('reprocess-unavailable').count(), 0)
+  })
+
+  test('the health strip at 1280 px: every service up, the unsilenced firing alerts as Alertmanager counts them, linked to Alerts; an alert silenced on the Alerts page leaves the count and is audited', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 })
+    try {
+      await goto('/')
+      const strip = page.getByTestId('health-strip')
+      const link = strip.getByTestId('health-alerts')
+      await link.waitFor()
+      assert.equal(await link.getAttribute('href'), '/alerts')
+      const box = await link.boundingBox()
+      assert.ok(box && box.x >= 0 && box.x + box.width <= 1280 && box.y + box.height <= 900, `the alert count is in view at 1280 px: ${JSON.stringify(box)}`)
+      for (const name of ['classifier', 'publisher', 'index-manager', 'prometheus', 'alertmanager']) {
+        await strip.locator(`[data-service="${name}"][data-state="up"]`).waitFor({ timeout: 60_000 })
+      }
+      // The strip's count is Alertmanager's own (active, not silenced, not
+      // inhibited), the harness's always-firing alert among them. Other
+      // rules may fire or resolve meanwhile: the two are read together.
+      const stripFiring = async () => {
+        const v = await link.getAttribute('data-firing')
+        return v === null ? NaN : Number(v)
+      }
+      const amFiring = async () => (await h.firingAlerts()).map((a) => a.labels.alertname).sort()
+      const before = await waitFor('the strip counting the harness alert as Alertmanager does', async () => {
+        const names = await amFiring()
+        const n = await stripFiring()
+        return names.includes(E2E_ALERT) && n === names.length && { n, others: names.filter((x) => x !== E2E_ALERT).join() }
+      }, { timeout: 120_000, interval: 1000 })
+      assert.match(await link.getAttribute('title'), new RegExp(E2E_ALERT))
+      await shot('health-strip')
+
+      // Through the strip's link to the Alerts page, where it is silenced.
+      await link.click()
+      await page.waitForURL(/\/alerts$/)
+      await strip.waitFor() // the strip is on this page too
+      const row = page.getByTestId('alerts').locator(`li[data-alert="${E2E_ALERT}"][data-state="firing"]`)
+      await row.waitFor({ timeout: 30_000 })
+      await row.getByTestId('silence-alert').click()
+      await page.getByTestId('silence-comment').fill('the browser test silences its own alert')
+      await page.getByTestId('silence-submit').click()
+      await page.getByTestId('alerts').locator(`li[data-alert="${E2E_ALERT}"][data-silenced]`).getByTestId('silence').filter({ hasText: h.username }).waitFor()
+      const after = await waitFor('the strip without the silenced alert', async () => {
+        const names = await amFiring()
+        const n = await stripFiring()
+        return !names.includes(E2E_ALERT) && n === names.length && { n, others: names.join() }
+      }, { timeout: 60_000, interval: 500 })
+      // One fewer, unless another rule fired or resolved meanwhile (then
+      // it is still Alertmanager's count, checked above).
+      if (after.others === before.others) assert.equal(after.n, before.n - 1, `the count went from ${before.n} to ${after.n}`)
+      assert.doesNotMatch(await link.getAttribute('title'), new RegExp(E2E_ALERT))
+      await link.filter({ hasText: /\d+ silenced/ }).waitFor()
+
+      // Who silenced what is in the audit log (Alertmanager forgets expired silences).
+      assert.equal(h.sql('index_manager', `SELECT actor || ' ' || outcome FROM audit_log WHERE action = 'silence' AND target = '${E2E_ALERT}'`), `${h.username} success`)
+      await page.getByRole('link', { name: 'Audit log' }).click()
+      await page.locator(`tr[data-audit="silence:${E2E_ALERT}"]`).waitFor()
+    } finally {
+      await page.setViewportSize({ width: 1440, height: 900 })
+    }
+  })
+
+  test('the index-manager stopped: the strip says so, and the index actions are disabled with the reason, in the list and an index\'s maintenance; they come back with it', async () => {
+    const DOWN = 'index-manager unavailable (502)'
+    const index = `${sports}_raw_content`
+    await page.getByRole('link', { name: 'Index Manager' }).click()
+    await page.locator(`tr[data-index="${index}"]`).waitFor()
+    // The details are opened while it answers (they are not read while it is down).
+    await page.getByRole('button', { name: `Details of ${index}` }).click()
+    const modal = page.getByTestId('modal')
+    await modal.getByRole('tab', { name: 'Maintenance' }).click()
+    await modal.getByTestId('force-merge').waitFor()
+    await h.halt(h.indexManager)
+    try {
+      // The list's next refresh fails: the maintenance actions are off, their reason beside them.
+      await modal.getByTestId('maintenance-unavailable').filter({ hasText: `Maintenance is off: ${DOWN}` }).waitFor({ timeout: 60_000 })
+      assert.equal(await modal.getByTestId('force-merge').isDisabled(), true, 'Force merge is disabled while the index-manager is down')
+      assert.equal(await modal.getByTestId('force-merge').getAttribute('aria-describedby'), 'maintenance-off')
+      await page.keyboard.press('Escape')
+      await modal.waitFor({ state: 'detached' })
+      const reason = page.getByTestId('action-unavailable')
+      await reason.filter({ hasText: `Index actions are off: ${DOWN}` }).waitFor()
+      const create = page.getByRole('button', { name: 'Create index' })
+      assert.equal(await create.isDisabled(), true, 'Create index is disabled while the index-manager is down')
+      assert.equal(await create.getAttribute('aria-describedby'), await reason.getAttribute('id'))
+      // The rows stay (greyed, last good), their Refresh and Delete disabled with the reason as title.
+      const del = page.getByRole('button', { name: `Delete ${index}` })
+      assert.equal(await del.isDisabled(), true, 'Delete is disabled while the index-manager is down')
+      assert.equal(await del.getAttribute('title'), `Delete is off: ${DOWN}`)
+      assert.equal(await page.getByRole('button', { name: `Refresh ${index}` }).isDisabled(), true)
+      // The strip names it down.
+      await page.getByTestId('health-strip').locator('[data-service="index-manager"][data-state="down"]').waitFor({ timeout: 60_000 })
+      assert.deepEqual(await axeViolations(page), [])
+      await shot('indices-index-manager-down')
+    } finally {
+      await h.run(h.indexManager)
+    }
+    await waitFor('the index actions back with the index-manager', async () => {
+      await page.getByRole('button', { name: 'Reload' }).click()
+      return (await page.getByTestId('action-unavailable').count()) === 0 && !(await page.getByRole('button', { name: 'Create index' }).isDisabled())
+    }, { timeout: 60_000, interval: 1000 })
+    assert.equal(await page.getByRole('button', { name: `Delete ${index}` }).isDisabled(), false)
+    await page.getByTestId('health-strip').locator('[data-service="index-manager"][data-state="up"]').waitFor({ timeout: 60_000 })
   })
 
   test('label documents from the Labelling queue: each leaves the queue, is counted, measured and exported; train a model from them; a viewer may only look', async () => {

@@ -23,6 +23,9 @@ export const screenshots = process.env.UPDATE_SCREENSHOTS === '1'
   : path.join(artifacts, 'screenshots')
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
+/** The alert the harness's Prometheus always fires (its own rule file, not the deployment's). */
+export const E2E_ALERT = 'E2EHarnessAlwaysFiring'
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 /** Waits until fn returns a truthy value, or throws naming what. */
@@ -163,11 +166,17 @@ export class Harness {
       // One protected index, which the bulk actions must report as refused.
       INDEX_MANAGER_PROTECTED_INDICES: this.protectedIndex,
     })
+    // A real Alertmanager (Debian's package) with the project's
+    // configuration, which this Prometheus sends its alerts to: the Alerts
+    // page's silences and the health strip's count are its own.
+    this.alertmanager = await this.startAlertmanager()
     // A real Prometheus (Debian's package) scraping the classifier and the
     // publisher every second: the Overview's charts read their history.
-    this.prometheus = await this.startPrometheus({ classifier: this.classifier.addr, publisher: this.publisher.addr })
+    this.prometheus = await this.startPrometheus({ classifier: this.classifier.addr, publisher: this.publisher.addr }, this.alertmanager.addr)
     const upstreams = {
       PROMETHEUS_URL: `http://${this.prometheus.addr}`,
+      // This run's own, not the ALERTMANAGER_URL of scripts/services.sh.
+      ALERTMANAGER_URL: `http://${this.alertmanager.addr}`,
       CLASSIFIER_URL: `http://${this.classifier.addr}`,
       PUBLISHER_URL: `http://${this.publisher.addr}`,
       INDEX_MANAGER_URL: `http://${this.indexManager.addr}`,
@@ -217,7 +226,44 @@ export class Harness {
     await gone
   }
 
-  async startPrometheus(targets) {
+  /**
+   * Debian's prometheus-alertmanager with deploy/alertmanager/alertmanager.yml
+   * (group_wait cut to 1 s), its silences in a temporary directory, on a
+   * free port, without clustering.
+   */
+  async startAlertmanager() {
+    const amBin = ['/usr/bin/prometheus-alertmanager', '/usr/local/bin/alertmanager'].find((p) => existsSync(p))
+    if (!amBin) throw new Error('alertmanager is missing: apt-get install prometheus-alertmanager')
+    const dir = mkdtempSync(path.join(tmpdir(), 'nc-e2e-alertmanager-'))
+    this.cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const cfg = readFileSync(path.join(root, 'deploy', 'alertmanager', 'alertmanager.yml'), 'utf8').replace(/^(\s+group_wait:\s*)\S+$/m, '$11s')
+    writeFileSync(path.join(dir, 'alertmanager.yml'), cfg)
+    const addr = `127.0.0.1:${await freePort()}`
+    const log = createWriteStream(path.join(artifacts, `${this.prefix}-alertmanager.log`))
+    const child = spawn(amBin, [
+      `--config.file=${path.join(dir, 'alertmanager.yml')}`, `--storage.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=${addr}`, '--cluster.listen-address=', '--log.level=warn',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stdout.pipe(log)
+    child.stderr.pipe(log)
+    const proc = { label: 'alertmanager', addr, child, exited: false }
+    child.on('exit', () => { proc.exited = true })
+    this.procs.push(proc)
+    await waitFor('alertmanager /-/ready', async () => {
+      if (proc.exited) throw new Error(`alertmanager exited; see ${log.path}`)
+      return (await fetch(`http://${addr}/-/ready`)).ok
+    })
+    return proc
+  }
+
+  /** The alerts this run's Alertmanager holds that no silence or inhibition does (its own filter). */
+  async firingAlerts() {
+    const res = await fetch(`http://${this.alertmanager.addr}/api/v2/alerts?active=true&silenced=false&inhibited=false`)
+    if (!res.ok) throw new Error(`alertmanager /api/v2/alerts: ${res.status}`)
+    return res.json()
+  }
+
+  async startPrometheus(targets, alertmanager) {
     const promBin = ['/usr/bin/prometheus', '/usr/local/bin/prometheus'].find((p) => existsSync(p))
     if (!promBin) throw new Error('prometheus is missing: apt-get install prometheus')
     const dir = mkdtempSync(path.join(tmpdir(), 'nc-e2e-prometheus-'))
@@ -226,12 +272,25 @@ export class Harness {
     // stopped service fires ServiceDown within seconds instead of minutes.
     const rules = readFileSync(path.join(root, 'deploy', 'prometheus', 'alerts.yml'), 'utf8').replace(/^(\s+for:\s*)\S+$/gm, '$15s')
     writeFileSync(path.join(dir, 'alerts.yml'), rules)
-    let cfg = 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - alerts.yml\nscrape_configs:\n'
+    // One rule of the test's own, which always fires: the health strip
+    // counts it, and the browser test silences it.
+    writeFileSync(path.join(dir, 'e2e-alerts.yml'), [
+      'groups:', '  - name: e2e-harness', '    rules:',
+      `      - alert: ${E2E_ALERT}`, '        expr: vector(1)',
+      '        labels: {severity: warning, origin: e2e-harness}',
+      '        annotations: {summary: "Always fires: the dashboard browser test\'s own alert, which it silences"}', '',
+    ].join('\n'))
+    let cfg = 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nrule_files:\n  - alerts.yml\n  - e2e-alerts.yml\n'
+    if (alertmanager) cfg += `alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [${JSON.stringify(alertmanager)}]\n`
+    cfg += 'scrape_configs:\n'
     for (const [job, addr] of Object.entries(targets)) cfg += `  - job_name: ${JSON.stringify(job)}\n    static_configs:\n      - targets: [${JSON.stringify(addr)}]\n`
     writeFileSync(path.join(dir, 'prometheus.yml'), cfg)
     const addr = `127.0.0.1:${await freePort()}`
     const log = createWriteStream(path.join(artifacts, `${this.prefix}-prometheus.log`))
-    const child = spawn(promBin, [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=${addr}`, '--log.level=warn'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(promBin, [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=${addr}`, '--log.level=warn',
+      // Alertmanager hears every firing alert again each 2 s, not each minute: one
+      // sent before it was discovered at start-up is not lost for a minute.
+      '--rules.alert.resend-delay=2s'], { stdio: ['ignore', 'pipe', 'pipe'] })
     child.stdout.pipe(log)
     child.stderr.pipe(log)
     const proc = { label: 'prometheus', addr, child, exited: false }

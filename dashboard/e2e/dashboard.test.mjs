@@ -662,7 +662,8 @@ describe('dashboard', { concurrency: false }, () => {
     await shown(['raw', 'classified', 'outbox'])
     // An id nobody holds: the server searches every raw index, still one request.
     const rawIndices = (await h.es('GET', '/_cat/indices/*_raw_content?format=json')).length
-    assert.ok(rawIndices >= 4, `${rawIndices} raw indices: several sources to search`)
+    // Whatever else shares the Elasticsearch, this run alone has three sources by now (metro, sports, bulk).
+    assert.ok(rawIndices >= 3, `${rawIndices} raw indices: several sources to search`)
     await page.getByTestId('find-id').fill(`${h.prefix}-no-such-document`)
     await page.getByRole('button', { name: 'Find', exact: true }).click()
     await page.getByText('No index, outbox row or dead letter holds this id').waitFor()

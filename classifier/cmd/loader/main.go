@@ -220,8 +220,10 @@ func parseRange(s string) (lo, hi int, err error) {
 }
 
 // steadyWriters bounds the index requests in flight in steady mode: enough
-// that one slow request does not hold up the schedule.
-const steadyWriters = 8
+// that slow requests do not hold up the schedule. At 100 documents/s, 8 kept
+// it only while a write took under 80 ms; a one-hour soak on a busy machine
+// fell minutes behind (2026-11-29). 32 keep it up to 320 ms.
+const steadyWriters = 32
 
 // steadyRetryBudget bounds how long one steady write is tried again.
 const steadyRetryBudget = 5 * time.Minute

@@ -131,10 +131,13 @@ export class Harness {
     // A viewer (same password) who may not read message bodies
     // (VIEWER_MESSAGE_BODIES=hide keeps them from viewers only).
     this.viewer = 'viewer'
+    // An account of the operator role (the admin account above is named
+    // 'operator'; this one is not an admin): same password.
+    this.operatorUser = 'oncall'
     const accountsDir = mkdtempSync(path.join(tmpdir(), 'nc-e2e-accounts-'))
     this.cleanups.push(() => rmSync(accountsDir, { recursive: true, force: true }))
     const accountsFile = path.join(accountsDir, 'accounts')
-    writeFileSync(accountsFile, `${this.viewer} viewer ${hash}\n`, { mode: 0o600 })
+    writeFileSync(accountsFile, `${this.viewer} viewer ${hash}\n${this.operatorUser} operator ${hash}\n`, { mode: 0o600 })
 
     const base = { LOG_FORMAT: 'text', LOG_LEVEL: 'info' }
     // The publisher first: its migrations create the outbox the classifier writes to.

@@ -32,8 +32,14 @@ async function shot(name) {
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
-/** axe-core on the page as it is: violations of serious or critical impact. */
-async function axeViolations(p) {
+// axe-core's impacts: every one counts on the every-view checks; the
+// checks inside the other steps (dialogs, states a step leads to) keep to
+// serious and critical.
+const EVERY_IMPACT = ['minor', 'moderate', 'serious', 'critical']
+const SERIOUS = ['serious', 'critical']
+
+/** axe-core on the page as it is: its violations of the given impacts (serious or critical by default). */
+async function axeViolations(p, impacts = SERIOUS) {
   // Toasts leave on their own within seconds; one caught in its exit
   // transition (half faded, over a dialog's backdrop) reads as a contrast
   // failure of the page under it. Check the page once they are gone.
@@ -49,7 +55,7 @@ async function axeViolations(p) {
   if (!(await p.evaluate(() => typeof window.axe === 'object'))) await p.evaluate(axeSource)
   const res = await p.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
   return res.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .filter((v) => impacts.includes(v.impact))
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`)
 }
 
@@ -102,6 +108,36 @@ async function exported(testId) {
 async function statNumber(card) {
   const t = await card.getByTestId('stat-value').innerText()
   return /\d/.test(t) ? Number(t.replace(/\D/g, '')) : NaN
+}
+
+/**
+ * Every view of the dashboard: its name, its path (with this run's data in
+ * it), the DASHBOARD_FEATURES flag that can turn it off, and what shows
+ * once its data is on the page. No view is hidden by a role: a viewer reads
+ * everything (docs/roles.md); roles only hide actions inside a view.
+ */
+function everyView() {
+  return [
+    { name: 'overview', url: '/', ready: () => page.getByTestId('overview-stats').waitFor() },
+    { name: 'indices', url: `/indices?q=${h.prefix}`, feature: 'index_manager', ready: () => page.locator(`tr[data-index="${metro}_raw_content"]`).waitFor() },
+    { name: 'query-explorer', url: `/indices?tab=query&qi=${metro}_raw_content&qt=${encodeURIComponent(JSON.stringify({ size: 3, sort: [{ crawled_at: 'desc' }], aggs: { status: { terms: { field: 'classification_status' } } } }))}`, feature: 'query_explorer', ready: () => page.getByTestId('query-results').waitFor() },
+    { name: 'rules', url: '/rules', feature: 'rules', ready: () => page.getByTestId('rules-table').waitFor() },
+    { name: 'dlq', url: '/dlq', ready: () => page.getByTestId('dlq-entries').getByTestId('stat-value').filter({ hasText: /\d/ }).waitFor() },
+    { name: 'outbox', url: '/outbox', ready: () => page.getByTestId('outbox-table').waitFor() },
+    {
+      name: 'labelling', url: '/labelling', feature: 'labelling', ready: async () => {
+        for (const id of ['labels-table', 'confusion-matrix', 'models-table']) await page.getByTestId(id).waitFor()
+        await page.getByTestId('label-queue').or(page.getByText('Nothing to label')).waitFor()
+      },
+    },
+    { name: 'sources', url: `/sources?q=${h.prefix}&sort=-rejected`, ready: () => page.locator(`tr[data-source="${metro}"]`).waitFor() },
+    { name: 'source-detail', url: `/sources?open=${hygiene}`, ready: () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor() },
+    { name: 'audit', url: '/audit', ready: () => page.getByTestId('audit-table').waitFor() },
+    { name: 'alerts', url: '/alerts', ready: () => page.getByRole('heading', { level: 1, name: 'Alerts' }).waitFor() },
+    { name: 'live-tail', url: '/live', feature: 'live_tail', ready: () => page.getByTestId('live-status').and(page.locator('[data-status="open"]')).waitFor() },
+    { name: 'find', url: `/find?id=${encodeURIComponent(firstMetroId)}`, ready: () => page.getByTestId('find-places').locator('li').first().waitFor() },
+    { name: 'document-page', url: `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, ready: () => page.getByTestId('document-raw').waitFor() },
+  ]
 }
 
 async function goto(p) {
@@ -1630,30 +1666,12 @@ describe('dashboard', { concurrency: false }, () => {
     await page.getByRole('button', { name: 'Switch to light mode' }).click()
   })
 
-  test('every view: no page overflow at 390, 1280 and 1920 px, no serious or critical axe-core violation, light and dark', async () => {
-    const views = [
-      ['overview', '/', () => page.getByTestId('overview-stats').waitFor()],
-      ['indices', `/indices?q=${h.prefix}`, () => page.locator(`tr[data-index="${metro}_raw_content"]`).waitFor()],
-      ['query-explorer', `/indices?tab=query&qi=${metro}_raw_content&qt=${encodeURIComponent(JSON.stringify({ size: 3, sort: [{ crawled_at: 'desc' }], aggs: { status: { terms: { field: 'classification_status' } } } }))}`, () => page.getByTestId('query-results').waitFor()],
-      ['rules', '/rules', () => page.getByTestId('rules-table').waitFor()],
-      ['dlq', '/dlq', () => page.getByTestId('dlq-entries').getByTestId('stat-value').filter({ hasText: /\d/ }).waitFor()],
-      ['outbox', '/outbox', () => page.getByTestId('outbox-table').waitFor()],
-      ['labelling', '/labelling', async () => {
-        for (const id of ['labels-table', 'confusion-matrix', 'models-table']) await page.getByTestId(id).waitFor()
-        await page.getByTestId('label-queue').or(page.getByText('Nothing to label')).waitFor()
-      }],
-      ['sources', `/sources?q=${h.prefix}&sort=-rejected`, () => page.locator(`tr[data-source="${metro}"]`).waitFor()],
-      ['source-detail', `/sources?open=${hygiene}`, () => page.getByTestId('source-detail').locator('tr[data-field="url"]').waitFor()],
-      ['audit', '/audit', () => page.getByTestId('audit-table').waitFor()],
-      ['alerts', '/alerts', () => page.getByRole('heading', { level: 1, name: 'Alerts' }).waitFor()],
-      ['live-tail', '/live', () => page.getByTestId('live-status').and(page.locator('[data-status="open"]')).waitFor()],
-      ['find', `/find?id=${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('find-places').locator('li').first().waitFor()],
-      ['document-page', `/documents/${metro}_raw_content/${encodeURIComponent(firstMetroId)}`, () => page.getByTestId('document-raw').waitFor()],
-    ]
+  test('every view as the admin: no page overflow at 390, 1280 and 1920 px, no axe-core violation of any impact at 390 and 1440 px, light and dark', async () => {
+    const views = everyView()
     const problems = []
     for (const dark of [false, true]) {
       await page.evaluate((d) => localStorage.setItem('nc-theme', d ? 'dark' : 'light'), dark)
-      for (const [name, url, ready] of views) {
+      for (const { name, url, ready } of views) {
         for (const width of dark ? [1440] : [390, 1280, 1920, 1440]) {
           await page.setViewportSize({ width, height: width === 390 ? 844 : 900 })
           await goto(url)
@@ -1665,7 +1683,7 @@ describe('dashboard', { concurrency: false }, () => {
             for (const cut of await cutPlaceholders(page)) problems.push(`${name} at ${width} px: a placeholder is cut off: ${cut}`)
           }
           if (width === 390 || width === 1440) {
-            for (const v of await axeViolations(page)) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: ${v}`)
+            for (const v of await axeViolations(page, EVERY_IMPACT)) problems.push(`${name} at ${width} px${dark ? ' (dark)' : ''}: ${v}`)
           }
           if (width === 390 && !dark) await shot(`${name}-phone`)
           if (width === 1440 && dark) await shot(`${name}-dark`)
@@ -1683,6 +1701,45 @@ describe('dashboard', { concurrency: false }, () => {
     await page.evaluate(() => localStorage.setItem('nc-theme', 'light'))
     await page.setViewportSize({ width: 1440, height: 900 })
     assert.deepEqual(problems, [])
+  })
+
+  test('every view as a viewer and as an operator: no axe-core violation of any impact at 1440 px light and dark and at 390 px light', async (t) => {
+    const adminSession = await page.evaluate(() => localStorage.getItem('nc-session'))
+    // The flags this dashboard serves: a view one turns off is skipped, with that reason.
+    const { features } = await (await fetch(`${h.url}/api/features`)).json()
+    const problems = []
+    let checked = 0
+    try {
+      for (const [user, role] of [[h.viewer, 'viewer'], [h.operatorUser, 'operator']]) {
+        const login = await h.api('index-manager', 'POST', '/api/v1/auth/login', { username: user, password: h.password })
+        assert.equal(login.body.role, role)
+        await page.evaluate((s) => localStorage.setItem('nc-session', JSON.stringify(s)), {
+          token: login.body.token, expiresAt: login.body.expires_at, user,
+          refreshToken: login.body.refresh_token, sessionExpiresAt: login.body.session_expires_at,
+        })
+        for (const [width, dark] of [[1440, false], [1440, true], [390, false]]) {
+          await page.evaluate((d) => localStorage.setItem('nc-theme', d ? 'dark' : 'light'), dark)
+          await page.setViewportSize({ width, height: width === 390 ? 844 : 900 })
+          for (const { name, url, feature, ready } of everyView()) {
+            if (feature && features?.[feature] === false) {
+              t.diagnostic(`${name} skipped for the ${role}: DASHBOARD_FEATURES turns ${feature} off`)
+              continue
+            }
+            await goto(url)
+            await page.getByTestId('user-role').filter({ hasText: role }).first().waitFor({ state: 'attached' })
+            await ready()
+            for (const v of await axeViolations(page, EVERY_IMPACT)) problems.push(`${role}: ${name} at ${width} px${dark ? ' (dark)' : ''}: ${v}`)
+            checked++
+          }
+        }
+      }
+    } finally {
+      await page.evaluate((s) => localStorage.setItem('nc-session', s), adminSession)
+      await page.evaluate(() => localStorage.setItem('nc-theme', 'light'))
+      await page.setViewportSize({ width: 1440, height: 900 })
+    }
+    assert.deepEqual(problems, [])
+    assert.ok(checked >= 2 * 3 * 10, `${checked} views checked`)
   })
 
   test('every table\'s row actions are in view without scrolling sideways at 1280 and 390 px; Sources and Outbox columns are chosen per user', async () => {

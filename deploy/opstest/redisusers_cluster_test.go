@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,9 +45,12 @@ func TestClusterRedisUsers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	// No user, on every node.
+	// No user, on every node (ForEachShard calls on every node at once).
 	var nodes []string
+	var mu sync.Mutex
 	if err := admin.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
 		nodes = append(nodes, n.Options().Addr)
 		return nil
 	}); err != nil {

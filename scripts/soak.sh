@@ -49,9 +49,9 @@ seconds() {
   done
   echo "$total"
 }
-# The run, a loader behind its schedule (stopped a minute after the run), the final wait for
+# The run, a loader behind its schedule (stopped after as long again, at most 10 minutes), the final wait for
 # late deliveries (5 minutes), the start-up and the builds.
-minutes=$(( $(seconds "$duration") / 60 + 20 ))
+minutes=$(( $(seconds "$duration") / 60 + 25 ))
 echo "== soak: $duration at ${SOAK_RATE:-100} docs/s, a fault every ${SOAK_FAULT_EVERY:-5m}; report in $report"
 cd "$root/e2e"
 SOAK_DURATION=$duration SOAK_REPORT=$report go test -count=1 -run '^TestSoak$' -timeout "${minutes}m" -v . |

@@ -435,6 +435,14 @@ redis_write_acl() {
     "$REDIS_USERS_SH" "$REDIS_ACL" || die "redis: writing the ACL users to $REDIS_ACL failed"
 }
 
+# A running server is told to read the ACL file again (ACL LOAD) only when the file differs from
+# what that server last read, which a copy per port remembers: ACL LOAD disconnects every client
+# of a user it replaces, and a subscriber loses what is published meanwhile (a cluster test's
+# `services.sh up` mid-drain lost 86 messages that way).
+redis_acl_stamp() { echo "$RUN_DIR/redis-acl-$1"; }
+redis_acl_read() { [[ -e $(redis_acl_stamp "$1") ]] && cmp -s "$REDIS_ACL" "$(redis_acl_stamp "$1")"; }
+redis_acl_mark_read() { install -m 600 "$REDIS_ACL" "$(redis_acl_stamp "$1")"; }
+
 # redis_cli ARGS...: redis-cli as admin, its password in the environment. On a server started
 # before the ACL users existed the AUTH fails and redis-cli goes on as the default user.
 redis_cli() {
@@ -492,11 +500,15 @@ redis_up() {
   fi
   # A running server reads the file again (a password given anew since its start): ACL LOAD
   # as admin; when admin's own password is the new one, that is refused and Redis restarts.
-  if redis_running && [[ $(redis_cli -p "$REDIS_PORT" acl load 2>&1) != OK ]]; then
-    log "redis: ACL LOAD refused (admin's password given anew?), restarting with $REDIS_ACL"
-    redis_stop
+  if redis_running && ! redis_acl_read "$REDIS_PORT"; then
+    if [[ $(redis_cli -p "$REDIS_PORT" acl load 2>&1) == OK ]]; then
+      redis_acl_mark_read "$REDIS_PORT"
+    else
+      log "redis: ACL LOAD refused (admin's password given anew?), restarting with $REDIS_ACL"
+      redis_stop
+    fi
   fi
-  redis_running || redis_start
+  redis_running || { redis_start && redis_acl_mark_read "$REDIS_PORT"; }
   wait_until redis "$REDIS_LOG" redis_ready
 }
 
@@ -929,8 +941,11 @@ redis_cluster_up() {
       redis_node_stop "$i"
     fi
     # A running node reads the file again (a password given anew since its start).
-    redis_node_running "$i" && redis_node_cli "$i" acl load >/dev/null 2>&1
-    redis_node_running "$i" || redis_node_start "$i"
+    if redis_node_running "$i" && ! redis_acl_read "$(redis_node_port "$i")" &&
+      [[ $(redis_node_cli "$i" acl load 2>&1) == OK ]]; then
+      redis_acl_mark_read "$(redis_node_port "$i")"
+    fi
+    redis_node_running "$i" || { redis_node_start "$i" && redis_acl_mark_read "$(redis_node_port "$i")"; }
   done
   for ((i = 1; i <= REDIS_CLUSTER_NODES; i++)); do
     wait_until "redis cluster node $i" "$(redis_node_log "$i")" redis_node_ready "$i"

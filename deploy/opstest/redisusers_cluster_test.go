@@ -21,12 +21,7 @@ func clusterUser(t *testing.T, name string) *redis.ClusterClient {
 		t.Fatalf("%s: %v", name, err)
 	}
 	c := redis.NewClusterClient(opts)
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatalf("%s: PING: %v", name, err)
-	}
+	pinged(t, name, c)
 	return c
 }
 
@@ -88,14 +83,7 @@ func TestClusterRedisUsers(t *testing.T) {
 		t.Fatalf("publisher: XADD %s: %v", stream, err)
 	}
 	for who, ch := range heard {
-		for done := false; !done; {
-			select {
-			case m := <-ch:
-				done = m.Channel == channel && m.Payload == body
-			case <-ctx.Done():
-				t.Fatalf("%s: the publisher's message on %s never arrived", who, channel)
-			}
-		}
+		awaitMessage(ctx, t, who, ch, channel, body)
 	}
 	entries, err := sub.XRange(ctx, stream, "-", "+").Result()
 	if err != nil || len(entries) != 1 || entries[0].Values["message"] != body {

@@ -19,13 +19,36 @@ func redisUser(t *testing.T, name string) *redis.Client {
 		t.Fatalf("parse %s: %v", name, err)
 	}
 	c := redis.NewClient(opts)
+	pinged(t, name, c)
+	return c
+}
+
+// pinged closes c when the test ends, and fails the test unless c's user
+// may PING (name: the environment variable its URL came from).
+func pinged(t *testing.T, name string, c redis.UniversalClient) {
+	t.Helper()
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("%s: PING: %v", name, err)
 	}
-	return c
+}
+
+// awaitMessage waits on heard (who's subscription) for body on channel,
+// the publisher's message, passing over anything else.
+func awaitMessage(ctx context.Context, t *testing.T, who string, heard <-chan *redis.Message, channel, body string) {
+	t.Helper()
+	for {
+		select {
+		case m := <-heard:
+			if m.Channel == channel && m.Payload == body {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: the publisher's message on %s never arrived", who, channel)
+		}
+	}
 }
 
 // refused fails the test unless Redis refused the command for lack of
@@ -120,14 +143,7 @@ func TestRedisUsersOfTheNativeRun(t *testing.T) {
 		t.Errorf("publisher: the probe PUBLISH: %v", err)
 	}
 	for who, heard := range map[string]<-chan *redis.Message{"dashboard": heardByDash, "subscriber": heardBySub} {
-		for done := false; !done; {
-			select {
-			case m := <-heard:
-				done = m.Channel == channel && m.Payload == body
-			case <-ctx.Done():
-				t.Fatalf("%s: the publisher's message on %s never arrived", who, channel)
-			}
-		}
+		awaitMessage(ctx, t, who, heard, channel, body)
 	}
 	entries, err := sub.XRange(ctx, stream, "-", "+").Result()
 	if err != nil || len(entries) != 1 || entries[0].Values["message"] != body {
